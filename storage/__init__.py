@@ -1,0 +1,1 @@
+"""Kept storage layer: SQLCipher, keys, vectors, embedder. Never imports Qt."""

@@ -1,0 +1,505 @@
+"""Key scheme of SECURITY.md ("Recommended scheme"). Layer: storage. Runs on: any worker thread.
+
+master password -> Argon2id -> KEK (never stored)
+DEK = 32 random bytes, wrapped with AES-256-GCM under the KEK; the AAD binds the vault id and
+the KDF parameters, so weakening them in the key file makes unwrap fail instead of deriving a
+weaker key. SQLCipher gets HKDF(DEK, "kept/v1 sqlcipher") as a raw key; files get
+HKDF(DEK, "kept/v1 file-aead").
+
+The key file (``vault.key.json``) holds no secret. It is written atomically (temp file, fsync,
+``os.replace``, fsync of the folder) and the previous version is kept as ``.bak`` until the next
+successful unlock.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from app.errors import KeyUnavailable, VaultCorrupt, WrongKey
+
+log = logging.getLogger(__name__)
+
+KEY_FILE = "vault.key.json"
+FORMAT = 1
+ARGON2_VERSION = 0x13
+
+# SECURITY.md "KDF parameters": default 256 MiB / t=3 / p=4; floor 64 MiB / 3 / 4 (Bitwarden).
+DEFAULT_M_KIB = 262_144
+DEFAULT_T = 3
+LANES = 4
+FLOOR_M_KIB = 65_536
+FLOOR_T = 3
+# Calibrate so one derive takes 0.5-1.0 s (KeePassXC's approach).
+TARGET_MIN_S = 0.5
+TARGET_MAX_S = 1.0
+MAX_T = 12
+# Below this much free RAM the floor may be undercut, and the person is told.
+LOW_RAM_BYTES = 2 * 1024**3
+
+INFO_DB = b"kept/v1 sqlcipher"
+INFO_FILES = b"kept/v1 file-aead"
+AAD_DEK = b"kept/v1|dek|"
+AAD_RECOVERY = b"kept/v1|dek-recovery|"
+AAD_DEVICE = b"kept/v1|dek-device|"
+AAD_PENDING = b"kept/v1|dek-pending|"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+@dataclass(frozen=True, slots=True)
+class KdfParams:
+    m: int = DEFAULT_M_KIB
+    t: int = DEFAULT_T
+    p: int = LANES
+    salt: bytes = field(default_factory=lambda: os.urandom(16))
+    alg: str = "argon2id"
+    v: int = ARGON2_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {"alg": self.alg, "v": self.v, "m": self.m, "t": self.t, "p": self.p,
+                "salt": _b64(self.salt)}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> KdfParams:
+        return cls(m=int(obj["m"]), t=int(obj["t"]), p=int(obj["p"]), salt=_unb64(obj["salt"]),
+                   alg=str(obj["alg"]), v=int(obj["v"]))
+
+    def canonical(self) -> bytes:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+
+    @property
+    def below_floor(self) -> bool:
+        return self.m < FLOOR_M_KIB or self.t < FLOOR_T or self.p != LANES
+
+
+def derive_kek(password: str, params: KdfParams) -> bytearray:
+    """Argon2id v1.3. Refuses anything that is not what the key scheme records."""
+    if params.alg != "argon2id" or params.v != ARGON2_VERSION or len(params.salt) != 16:
+        raise WrongKey()
+    if params.m < 8 * params.p or params.t < 1 or params.p < 1 or params.m > 4 * 1024 * 1024:
+        raise WrongKey()
+    kdf = Argon2id(salt=params.salt, length=32, iterations=params.t, lanes=params.p,
+                   memory_cost=params.m)
+    return bytearray(kdf.derive(password.encode("utf-8")))
+
+
+def hkdf(dek: bytes | bytearray, info: bytes) -> bytearray:
+    return bytearray(HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info)
+                     .derive(bytes(dek)))
+
+
+def wipe(buf: bytearray | None) -> None:
+    """Best effort: overwrite a key buffer in place (Python cannot wipe immutable copies)."""
+    if buf is not None:
+        for i in range(len(buf)):
+            buf[i] = 0
+
+
+def free_ram_bytes() -> int:
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except Exception:  # psutil missing or unsupported OS: assume plenty
+        return 1 << 40
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    params: KdfParams
+    seconds: float
+    warning: str | None = None
+
+
+def calibrate(clock: Callable[[], float] = time.perf_counter,
+              derive: Callable[[str, KdfParams], bytearray] = derive_kek) -> Calibration:
+    """Pick Argon2id parameters so one derive takes 0.5-1.0 s, never below the floor."""
+    warning = None
+    m, t = DEFAULT_M_KIB, DEFAULT_T
+    floor_m = FLOOR_M_KIB
+    if free_ram_bytes() < LOW_RAM_BYTES:
+        floor_m = 19_456  # OWASP's minimum; only when RAM is genuinely short
+        m = FLOOR_M_KIB
+        warning = ("Less than 2 GiB of memory is free: the password protection was set lower "
+                   "than usual. Change the password later to strengthen it.")
+
+    def measure(m: int, t: int) -> float:
+        start = clock()
+        wipe(derive("calibration", KdfParams(m=m, t=t)))
+        return clock() - start
+
+    elapsed = measure(m, t)
+    while elapsed > TARGET_MAX_S and m > floor_m:
+        m = max(floor_m, m // 2)
+        elapsed = measure(m, t)
+    while elapsed < TARGET_MIN_S and t < MAX_T:
+        t_new = min(MAX_T, max(t + 1, int(t * TARGET_MIN_S / max(elapsed, 1e-3)) + 1))
+        elapsed = elapsed * t_new / t
+        t = t_new
+    if t != DEFAULT_T:
+        elapsed = measure(m, t)
+    return Calibration(KdfParams(m=m, t=t), elapsed, warning)
+
+
+def policy_params() -> KdfParams:
+    """The weakest parameters acceptable after unlock; weaker ones are upgraded."""
+    return KdfParams(m=FLOOR_M_KIB, t=FLOOR_T, p=LANES)
+
+
+def _seal(key: bytes | bytearray, plaintext: bytes | bytearray, aad: bytes) -> dict[str, str]:
+    nonce = os.urandom(12)
+    ct = AESGCM(bytes(key)).encrypt(nonce, bytes(plaintext), aad)
+    return {"alg": "A256GCM", "nonce": _b64(nonce), "ct": _b64(ct)}
+
+
+def _open(key: bytes | bytearray, box: dict[str, Any], aad: bytes) -> bytearray:
+    try:
+        if box.get("alg") != "A256GCM":
+            raise WrongKey()
+        return bytearray(AESGCM(bytes(key)).decrypt(_unb64(box["nonce"]), _unb64(box["ct"]), aad))
+    except (InvalidTag, KeyError, ValueError, TypeError) as exc:
+        raise WrongKey() from exc
+
+
+def new_recovery_code() -> str:
+    """About 128 random bits as 8 groups of 4 base32 characters, easy to print and type."""
+    raw = base64.b32encode(secrets.token_bytes(20)).decode("ascii")[:32]
+    return "-".join(raw[i:i + 4] for i in range(0, 32, 4))
+
+
+def _recovery_key(code: str, vault_id: str) -> bytearray:
+    # The code carries ~160 bits of entropy, so a fast KDF is enough; HKDF binds it to the vault.
+    normal = code.replace("-", "").replace(" ", "").upper().encode("ascii", "replace")
+    return bytearray(HKDF(algorithm=hashes.SHA256(), length=32, salt=vault_id.encode(),
+                          info=b"kept/v1 recovery").derive(normal))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFile:
+    vault_id: str
+    kdf: KdfParams
+    wrap: dict[str, str]
+    wrap_recovery: dict[str, str] | None = None
+    wrap_device: dict[str, str] | None = None
+    # A rotated DEK, written before the database is rekeyed, so a crash mid-rotation loses nothing.
+    wrap_pending: dict[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {"format": FORMAT, "vault_id": self.vault_id,
+                               "kdf": self.kdf.to_json(), "wrap": self.wrap}
+        for name in ("wrap_recovery", "wrap_device", "wrap_pending"):
+            if getattr(self, name) is not None:
+                obj[name] = getattr(self, name)
+        return obj
+
+    @classmethod
+    def from_json(cls, obj: Any) -> KeyFile:
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise VaultCorrupt("The key file is not one this version of Kept understands.")
+        try:
+            return cls(vault_id=str(obj["vault_id"]), kdf=KdfParams.from_json(obj["kdf"]),
+                       wrap=dict(obj["wrap"]), wrap_recovery=obj.get("wrap_recovery"),
+                       wrap_device=obj.get("wrap_device"), wrap_pending=obj.get("wrap_pending"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise WrongKey() from exc
+
+    def aad(self) -> bytes:
+        return AAD_DEK + self.vault_id.encode() + self.kdf.canonical()
+
+
+def fsync_dir(path: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, ``os.replace``, fsync the folder."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_key_file(folder: Path) -> KeyFile:
+    """The key file, or its ``.bak`` when the main copy is unreadable (torn by a crash)."""
+    main = folder / KEY_FILE
+    bak = folder / (KEY_FILE + ".bak")
+    for candidate in (main, bak):
+        try:
+            return KeyFile.from_json(json.loads(candidate.read_text("utf-8")))
+        except FileNotFoundError:
+            continue
+        except (ValueError, UnicodeDecodeError):
+            log.warning("key file %s unreadable, trying backup", candidate.name)
+            continue
+    if not main.exists() and not bak.exists():
+        raise VaultCorrupt("The vault's key file is missing; the vault cannot be opened.")
+    raise VaultCorrupt("The vault's key file is damaged and has no usable backup.")
+
+
+def write_key_file(folder: Path, kf: KeyFile) -> None:
+    main = folder / KEY_FILE
+    data = json.dumps(kf.to_json(), indent=2, sort_keys=True).encode() + b"\n"
+    if main.exists():
+        atomic_write(folder / (KEY_FILE + ".bak"), main.read_bytes())
+    atomic_write(main, data)
+
+
+def drop_backup(folder: Path) -> None:
+    try:
+        (folder / (KEY_FILE + ".bak")).unlink()
+    except FileNotFoundError:
+        pass
+
+
+@dataclass(slots=True)
+class Keys:
+    """The unwrapped data key and its sub-keys. Owner: the unlocked vault; wiped on lock."""
+
+    dek: bytearray
+    db_key: bytearray
+    file_key: bytearray
+
+    @classmethod
+    def from_dek(cls, dek: bytearray) -> Keys:
+        """Takes its own copy of ``dek``: wiping these keys never touches the caller's buffer."""
+        return cls(dek=bytearray(dek), db_key=hkdf(dek, INFO_DB), file_key=hkdf(dek, INFO_FILES))
+
+    def wipe(self) -> None:
+        wipe(self.dek)
+        wipe(self.db_key)
+        wipe(self.file_key)
+
+
+def new_key_file(password: str, params: KdfParams) -> tuple[KeyFile, bytearray]:
+    vault_id = secrets.token_hex(16)
+    dek = bytearray(os.urandom(32))
+    kek = derive_kek(password, params)
+    try:
+        kf = KeyFile(vault_id=vault_id, kdf=params, wrap={})
+        kf = replace(kf, wrap=_seal(kek, dek, kf.aad()))
+    finally:
+        wipe(kek)
+    return kf, dek
+
+
+def unwrap(kf: KeyFile, password: str) -> bytearray:
+    kek = derive_kek(password, kf.kdf)
+    try:
+        return _open(kek, kf.wrap, kf.aad())
+    finally:
+        wipe(kek)
+
+
+def rewrap(kf: KeyFile, dek: bytearray, password: str, params: KdfParams) -> KeyFile:
+    """Password change: a new salt and KEK around the same DEK. O(1); database untouched."""
+    kek = derive_kek(password, params)
+    try:
+        new = replace(kf, kdf=params, wrap={})
+        return replace(new, wrap=_seal(kek, dek, new.aad()))
+    finally:
+        wipe(kek)
+
+
+def add_recovery(kf: KeyFile, dek: bytearray) -> tuple[KeyFile, str]:
+    code = new_recovery_code()
+    rk = _recovery_key(code, kf.vault_id)
+    try:
+        return replace(kf, wrap_recovery=_seal(rk, dek, AAD_RECOVERY + kf.vault_id.encode())), code
+    finally:
+        wipe(rk)
+
+
+def unwrap_recovery(kf: KeyFile, code: str) -> bytearray:
+    if kf.wrap_recovery is None:
+        raise WrongKey("This vault has no recovery code.")
+    rk = _recovery_key(code, kf.vault_id)
+    try:
+        return _open(rk, kf.wrap_recovery, AAD_RECOVERY + kf.vault_id.encode())
+    finally:
+        wipe(rk)
+
+
+def seal_pending(kf: KeyFile, old_dek: bytearray, new_dek: bytearray) -> KeyFile:
+    """Record the next DEK, wrapped under the current one, before rekeying the database."""
+    key = hkdf(old_dek, b"kept/v1 pending")
+    try:
+        return replace(kf, wrap_pending=_seal(key, new_dek, AAD_PENDING + kf.vault_id.encode()))
+    finally:
+        wipe(key)
+
+
+def open_pending(kf: KeyFile, old_dek: bytearray) -> bytearray | None:
+    if kf.wrap_pending is None:
+        return None
+    key = hkdf(old_dek, b"kept/v1 pending")
+    try:
+        return _open(key, kf.wrap_pending, AAD_PENDING + kf.vault_id.encode())
+    finally:
+        wipe(key)
+
+
+# --- "Remember on this device" (optional, off by default) ------------------------------------
+
+KEYRING_SERVICE = "app.kept.vault"
+ALLOWED_BACKENDS = frozenset({
+    "keyring.backends.macOS.Keyring",
+    "keyring.backends.Windows.WinVaultKeyring",
+    "keyring.backends.SecretService.Keyring",
+    "keyring.backends.kwallet.DBusKeyring",
+})
+
+
+def _backend_name(kr: object) -> str:
+    cls = type(kr)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def keyring_available() -> bool:
+    """True only for an allowlisted, real OS keychain (never keyrings.alt, never the fail backend)."""
+    try:
+        import keyring
+        from keyring.backends import fail
+        kr = keyring.get_keyring()
+        if isinstance(kr, fail.Keyring) or getattr(kr, "priority", 0) <= 0:
+            return False
+        if _backend_name(kr) in ALLOWED_BACKENDS:
+            return True
+        # A chainer wrapping exactly one allowlisted backend is acceptable.
+        backends = getattr(kr, "backends", None)
+        return bool(backends) and all(_backend_name(b) in ALLOWED_BACKENDS for b in backends)
+    except Exception:  # any keyring failure means "not available", never a crash
+        log.exception("keyring probe failed")
+        return False
+
+
+def _device_user(vault_id: str) -> str:
+    return f"device-key-v1:{vault_id}"
+
+
+def remember_device(kf: KeyFile, dek: bytearray) -> KeyFile:
+    """Store a random device key in the OS keychain and a second wrap of the DEK under it."""
+    import keyring
+    from keyring.errors import KeyringError
+    if not keyring_available():
+        raise KeyUnavailable()
+    device_key = bytearray(os.urandom(32))
+    try:
+        keyring.set_password(KEYRING_SERVICE, _device_user(kf.vault_id), _b64(device_key))
+        return replace(kf, wrap_device=_seal(device_key, dek, AAD_DEVICE + kf.vault_id.encode()))
+    except KeyringError as exc:
+        raise KeyUnavailable() from exc
+    finally:
+        wipe(device_key)
+
+
+def unwrap_device(kf: KeyFile) -> bytearray | None:
+    """The DEK from the device key, or None whenever anything is missing or changed."""
+    if kf.wrap_device is None or not keyring_available():
+        return None
+    try:
+        import keyring
+        secret = keyring.get_password(KEYRING_SERVICE, _device_user(kf.vault_id))
+        if not secret:
+            return None
+        key = bytearray(_unb64(secret))
+        try:
+            return _open(key, kf.wrap_device, AAD_DEVICE + kf.vault_id.encode())
+        finally:
+            wipe(key)
+    except Exception:  # a changed or missing item falls back to the password, never blocks
+        log.warning("device key unusable; falling back to the password")
+        return None
+
+
+def forget_device(kf: KeyFile) -> KeyFile:
+    try:
+        import keyring
+        keyring.delete_password(KEYRING_SERVICE, _device_user(kf.vault_id))
+    except Exception:
+        log.info("no device key to delete from the keychain")
+    return replace(kf, wrap_device=None)
+
+
+# --- AES-GCM files (exports, snapshots) -------------------------------------------------------
+
+CHUNK = 64 * 1024
+FILE_MAGIC = b"KEPTAEAD1"
+
+
+def encrypt_file_bytes(file_key: bytes | bytearray, data: bytes, file_id: bytes | None = None
+                       ) -> bytes:
+    """64 KiB chunks; file id, chunk index and last-chunk flag in the AAD (no truncation/reorder)."""
+    file_id = file_id or os.urandom(16)
+    aes = AESGCM(bytes(file_key))
+    out = [FILE_MAGIC, file_id]
+    chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)] or [b""]
+    for idx, chunk in enumerate(chunks):
+        last = idx == len(chunks) - 1
+        nonce = os.urandom(12)
+        aad = file_id + idx.to_bytes(8, "big") + (b"\x01" if last else b"\x00")
+        ct = aes.encrypt(nonce, chunk, aad)
+        out += [nonce, len(ct).to_bytes(4, "big"), ct]
+    return b"".join(out)
+
+
+def decrypt_file_bytes(file_key: bytes | bytearray, blob: bytes) -> bytes:
+    if not blob.startswith(FILE_MAGIC):
+        raise WrongKey("Not a Kept encrypted file.")
+    aes = AESGCM(bytes(file_key))
+    pos = len(FILE_MAGIC)
+    file_id = blob[pos:pos + 16]
+    pos += 16
+    parts: list[bytes] = []
+    idx = 0
+    try:
+        while pos < len(blob):
+            nonce = blob[pos:pos + 12]
+            size = int.from_bytes(blob[pos + 12:pos + 16], "big")
+            ct = blob[pos + 16:pos + 16 + size]
+            pos += 16 + size
+            last = pos >= len(blob)
+            aad = file_id + idx.to_bytes(8, "big") + (b"\x01" if last else b"\x00")
+            parts.append(aes.decrypt(nonce, ct, aad))
+            idx += 1
+    except InvalidTag as exc:
+        raise WrongKey("The file is damaged, truncated or was made with another key.") from exc
+    if idx == 0:
+        raise WrongKey("The file is empty or truncated.")
+    return b"".join(parts)

@@ -1,0 +1,207 @@
+"""Database: one writer thread plus per-thread readers (Datasette's pattern).
+Layer: storage. Runs on: callers' threads; writes run on the ``db-writer`` thread.
+
+``write(fn)`` queues ``fn(conn)`` for the writer, which wraps it in ``BEGIN IMMEDIATE`` ...
+``COMMIT`` (``ROLLBACK`` on any exception) and returns a Future. ``read(fn)`` runs ``fn`` on
+the calling thread's own ``query_only`` connection. ``Database(threaded=False)`` runs both on
+the caller's thread with one connection (unit tests and one-shot CLI commands).
+
+Reader connections are opened with ``check_same_thread=False`` only so that ``close()`` (lock)
+can close every one of them from the locking thread: requirement 20 wants zero open connections
+after lock. Each is still used by exactly one thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from app.errors import StorageFull, VaultLocked
+from storage import sqlcipher
+from storage.migrations import migrate
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_STOP = object()
+
+
+class Database:
+    """Owner: the unlocked vault. Thread affinity: see module docstring."""
+
+    def __init__(self, path: Path, key: bytes | bytearray, *, create: bool = False,
+                 threaded: bool = True) -> None:
+        self.path = path
+        self._key = bytearray(key)
+        self.threaded = threaded
+        self._closed = False
+        self._readers: list[sqlcipher.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._local = threading.local()
+        # The write connection is opened here first so a wrong key or damage fails fast,
+        # on the caller's thread, before any thread starts.
+        conn = sqlcipher.open_connection(path, self._key, create=create,
+                                         check_same_thread=not threaded)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._write_conn: sqlcipher.Connection | None = conn
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(target=self._writer_loop, name="db-writer",
+                                            daemon=True)
+            self._thread.start()
+
+    # --- writes ------------------------------------------------------------------------
+    def _run_write(self, fn: Callable[[sqlcipher.Connection], T]) -> T:
+        conn = self._write_conn
+        if conn is None:
+            raise VaultLocked()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlcipher.DatabaseError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise sqlcipher.translate(exc) from exc
+        return result
+
+    def _writer_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            fn, fut = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                if isinstance(fn, _DirectCall):
+                    fut.set_result(fn.fn())
+                else:
+                    fut.set_result(self._run_write(fn))
+            except BaseException as exc:  # delivered to the caller through the future
+                if isinstance(exc, sqlcipher.DatabaseError) and sqlcipher.is_disk_full(exc):
+                    exc = StorageFull()
+                fut.set_exception(exc)
+        if self._write_conn is not None:
+            self._write_conn.close()
+            self._write_conn = None
+
+    def write(self, fn: Callable[[sqlcipher.Connection], T]) -> Future[T]:
+        if self._closed:
+            raise VaultLocked()
+        fut: Future[T] = Future()
+        if not self.threaded:
+            try:
+                fut.set_result(self._run_write(fn))
+            except BaseException as exc:
+                if isinstance(exc, sqlcipher.DatabaseError) and sqlcipher.is_disk_full(exc):
+                    exc = StorageFull()
+                fut.set_exception(exc)
+            return fut
+        self._queue.put((fn, fut))
+        return fut
+
+    def write_sync(self, fn: Callable[[sqlcipher.Connection], T]) -> T:
+        return self.write(fn).result()
+
+    # --- reads -------------------------------------------------------------------------
+    def _reader(self) -> sqlcipher.Connection:
+        if self._closed:
+            raise VaultLocked()
+        if not self.threaded:
+            assert self._write_conn is not None
+            return self._write_conn
+        conn: sqlcipher.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlcipher.open_connection(self.path, self._key, query_only=True,
+                                             check_same_thread=False)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def read(self, fn: Callable[[sqlcipher.Connection], T]) -> T:
+        return fn(self._reader())
+
+    # --- maintenance -------------------------------------------------------------------
+    def checkpoint(self) -> tuple[int, int, int]:
+        """``wal_checkpoint(TRUNCATE)`` on the writer; returns (busy, log, checkpointed)."""
+        def run() -> tuple[int, int, int]:
+            assert self._write_conn is not None
+            row = self._write_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return int(row[0]), int(row[1]), int(row[2])
+        return self._outside_transaction(run)
+
+    def rekey(self, new_key: bytes | bytearray) -> None:
+        def run() -> None:
+            assert self._write_conn is not None
+            self._write_conn.execute(f"PRAGMA rekey = {sqlcipher.raw_key_literal(new_key)}")
+        self._close_readers()
+        self._outside_transaction(run)
+        self._key[:] = bytes(new_key)
+
+    def _outside_transaction(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the writer thread but outside BEGIN/COMMIT (checkpoint, rekey)."""
+        if self._closed:
+            raise VaultLocked()
+        if not self.threaded:
+            return fn()
+        fut: Future[T] = Future()
+        self._queue.put((_DirectCall(fn), fut))
+        return fut.result()
+
+    def _close_readers(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                try:
+                    conn.close()
+                except sqlcipher.DatabaseError:
+                    log.warning("reader close failed")
+            self._readers.clear()
+        self._local = threading.local()
+
+    def close(self) -> None:
+        """Drain the writer queue, close every connection (this checkpoints the WAL), wipe the key."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.threaded and self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+        elif self._write_conn is not None:
+            self._write_conn.close()
+            self._write_conn = None
+        self._close_readers()
+        for i in range(len(self._key)):
+            self._key[i] = 0
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def open_connection_count(self) -> int:
+        with self._readers_lock:
+            n = len(self._readers)
+        return n + (1 if self._write_conn is not None else 0)
+
+
+class _DirectCall:
+    """A queued item the writer runs without a transaction around it."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn

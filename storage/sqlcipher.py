@@ -1,0 +1,159 @@
+"""The one import of the SQLCipher driver and the one place every connection is prepared.
+Layer: storage. Runs on: the thread that owns the connection.
+
+``open_connection`` never creates a database unless asked (``create=True``); a wrong key, an
+HMAC failure or a damaged file raises instead of leaving a fresh empty database behind
+(SECURITY.md requirement 24). ``assert_pragmas`` fails closed unless every pragma of
+requirement 4 holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import sqlcipher3
+
+from app.errors import StorageFull, VaultCorrupt, WrongKey
+
+log = logging.getLogger(__name__)
+
+Connection = sqlcipher3.Connection
+DatabaseError = sqlcipher3.DatabaseError
+OperationalError = sqlcipher3.OperationalError
+IntegrityError = sqlcipher3.IntegrityError
+
+MIN_SQLITE = (3, 52, 0)
+CIPHER_MAJOR = "4."
+BUSY_TIMEOUT_MS = 10_000
+
+
+class PragmaViolation(VaultCorrupt):
+    user_message = "The vault's database is not configured safely; it was not opened."
+
+
+def raw_key_literal(key: bytes | bytearray) -> str:
+    """SQLCipher raw-key syntax: skips its PBKDF2; the Argon2id work was done on our side."""
+    if len(key) != 32:
+        raise ValueError("raw key must be 32 bytes")
+    return "\"x'" + bytes(key).hex() + "'\""
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
+                    query_only: bool = False, check_same_thread: bool = True) -> Connection:
+    """Open and prepare one connection. Raises ``WrongKey`` or ``VaultCorrupt``, never creates
+    a database in place of one that failed to open."""
+    mode = "rwc" if create else "rw"
+    if not create and not path.exists():
+        raise VaultCorrupt("The vault's database file is missing; nothing was created.")
+    uri = f"{path.resolve().as_uri()}?mode={mode}"
+    try:
+        conn = sqlcipher3.connect(uri, uri=True, isolation_level=None,
+                                  check_same_thread=check_same_thread)
+    except OperationalError as exc:
+        raise VaultCorrupt() from exc
+    try:
+        prepare(conn, key, query_only=query_only)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def prepare(conn: Connection, key: bytes | bytearray, *, query_only: bool = False) -> None:
+    conn.execute("PRAGMA cipher_log_level = NONE")
+    # Requirement 20: memory security on before the first key is handed over.
+    conn.execute("PRAGMA cipher_memory_security = ON")
+    conn.execute(f"PRAGMA key = {raw_key_literal(key)}")
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except DatabaseError as exc:
+        # With a key that unwrapped correctly this is damage; the facade words it accordingly.
+        raise WrongKey("The vault's database could not be decrypted.") from exc
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA secure_delete = ON")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if not query_only:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            raise PragmaViolation()
+    conn.execute("PRAGMA synchronous = FULL")
+    if query_only:
+        conn.execute("PRAGMA query_only = 1")
+    assert_pragmas(conn)
+
+
+def _one(conn: Connection, sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    return None if row is None else row[0]
+
+
+def fts5_tables(conn: Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE '%USING fts5%'"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def pragma_report(conn: Connection) -> dict[str, Any]:
+    return {
+        "cipher_version": str(_one(conn, "PRAGMA cipher_version") or ""),
+        "sqlite_version": str(_one(conn, "SELECT sqlite_version()")),
+        "cipher_hmac_algorithm": str(_one(conn, "PRAGMA cipher_hmac_algorithm") or ""),
+        "cipher_plaintext_header_size": int(_one(conn, "PRAGMA cipher_plaintext_header_size")
+                                            or 0),
+        "temp_store": int(_one(conn, "PRAGMA temp_store")),
+        "secure_delete": int(_one(conn, "PRAGMA secure_delete")),
+        "journal_mode": str(_one(conn, "PRAGMA journal_mode")),
+        "synchronous": int(_one(conn, "PRAGMA synchronous")),
+    }
+
+
+def assert_pragmas(conn: Connection) -> None:
+    """Requirement 4: refuse to serve unless every safety pragma holds."""
+    r = pragma_report(conn)
+    problems = []
+    if not r["cipher_version"].startswith(CIPHER_MAJOR):
+        problems.append("cipher_version")
+    if _parse_version(r["sqlite_version"]) < MIN_SQLITE:
+        problems.append("sqlite_version")
+    if r["cipher_hmac_algorithm"] != "HMAC_SHA512":
+        problems.append("cipher_hmac_algorithm")
+    if r["cipher_plaintext_header_size"] != 0:
+        problems.append("cipher_plaintext_header_size")
+    if r["temp_store"] != 2:
+        problems.append("temp_store")
+    if r["secure_delete"] != 1:
+        problems.append("secure_delete")
+    if r["journal_mode"] != "wal":
+        problems.append("journal_mode")
+    if r["synchronous"] != 2:
+        problems.append("synchronous")
+    for table in fts5_tables(conn):
+        value = _one(conn, f"SELECT v FROM \"{table}_config\" WHERE k = 'secure-delete'")
+        if value != 1:
+            problems.append(f"fts5 secure-delete on {table}")
+    if problems:
+        log.error("refusing connection: unsafe pragmas %s", ",".join(problems))
+        raise PragmaViolation(
+            "The vault's database is not configured safely (" + ", ".join(problems)
+            + "); it was not opened.")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (13, 10)  # SQLITE_FULL, SQLITE_IOERR
+
+
+def translate(exc: BaseException) -> BaseException:
+    """Map driver errors to AppErrors by code (never by message text)."""
+    if is_disk_full(exc):
+        return StorageFull()
+    return exc

@@ -1,0 +1,202 @@
+"""Vault lifecycle: create, unlock, change password, rotate the data key, lock.
+Layer: storage. Runs on: a worker thread (Argon2id takes ~0.6 s; never the GUI thread).
+
+Unlock sequence (SECURITY.md): read the key file -> Argon2id -> unwrap -> HKDF -> open the
+database (memory security, raw key, fail-fast check, pragma assertions). A failure at any step
+leaves every file byte-identical: nothing here writes before the key has been proven.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from app.errors import VaultCorrupt, VaultExists, VaultNotFound, WrongKey
+from storage import crypto
+from storage.crypto import KdfParams, KeyFile, Keys
+from storage.db import Database
+from storage.paths import DB_FILE, OwnerLock, check_permissions, make_private_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class UnlockInfo:
+    seconds: float
+    kdf_upgraded: bool
+    recovered_from_backup: bool
+
+
+def vault_exists(folder: Path) -> bool:
+    return (folder / crypto.KEY_FILE).exists() or (folder / DB_FILE).exists()
+
+
+class OpenVault:
+    """An unlocked vault: keys, the owner lock and the Database. Owner: the Vault facade."""
+
+    def __init__(self, folder: Path, keys: Keys, kf: KeyFile, db: Database,
+                 lock: OwnerLock) -> None:
+        self.folder = folder
+        self.keys = keys
+        self.key_file = kf
+        self.db = db
+        self._lock = lock
+
+    # --- creation ----------------------------------------------------------------------
+    @classmethod
+    def create(cls, folder: Path, password: str, *, kdf: KdfParams | None = None,
+               threaded: bool = True) -> OpenVault:
+        if vault_exists(folder):
+            raise VaultExists()
+        if not password:
+            raise WrongKey("A password is required.")
+        make_private_dir(folder)
+        check_permissions(folder)
+        lock = OwnerLock(folder)
+        lock.acquire()
+        try:
+            params = kdf if kdf is not None else crypto.calibrate().params
+            kf, dek = crypto.new_key_file(password, params)
+            keys = Keys.from_dek(dek)
+            crypto.wipe(dek)
+            # Database first, key file last: a crash in between leaves no key file, so the
+            # half-made vault is recognisable and never mistaken for a damaged one.
+            db = Database(folder / DB_FILE, keys.db_key, create=True, threaded=threaded)
+            crypto.write_key_file(folder, kf)
+            return cls(folder, keys, kf, db, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    # --- unlock ------------------------------------------------------------------------
+    @classmethod
+    def unlock(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
+               use_device: bool = False, threaded: bool = True) -> tuple[OpenVault, UnlockInfo]:
+        start = time.perf_counter()
+        if not folder.exists() or not vault_exists(folder):
+            raise VaultNotFound()
+        check_permissions(folder)
+        kf = crypto.read_key_file(folder)
+        lock = OwnerLock(folder)
+        lock.acquire()
+        try:
+            dek: bytearray | None = None
+            if use_device:
+                dek = crypto.unwrap_device(kf)
+            if dek is None and recovery_code is not None:
+                dek = crypto.unwrap_recovery(kf, recovery_code)
+            if dek is None:
+                if password is None:
+                    raise WrongKey("A password is required.")
+                dek = crypto.unwrap(kf, password)
+            db, keys = cls._open_db(folder, dek, kf, threaded)
+            crypto.wipe(dek)
+            vault = cls(folder, keys, kf, db, lock)
+            upgraded = False
+            if kf.wrap_pending is not None and password is not None:
+                vault.change_password(password, password)  # finish an interrupted rotation
+            if password is not None and kf.kdf.below_floor:
+                # Stored parameters weaker than policy: re-derive with current ones.
+                vault.change_password(password, password, kdf=crypto.policy_params())
+                upgraded = True
+            crypto.drop_backup(folder)  # a successful unlock retires the previous key file
+            return vault, UnlockInfo(time.perf_counter() - start, upgraded, False)
+        except BaseException:
+            lock.release()
+            raise
+
+    @staticmethod
+    def _open_db(folder: Path, dek: bytearray, kf: KeyFile, threaded: bool) -> tuple[Database, Keys]:
+        """Open with the DEK; if a rotation was interrupted, the pending DEK opens it."""
+        keys = Keys.from_dek(dek)
+        try:
+            return Database(folder / DB_FILE, keys.db_key, threaded=threaded), keys
+        except WrongKey:
+            keys.wipe()
+        pending = crypto.open_pending(kf, dek)
+        if pending is None:
+            raise VaultCorrupt()
+        log.warning("finishing an interrupted data-key rotation")
+        keys = Keys.from_dek(pending)
+        crypto.wipe(pending)
+        try:
+            return Database(folder / DB_FILE, keys.db_key, threaded=threaded), keys
+        except WrongKey:
+            keys.wipe()
+            raise VaultCorrupt() from None
+
+    # --- password and keys -------------------------------------------------------------
+    def verify_password(self, password: str) -> None:
+        crypto.wipe(crypto.unwrap(self.key_file, password))
+
+    def change_password(self, old: str, new: str, *, kdf: KdfParams | None = None) -> KeyFile:
+        """Rewrap only: O(1), the database file is not touched (requirement 8)."""
+        if not new:
+            raise WrongKey("The new password is empty.")
+        self.verify_password(old)
+        params = kdf if kdf is not None else replace(self.key_file.kdf,
+                                                     salt=crypto.KdfParams().salt)
+        if params.below_floor:
+            params = crypto.policy_params()
+        kf = crypto.rewrap(self.key_file, self.keys.dek, new, params)
+        kf = replace(kf, wrap_pending=None)
+        crypto.write_key_file(self.folder, kf)
+        self.key_file = kf
+        return kf
+
+    def rotate_data_key(self, password: str) -> KeyFile:
+        """New DEK, ``PRAGMA rekey`` of every page, new wraps. Recovery and device wraps of the
+        old DEK are dropped (they would open nothing); the caller offers new ones."""
+        self.verify_password(password)
+        new_dek = bytearray(os.urandom(32))
+        new_keys = Keys.from_dek(new_dek)
+        # 1. Record the new DEK under the old one, so a crash during rekey loses nothing.
+        crypto.write_key_file(self.folder, crypto.seal_pending(self.key_file, self.keys.dek,
+                                                               new_dek))
+        # 2. Rewrite every page under the new key.
+        self.db.rekey(new_keys.db_key)
+        # 3. The password now wraps the new DEK; old wraps go.
+        kf = crypto.rewrap(self.key_file, new_dek, password,
+                           replace(self.key_file.kdf, salt=crypto.KdfParams().salt))
+        kf = replace(kf, wrap_pending=None, wrap_recovery=None, wrap_device=None)
+        if self.key_file.wrap_device is not None:
+            crypto.forget_device(self.key_file)
+        crypto.write_key_file(self.folder, kf)
+        crypto.drop_backup(self.folder)  # the backup wraps the old DEK, which opens nothing now
+        crypto.wipe(new_dek)
+        self.keys.wipe()
+        self.keys = new_keys
+        self.key_file = kf
+        return kf
+
+    def add_recovery_code(self) -> str:
+        kf, code = crypto.add_recovery(self.key_file, self.keys.dek)
+        crypto.write_key_file(self.folder, kf)
+        self.key_file = kf
+        return code
+
+    def remember_device(self) -> None:
+        kf = crypto.remember_device(self.key_file, self.keys.dek)
+        crypto.write_key_file(self.folder, kf)
+        self.key_file = kf
+
+    def forget_device(self) -> None:
+        kf = crypto.forget_device(self.key_file)
+        crypto.write_key_file(self.folder, kf)
+        self.key_file = kf
+
+    # --- lock --------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Close every connection (checkpoints the WAL), wipe keys, release the owner lock."""
+        try:
+            self.db.close()
+        finally:
+            self.keys.wipe()
+            self._lock.release()
+
+    @property
+    def locked(self) -> bool:
+        return self.db.closed

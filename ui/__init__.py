@@ -1,0 +1,1 @@
+"""Kept desktop UI (PySide6). The only layer that imports Qt."""
