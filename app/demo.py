@@ -1,0 +1,61 @@
+"""``kept demo``: a small living example vault. Layer: app. Runs on: the main thread.
+
+The demo vault's password is "demo" (it holds only made-up memories)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+DEMO_PASSWORD = "demo"
+
+DEMO_TURNS = [
+    ("s1", "Sam", "I just moved to Lisbon for the new job at Tidewater.", "2026-05-02T09:00:00Z"),
+    ("s1", "assistant", "Congratulations! How is the apartment?", "2026-05-02T09:00:30Z"),
+    ("s1", "Sam", "Small but bright. My sister Ana helped me paint it blue.", "2026-05-02T09:01:00Z"),
+    ("s1", "Sam", "I'm allergic to cats, so no pets for now.", "2026-05-02T09:02:00Z"),
+    ("s2", "Sam", "Ran 10 km along the river this morning, new personal best!", "2026-05-09T08:00:00Z"),
+    ("s2", "Sam", "I usually run on Saturday mornings before coffee.", "2026-05-09T08:01:00Z"),
+    ("s3", "Sam", "The Tidewater launch is on June 12; I'm nervous about the demo.", "2026-05-20T18:00:00Z"),
+    ("s3", "Sam", "Ana's birthday is on July 3, remind me to get her a book.", "2026-05-20T18:02:00Z"),
+    ("s4", "Sam", "I moved to Porto; the Lisbon flat was too expensive.", "2026-06-15T20:00:00Z"),
+]
+DEMO_QUERIES = ["Where does Sam live?", "When is Ana's birthday?", "What does Sam do on weekends?"]
+
+
+def demo_turns() -> list[object]:
+    from app.clock import parse_iso
+    from app.facade import Turn
+    return [Turn(session=s, speaker=who, text=text, at=parse_iso(at), ref=f"{s}:{n}")
+            for n, (s, who, text, at) in enumerate(DEMO_TURNS)]
+
+
+def create_demo_vault(folder: Path, *, threaded: bool = False) -> object:
+    """Create (or open) the demo vault and fill it with the demo conversation."""
+    from app.facade import Vault
+    from storage.crypto import KdfParams
+    from storage.unlock import vault_exists
+    if vault_exists(folder):
+        vault = Vault.open(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
+    else:
+        vault = Vault.create(folder, DEMO_PASSWORD, kdf=KdfParams(m=65_536, t=3),
+                             threaded=threaded, use_chroma=False).vault
+    vault.import_turns(demo_turns())  # type: ignore[arg-type]
+    return vault
+
+
+def run_demo(folder: Path | None) -> int:
+    folder = folder or Path(tempfile.mkdtemp(prefix="kept-demo-")) / "vault"
+    vault = create_demo_vault(folder)
+    try:
+        st = vault.status()  # type: ignore[attr-defined]
+        print(f"Demo vault at {folder} (password: {DEMO_PASSWORD})")
+        print(f"Memories: {st.totals}; semantic search: {'on' if st.semantic_search else 'off'}")
+        for q in DEMO_QUERIES:
+            print(f"\n> {q}")
+            for h in vault.recall(q, k=3):  # type: ignore[attr-defined]
+                print(f"  [{h.id}] {h.score:.3f} {h.speaker}: {h.text}")
+    finally:
+        vault.lock()  # type: ignore[attr-defined]
+    print(f"\nTry: kept --vault {folder} recall \"Sam's sister\"   (password: {DEMO_PASSWORD})")
+    return 0

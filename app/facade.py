@@ -1,0 +1,434 @@
+"""Vault: the one object the UI, the CLI and (later) IPC call. Layer: app.
+Runs on: any worker thread, never the GUI thread (methods block: crypto, disk, embeddings).
+
+Plain data in, plain data out (frozen dataclasses), so the facade can later be served over
+local IPC. ``Vault.create`` / ``Vault.open`` are the headless composition root: they build the
+storage objects (key scheme, Database, vector index, embedder) and hand them to the services.
+SQL stays in ``storage/``; this module only orchestrates.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app import policy
+from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
+from app.clock import Clock, SystemClock
+from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
+from app.errors import NotFound, ValidationError, VaultLocked
+from app.services import scoring
+from app.services.text import emotional_score, social_score
+from storage import repo
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[Changes], None]
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class VaultStatus:
+    vault_id: str
+    path: str
+    kdf: dict[str, Any]
+    counts: dict[str, dict[str, int]]
+    totals: dict[str, int]
+    schema_version: str
+    model_found: bool
+    model_dir: str | None
+    semantic_search: bool
+    vectors: int
+    index: str
+    recovery_code: bool
+    remember_device: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    turns: int
+    added: int
+    skipped_duplicates: int
+    sessions: int
+    ids: tuple[MemoryId, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    vault: Vault
+    recovery_code: str | None
+    kdf_seconds: float
+    kdf_warning: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One validated conversation turn of ``kept import``."""
+
+    session: str
+    speaker: str
+    text: str
+    at: float
+    ref: str
+    store: Store = Store.EPISODIC  # where the memory derived from the turn goes
+    line: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Vault:
+    """Owner of one unlocked vault. Thread-safe: writes are serialised by the Database."""
+
+    def __init__(self, opened: Any, *, clock: Clock | None = None, embedder: Any = None,
+                 model_dir: Path | None = None, use_chroma: bool = True) -> None:
+        from storage.vector import VectorIndex
+        self._opened = opened
+        self.clock: Clock = clock or SystemClock()
+        self.embedder = embedder
+        self.model_dir = model_dir
+        self.index = VectorIndex(use_chroma=use_chroma)
+        self._listeners: list[Listener] = []
+        self._lock = threading.RLock()
+        self._load_index()
+
+    # --- construction ------------------------------------------------------------------
+    @staticmethod
+    def _embedder(load_model: bool) -> tuple[Any, Path | None]:
+        if not load_model:
+            return None, None
+        from storage.embedder import Embedder, find_model_dir
+        model_dir = find_model_dir()
+        if model_dir is None:
+            log.warning("embedding model not found: semantic search is off")
+            return None, None
+        return Embedder(model_dir), model_dir
+
+    @classmethod
+    def create(cls, folder: Path, password: str, *, kdf: Any = None, recovery: bool = False,
+               clock: Clock | None = None, load_model: bool = True, threaded: bool = True,
+               use_chroma: bool = True) -> CreateResult:
+        import time
+
+        from storage.unlock import OpenVault
+        start = time.perf_counter()
+        opened = OpenVault.create(folder, password, kdf=kdf, threaded=threaded)
+        seconds = time.perf_counter() - start
+        code = opened.add_recovery_code() if recovery else None
+        embedder, model_dir = cls._embedder(load_model)
+        vault = cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+                    use_chroma=use_chroma)
+        vault._seed_settings()
+        return CreateResult(vault, code, seconds)
+
+    @classmethod
+    def open(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
+             use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
+             threaded: bool = True, use_chroma: bool = True) -> Vault:
+        from storage.unlock import OpenVault
+        opened, info = OpenVault.unlock(folder, password, recovery_code=recovery_code,
+                                        use_device=use_device, threaded=threaded)
+        log.info("unlocked in %.3f s", info.seconds)
+        try:
+            embedder, model_dir = cls._embedder(load_model)
+            return cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+                       use_chroma=use_chroma)
+        except BaseException:
+            opened.lock()
+            raise
+
+    def _seed_settings(self) -> None:
+        from app.settings import SETTINGS
+
+        def run(conn: Any) -> None:
+            for s in SETTINGS:
+                if repo.get_setting(conn, s.key) is None:
+                    repo.put_setting(conn, s.key, s.default)
+        self.db.write_sync(run)
+
+    def _load_index(self) -> None:
+        if self.embedder is None:
+            return
+        ids, mat = self.db.read(lambda c: repo.load_vectors(c, self.embedder.model_name))
+        self.index.load(ids, mat)
+        self.index.start_chroma_build()
+
+    # --- plumbing ----------------------------------------------------------------------
+    @property
+    def db(self) -> Any:
+        if self._opened is None or self._opened.locked:
+            raise VaultLocked()
+        return self._opened.db
+
+    @property
+    def folder(self) -> Path:
+        return Path(self._opened.folder)
+
+    @property
+    def locked(self) -> bool:
+        return self._opened is None or self._opened.locked
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, changes: Changes) -> None:
+        if changes.any:
+            for listener in list(self._listeners):
+                listener(changes)
+
+    @property
+    def semantic_search(self) -> bool:
+        return self.embedder is not None
+
+    def lock(self) -> Result[None]:
+        """Close connections, drop the vector index and model, wipe keys."""
+        if self._opened is not None and not self._opened.locked:
+            self.index.close()
+            self._opened.lock()
+        self.embedder = None
+        changes = Changes(lock=True)
+        self._emit(changes)
+        return Result(None, changes)
+
+    # --- keys --------------------------------------------------------------------------
+    def change_password(self, old: str, new: str) -> Result[None]:
+        self._opened.change_password(old, new)
+        return Result(None, Changes(settings=True))
+
+    def rotate_data_key(self, password: str) -> Result[None]:
+        self._opened.rotate_data_key(password)
+        return Result(None, Changes(settings=True))
+
+    def add_recovery_code(self) -> str:
+        return str(self._opened.add_recovery_code())
+
+    def remember_device(self) -> Result[None]:
+        self._opened.remember_device()
+        return Result(None, Changes(settings=True))
+
+    def forget_device(self) -> Result[None]:
+        self._opened.forget_device()
+        return Result(None, Changes(settings=True))
+
+    # --- status ------------------------------------------------------------------------
+    def status(self) -> VaultStatus:
+        from storage.migrations import schema_version
+        kf = self._opened.key_file
+
+        def run(conn: Any) -> tuple[dict[str, dict[str, int]], str]:
+            return repo.counts(conn), schema_version(conn)
+        counts, version = self.db.read(run)
+        totals = {store: sum(v.values()) for store, v in counts.items()}
+        kdf = {"alg": kf.kdf.alg, "version": kf.kdf.v, "m_kib": kf.kdf.m, "t": kf.kdf.t,
+               "p": kf.kdf.p}
+        return VaultStatus(
+            vault_id=kf.vault_id, path=str(self.folder), kdf=kdf, counts=counts, totals=totals,
+            schema_version=version, model_found=self.model_dir is not None,
+            model_dir=str(self.model_dir) if self.model_dir else None,
+            semantic_search=self.semantic_search, vectors=len(self.index),
+            index=("chroma" if self.index.chroma_ready else "exact") if self.embedder else "off",
+            recovery_code=kf.wrap_recovery is not None,
+            remember_device=kf.wrap_device is not None)
+
+    # --- ingestion ---------------------------------------------------------------------
+    @staticmethod
+    def validate_draft(d: Draft) -> Draft:
+        """Pure and cheap: no I/O (may run inline in a form)."""
+        text = d.text.strip() if isinstance(d.text, str) else ""
+        if not text:
+            raise ValidationError("The memory text is empty.")
+        if len(text) > 100_000:
+            raise ValidationError("The memory text is longer than 100,000 characters.")
+        if d.store is Store.WORKING:
+            raise ValidationError("Working memory is assembled per request and never stored.")
+        for name in ("importance", "emotional", "social", "confidence"):
+            value = getattr(d, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValidationError(f"{name} must be between 0 and 1.")
+        return replace(d, text=text)
+
+    def _scores(self, d: Draft, now: float) -> tuple[Scores, str, float]:
+        decay_class = policy.STORE_DECAY[d.store.value]
+        emotional = d.emotional if d.emotional is not None else emotional_score(d.text)
+        social = d.social if d.social is not None else social_score(d.text, d.speaker)
+        if d.store in (Store.SEMANTIC, Store.PROCEDURAL) and social > 0.5:
+            decay_class = "social"
+        elif d.store is Store.EPISODIC and emotional > 0.6:
+            decay_class = "emotional"
+        importance = d.importance if d.importance is not None else \
+            policy.DEFAULT_IMPORTANCE[d.store.value]
+        hours = max(0.0, (now - (d.occurred_at or now)) / policy.HOUR)
+        rec = scoring.recency(decay_class, hours)
+        comp = scoring.composite(importance, rec, 0.0, emotional, social)
+        confidence = d.confidence if d.confidence is not None else (
+            1.0 if d.user_validated else 0.5)
+        return Scores(importance, rec, 0.0, emotional, social, comp), decay_class, confidence
+
+    @staticmethod
+    def fts_keys(d: Draft) -> str:
+        """Extra lexical keys: who said it and when (so "what did Anna say in May" matches)."""
+        from app.services.text import date_words
+        parts = [d.speaker or "", d.context or ""]
+        if d.occurred_at is not None:
+            parts.append(date_words(d.occurred_at))
+        return " ".join(p for p in parts if p)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        if self.embedder is None or not texts:
+            return None
+        return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+
+    def remember(self, draft: Draft) -> Result[MemoryId]:
+        d = self.validate_draft(draft)
+        now = self.clock.now()
+        scores, decay_class, confidence = self._scores(d, now)
+        vec = self._embed([d.text]) if d.store is not Store.SHORT_TERM else None
+        keys = self.fts_keys(d)
+        model = self.embedder.model_name if self.embedder else ""
+
+        def run(conn: Any) -> MemoryId:
+            mid = repo.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
+                                     confidence=confidence, fts_keys=keys)
+            if vec is not None:
+                repo.put_vectors(conn, [mid], vec, model)
+            return mid
+        mid = self.db.write_sync(run)
+        if vec is not None:
+            self.index.add([mid], vec)
+        self._emit(MEMORY_CHANGES)
+        return Result(mid, MEMORY_CHANGES)
+
+    def import_turns(self, turns: Sequence[Turn], *, progress: Progress | None = None,
+                     batch: int = 256) -> Result[ImportReport]:
+        """Turns go to short-term memory; each also becomes an episodic memory (speaker, time)
+        derived from it. Re-importing a ``ref`` in the same session adds nothing.
+
+        Policy: the caller validates every line first (``parse_import``); a malformed file
+        imports nothing. Then each batch is one transaction, so a crash leaves whole turns
+        only, and running the import again completes it without duplicates."""
+        now = self.clock.now()
+        existing = self.db.read(lambda c: {
+            (t.session, t.ref) for t in turns
+            if repo.find_ref(c, t.session, t.ref, Store.SHORT_TERM) is not None})
+        seen: set[tuple[str, str]] = set(existing)
+        todo: list[Turn] = []
+        for t in turns:
+            if (t.session, t.ref) not in seen:
+                seen.add((t.session, t.ref))
+                todo.append(t)
+        seq_base = self.db.read(lambda c: {
+            s: (c.execute("SELECT coalesce(max(seq), -1) FROM memory WHERE session = ?",
+                          (s,)).fetchone()[0]) for s in {t.session for t in todo}})
+        next_seq = {s: int(v) + 1 for s, v in seq_base.items()}
+        added: list[MemoryId] = []
+        model = self.embedder.model_name if self.embedder else ""
+        done = 0
+        for start in range(0, len(todo), batch):
+            chunk = todo[start:start + batch]
+            drafts = []
+            for t in chunk:
+                seq = next_seq[t.session]
+                next_seq[t.session] += 1
+                base = Draft(text=t.text, store=Store.SHORT_TERM, occurred_at=t.at,
+                             session=t.session, speaker=t.speaker, seq=seq, ref=t.ref)
+                drafts.append((base, t.store))
+            derived = [d for d, store in drafts if store is not Store.SHORT_TERM]
+            vecs = self._embed([d.text for d in derived])
+            prepared = []
+            for d, store in drafts:
+                keys = self.fts_keys(d)
+                e = None
+                if store is not Store.SHORT_TERM:
+                    extra = ({"event_type": "conversation", "actors": [d.speaker]}
+                             if store is Store.EPISODIC else {})
+                    e = replace(d, store=store, extra=extra)
+                    e = (e, *self._scores(e, now))
+                prepared.append((d, *self._scores(d, now), e, keys))
+
+            def run(conn: Any, prepared: list[Any] = prepared) -> list[MemoryId]:
+                derived_ids = []
+                for d, ss, sc, sf, e, keys in prepared:
+                    tid = repo.insert_memory(conn, d, now=now, decay_class=sc, scores=ss,
+                                             confidence=sf, fts_keys=keys)
+                    if e is not None:
+                        ed, es, ec, ef = e
+                        derived_ids.append(repo.insert_memory(
+                            conn, replace(ed, derived_from=(tid,)), now=now, decay_class=ec,
+                            scores=es, confidence=ef, fts_keys=keys))
+                if vecs is not None:
+                    repo.put_vectors(conn, derived_ids, vecs, model)
+                return derived_ids
+            ids = self.db.write_sync(run)
+            if vecs is not None:
+                self.index.add(ids, vecs)
+            added.extend(ids)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(todo))
+        report = ImportReport(turns=len(turns), added=len(added),
+                              skipped_duplicates=len(turns) - len(todo),
+                              sessions=len({t.session for t in turns}), ids=tuple(added))
+        changes = MEMORY_CHANGES if added else NO_CHANGES
+        self._emit(changes)
+        return Result(report, changes)
+
+    # --- reading -----------------------------------------------------------------------
+    def get(self, mid: int) -> Memory:
+        m = self.db.read(lambda c: repo.get_memory(c, mid))
+        if m is None:
+            raise NotFound()
+        return m
+
+    def refs(self, ids: Iterable[int]) -> dict[int, list[str]]:
+        ids = list(ids)
+        return self.db.read(lambda c: repo.refs_of(c, ids))
+
+    # --- recall ------------------------------------------------------------------------
+    @property
+    def recall_service(self) -> Any:
+        from app.services.recall import RecallService
+        return RecallService(self.db, self.index, self.embedder)
+
+    def recall(self, query: str, *, k: int = 10, now: float | None = None,
+               filters: Any = None, touch: bool = True) -> list[Any]:
+        """Hybrid recall (DESIGN 6). ``touch`` records the access and applies reinforcement."""
+        from app.services.recall import Filters
+        if not query.strip():
+            raise ValidationError("The query is empty.")
+        now = self.clock.now() if now is None else now
+        hits = self.recall_service.recall(query, k=k, now=now, filters=filters or Filters())
+        if touch and hits:
+            self.recall_service.touch([h.id for h in hits], now)
+        return hits
+
+    def recall_batch(self, queries: Sequence[tuple[str, str, float | None]], *, k: int = 10,
+                     filters: Any = None, progress: Progress | None = None) -> list[Any]:
+        """Many queries at once (one embedding batch); read-only, so evaluations do not
+        reinforce what they read. Items: (qid, query, now)."""
+        from app.services.recall import Filters
+        service = self.recall_service
+        vecs = self._embed([q for _, q, _ in queries])
+        out = []
+        for n, (qid, query, now) in enumerate(queries):
+            qvec = vecs[n] if vecs is not None else None
+            when = self.clock.now() if now is None else now
+            out.append((qid, service.recall(query, k=k, now=when, filters=filters or Filters(),
+                                            qvec=qvec)))
+            if progress is not None:
+                progress(n + 1, len(queries))
+        return out
+
+    def context(self, query: str, *, budget: int = policy.DEFAULT_CONTEXT_BUDGET,
+                now: float | None = None) -> Any:
+        from app.services.context import assemble
+        now = self.clock.now() if now is None else now
+        hits = self.recall(query, k=40, now=now)
+        return assemble(self, query, hits, budget=budget, now=now)
+
+    def explain(self, mid: int, query: str | None = None, now: float | None = None) -> Any:
+        from app.services.context import explain
+        return explain(self, mid, query, self.clock.now() if now is None else now)

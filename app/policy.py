@@ -1,0 +1,74 @@
+"""Every policy number in one place, each with its source. Layer: app.
+
+Sources: DESIGN.md section 5 and the reference documents in ../shared/reference/
+(000 = MyCasa PARA/decay, 001 = atomic facts, 002 = LifeOS multi-layer, 003 = QuantumLife,
+004 = routing spec).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+
+@dataclass(frozen=True, slots=True)
+class DecayClass:
+    rate: float
+    half_life_h: float
+    max_retention_d: float
+
+
+# 002: (rate, half-life, max retention) per decay class; procedural uses semantic's.
+DECAY = {
+    "working": DecayClass(0.8, 2.0, 7.0),
+    "episodic": DecayClass(0.3, 7 * 24.0, 365.0),
+    "semantic": DecayClass(0.1, 30 * 24.0, 5 * 365.0),
+    "social": DecayClass(0.2, 14 * 24.0, 2 * 365.0),
+    "emotional": DecayClass(0.4, 3 * 24.0, 365.0),
+}
+STORE_DECAY = {"short_term": "working", "episodic": "episodic", "semantic": "semantic",
+               "procedural": "semantic", "implicit": "semantic"}
+
+# 002 composite weights.
+W_IMPORTANCE, W_RECENCY, W_FREQUENCY, W_EMOTIONAL, W_SOCIAL = 0.30, 0.25, 0.20, 0.15, 0.10
+# Frequency saturates near 20 accesses (000 treats > 20 as high).
+FREQUENCY_SATURATION = 20
+
+# 000 tiers by days since last access, with frequency resistance.
+HOT_DAYS, WARM_DAYS = 7.0, 30.0
+RESIST_10 = (10, 10.0, 45.0)   # > 10 accesses: hot <= 10 d, warm <= 45 d
+RESIST_20 = (20, 14.0, 60.0)   # > 20 accesses: hot <= 14 d, warm <= 60 d
+
+# 002 reinforcement.
+REINFORCE_WINDOW_H = 24.0
+REINFORCE_FACTOR = 1.15
+EMOTIONAL_REINFORCE_THRESHOLD = 0.5
+EMOTIONAL_WINDOW_H = 48.0
+EMOTIONAL_FACTOR = 1.2
+FREQUENT_ACCESSES = 10
+FREQUENT_WEEKLY_BOOST = 1.10
+
+# 002 promotion.
+PROMOTE_WORKING = dict(composite=0.7, accesses=5, age_d=1.0)
+PROMOTE_EPISODIC = dict(importance=0.8, emotional_below=0.3, accesses=10, age_d=30.0)
+
+# 001/002/003 archival (never deletion).
+ARCHIVE_MIN_COMPOSITE = 0.1
+ARCHIVE_IDLE_D = 90.0
+
+# 003 confidence weights.
+CONF_SOURCE, CONF_CORROBORATION, CONF_RECENCY, CONF_USER, CONF_USAGE = 0.20, 0.25, 0.10, 0.30, 0.15
+
+# 003 contradiction resolution order.
+NEWER_WINS_CONFIDENCE = 0.7
+CONFIDENCE_MARGIN = 0.2
+
+# Default importance by store when the caller gives none (003: facts and procedures outlive
+# episodes; turns are the least durable).
+DEFAULT_IMPORTANCE = {"short_term": 0.3, "episodic": 0.5, "semantic": 0.6, "procedural": 0.6,
+                      "implicit": 0.4}
+
+# DESIGN 6.4: working-memory context budget (tokens).
+DEFAULT_CONTEXT_BUDGET = 4000

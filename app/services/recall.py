@@ -1,0 +1,289 @@
+"""Recall (DESIGN.md section 6): query analysis, hybrid candidates, ranking, time travel,
+reinforcement, explain. Layer: app. Runs on: any worker thread (reads on the caller's reader
+connection; touches go through the writer).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app import policy
+from app.domain.memory import MemoryId
+from app.services import scoring
+from app.services.text import content_tokens
+from storage import repo
+
+log = logging.getLogger(__name__)
+
+
+# --- ranking constants (tuned on LoCoMo dev; see RecallTuning and the README) ---------------
+@dataclass(frozen=True, slots=True)
+class RecallTuning:
+    # DESIGN 6.3 starts at .6 relevance / .4 composite. On LoCoMo dev every memory is fresh
+    # and unaccessed, so composite mostly encodes the event's age; at .4 it pushed old
+    # evidence out of the top 10. .85/.15 keeps recency and strength as a tie-breaker.
+    w_relevance: float = 0.85
+    w_composite: float = 0.15
+    # Lexical vs dense share of relevance.
+    w_lexical: float = 0.5
+    w_dense: float = 0.5
+    # Candidate depth per source.
+    lexical_depth: int = 150
+    dense_depth: int = 150
+    # A named person: turns they said, or that mention them, get this multiplier.
+    speaker_boost: float = 1.15
+    # Neighbouring turns inherit this share of a hit's relevance (answers span turns).
+    neighbour_share: float = 0.0
+    # Store priorities (002 strategies) by query type.
+    store_weight: dict[str, float] = field(default_factory=lambda: {
+        "episodic": 1.0, "semantic": 1.05, "procedural": 1.0, "implicit": 0.9,
+        "short_term": 1.0})
+    # A parsed time range in the query ("in May 2023", "last week") boosts memories inside it.
+    time_range_boost: float = 1.25
+
+
+TUNING = RecallTuning()
+
+_TEMPORAL = re.compile(r"\b(when|what time|what year|what month|what day|how long ago|since|"
+                       r"yesterday|today|last|ago|recently|before|after|during)\b", re.I)
+_EMOTIONAL = re.compile(r"\b(feel|feels|felt|feeling|happy|sad|angry|upset|excited|afraid|"
+                        r"worried|love|hate|proud|stressed)\b", re.I)
+_PROCEDURAL = re.compile(r"\b(how (do|to|should)|usually|routine|habit|prefer|always|steps?)\b",
+                         re.I)
+_MONTHS = ("january february march april may june july august september october november "
+           "december").split()
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    text: str
+    tokens: tuple[str, ...]
+    temporal: bool
+    time_range: tuple[float, float] | None
+    people: tuple[str, ...]
+    emotional: bool
+    procedural: bool
+    store_weight: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: MemoryId
+    store: str
+    text: str
+    score: float
+    refs: tuple[str, ...]
+    occurred_at: float
+    speaker: str | None
+    breakdown: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    stores: tuple[str, ...] | None = None
+    agent: str | None = None            # None: every agent; else global + this agent
+    context: str | None = None
+    since: float | None = None
+    until: float | None = None
+    as_of: float | None = None          # time travel: what was believed then
+    include_archived: bool = False
+    include_superseded: bool = False
+
+
+def parse_time_range(query: str, now: float) -> tuple[float, float] | None:
+    """Explicit periods only: a year, a month (with or without year), yesterday, last week,
+    last month, last year, N days/weeks ago. Returns (start, end) in epoch seconds."""
+    q = query.lower()
+    today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    if "yesterday" in q:
+        start = today - timedelta(days=1)
+        return start.timestamp(), today.timestamp()
+    if "today" in q:
+        return today.timestamp(), (today + timedelta(days=1)).timestamp()
+    if "last week" in q:
+        return (today - timedelta(days=today.weekday() + 7)).timestamp(), \
+            (today - timedelta(days=today.weekday())).timestamp()
+    m = re.search(r"\b(\d+|a|one|two|three|four|five|six) (day|week|month|year)s? ago\b", q)
+    if m:
+        words = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+        n = int(m.group(1)) if m.group(1).isdigit() else words[m.group(1)]
+        days = {"day": 1, "week": 7, "month": 30, "year": 365}[m.group(2)] * n
+        center = today - timedelta(days=days)
+        width = timedelta(days=max(1, days // 4))
+        return (center - width).timestamp(), (center + width + timedelta(days=1)).timestamp()
+    month = re.search(r"\b(" + "|".join(_MONTHS) + r")\b(?:,?\s+(\d{4}))?", q)
+    year = re.search(r"\b(19\d\d|20\d\d)\b", q)
+    if month:
+        mi = _MONTHS.index(month.group(1)) + 1
+        y = int(month.group(2)) if month.group(2) else (int(year.group(1)) if year else today.year)
+        start = datetime(y, mi, 1, tzinfo=UTC)
+        end = datetime(y + (mi == 12), mi % 12 + 1, 1, tzinfo=UTC)
+        return start.timestamp(), end.timestamp()
+    if year:
+        y = int(year.group(1))
+        return datetime(y, 1, 1, tzinfo=UTC).timestamp(), datetime(y + 1, 1, 1,
+                                                                    tzinfo=UTC).timestamp()
+    if "last month" in q:
+        first = today.replace(day=1)
+        prev = (first - timedelta(days=1)).replace(day=1)
+        return prev.timestamp(), first.timestamp()
+    if "last year" in q:
+        return datetime(today.year - 1, 1, 1, tzinfo=UTC).timestamp(), \
+            datetime(today.year, 1, 1, tzinfo=UTC).timestamp()
+    return None
+
+
+class RecallService:
+    """Stateless apart from its collaborators; safe to call from several threads."""
+
+    def __init__(self, db: Any, index: Any, embedder: Any, tuning: RecallTuning = TUNING) -> None:
+        self.db = db
+        self.index = index
+        self.embedder = embedder
+        self.tuning = tuning
+
+    # --- 1. query analysis ---------------------------------------------------------------
+    def analyze(self, query: str, now: float, known_people: Sequence[str] = ()) -> QueryPlan:
+        toks = tuple(content_tokens(query))
+        lower = query.lower()
+        people = tuple(p for p in known_people
+                       if re.search(r"\b" + re.escape(p.lower()) + r"\b", lower))
+        temporal = bool(_TEMPORAL.search(query))
+        emotional = bool(_EMOTIONAL.search(query))
+        procedural = bool(_PROCEDURAL.search(query))
+        weights = dict(self.tuning.store_weight)
+        if procedural:
+            weights["procedural"] = weights.get("procedural", 1.0) * 1.3
+        if temporal:
+            weights["episodic"] = weights.get("episodic", 1.0) * 1.1
+        return QueryPlan(query, toks, temporal, parse_time_range(query, now), people, emotional,
+                         procedural, weights)
+
+    def known_people(self) -> list[str]:
+        rows = self.db.read(lambda c: c.execute(
+            "SELECT DISTINCT speaker FROM memory WHERE speaker IS NOT NULL LIMIT 500"
+        ).fetchall())
+        names = [r[0] for r in rows if r[0]]
+        ents = self.db.read(lambda c: c.execute(
+            "SELECT name FROM entity WHERE kind = 'person' LIMIT 2000").fetchall())
+        return list(dict.fromkeys(names + [r[0] for r in ents]))
+
+    # --- 2.-3. candidates and ranking ----------------------------------------------------
+    def recall(self, query: str, *, k: int = 10, now: float, filters: Filters = Filters(),
+               qvec: Any = None) -> list[Hit]:
+        t = self.tuning
+        plan = self.analyze(query, now, self.known_people())
+        match = repo.fts_query(plan.tokens)
+        lexical = self.db.read(lambda c: repo.fts_search(c, match, t.lexical_depth))
+        dense: list[tuple[int, float]] = []
+        if self.embedder is not None and len(self.index) > 0:
+            if qvec is None:
+                qvec = self.embedder.embed_one(query)
+            dense = self.index.search(qvec, t.dense_depth)
+        cand_ids = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in dense]))
+        if not cand_ids:
+            return []
+        meta = self.db.read(lambda c: repo.recall_meta(c, cand_ids))
+        cand_ids = [i for i in cand_ids if i in meta and self._visible(meta[i], filters, now)]
+        if not cand_ids:
+            return []
+        lex = dict(lexical)
+        lex_max = max((lex.get(i, 0.0) for i in cand_ids), default=0.0) or 1.0
+        den = dict(dense)
+        scored: dict[int, dict[str, float]] = {}
+        for i in cand_ids:
+            m = meta[i]
+            lx = lex.get(i, 0.0) / lex_max
+            dn = max(0.0, den.get(i, 0.0))
+            rel = t.w_lexical * lx + t.w_dense * dn
+            boosts = plan.store_weight.get(m[0], 1.0)
+            if plan.people and m[15] and m[15] in plan.people:
+                boosts *= t.speaker_boost
+            if plan.time_range and plan.time_range[0] <= m[2] < plan.time_range[1]:
+                boosts *= t.time_range_boost
+            comp, parts = self._composite(m, now)
+            final = t.w_relevance * rel * boosts + t.w_composite * comp
+            scored[i] = {"lexical": lx, "dense": dn, "relevance": rel, "boost": boosts,
+                         "composite": comp, "final": final, **parts}
+        ranked = sorted(scored, key=lambda i: -scored[i]["final"])
+        # Dedupe: a turn and the episode made from it carry the same refs; keep the better.
+        head = ranked[:max(4 * k, 40)]
+        refs = self.db.read(lambda c: repo.refs_of(c, head))
+        texts = self.db.read(lambda c: repo.texts(c, head))
+        hits: list[Hit] = []
+        seen_refs: set[tuple[str, ...]] = set()
+        for i in head:
+            r = tuple(refs.get(i, []))
+            if r and r in seen_refs:
+                continue
+            if r:
+                seen_refs.add(r)
+            m = meta[i]
+            hits.append(Hit(MemoryId(i), m[0], texts[i], round(scored[i]["final"], 6), r,
+                            m[2], m[15], scored[i]))
+            if len(hits) >= k:
+                break
+        return hits
+
+    def _visible(self, m: tuple[Any, ...], f: Filters, now: float) -> bool:
+        store, status, occurred, created = m[0], m[1], m[2], m[3]
+        if f.stores is not None and store not in f.stores:
+            return False
+        if f.agent is not None and m[11] not in ("global", f.agent):
+            return False
+        if f.context is not None and m[12] not in (None, f.context):
+            return False
+        if f.since is not None and occurred < f.since:
+            return False
+        if f.until is not None and occurred >= f.until:
+            return False
+        if f.as_of is not None:
+            if created > f.as_of:
+                return False
+            if m[13] is not None and m[13] > f.as_of:
+                return False
+            if m[14] is not None and m[14] <= f.as_of:
+                return False
+            return status != "archived" or f.include_archived
+        if status == "archived" and not f.include_archived:
+            return False
+        if status == "superseded" and not f.include_superseded:
+            return False
+        if store == "short_term":
+            # Turns are the current session's scratchpad; older ones live on as episodes.
+            return now - occurred <= policy.DAY
+        return True
+
+    @staticmethod
+    def _composite(m: tuple[Any, ...], now: float) -> tuple[float, dict[str, float]]:
+        importance, emotional, social, access_count, last_access, decay_class = (
+            m[5], m[6], m[7], m[8], m[9], m[10])
+        reference = max(x for x in (m[2], last_access) if x is not None)
+        rec = scoring.recency(decay_class, (now - reference) / policy.HOUR)
+        freq = scoring.frequency(access_count)
+        comp = scoring.composite(importance, rec, freq, emotional, social)
+        return comp, {"importance": importance, "recency": rec, "frequency": freq,
+                      "emotional": emotional, "social": social}
+
+    # --- 5. reinforcement ----------------------------------------------------------------
+    def touch(self, ids: Sequence[int], now: float) -> None:
+        if not ids:
+            return
+
+        def run(conn: Any) -> None:
+            state = repo.reinforcement_state(conn, ids)
+            updates = []
+            for mid, (imp, emo, count, last, r_at, e_at) in state.items():
+                new_imp, r_at, e_at = scoring.reinforce(imp, emo, count, last, r_at, e_at, now)
+                updates.append((new_imp, r_at, e_at, now, scoring.frequency(count + 1), mid))
+            repo.touch(conn, updates)
+        self.db.write_sync(run)
+
+
+__all__ = ["Filters", "Hit", "QueryPlan", "RecallService", "RecallTuning", "TUNING",
+           "parse_time_range"]

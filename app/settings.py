@@ -1,0 +1,32 @@
+"""Declared settings (Vorta style): key, type, default, label. Layer: app.
+Values live in the encrypted database; README lists every key (a test checks it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    key: str
+    type: type
+    default: Any
+    label: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("lock.idle_minutes", int, 5, "Lock after this many idle minutes"),
+    Setting("consolidation.heartbeat_minutes", int, 15, "Heartbeat interval (minutes)"),
+    Setting("consolidation.interval_minutes", int, 240, "Consolidation interval (minutes)"),
+    Setting("consolidation.decay_hour", int, 3, "Daily decay and archival (hour of day)"),
+    Setting("consolidation.synthesis_weekday", int, 6, "Weekly synthesis day (0 = Monday)"),
+    Setting("extraction.provider", str, "rules", "Fact extraction: rules or llm"),
+    Setting("extraction.llm_base_url", str, "", "OpenAI-compatible endpoint (base URL)"),
+    Setting("extraction.llm_model", str, "", "Model name at that endpoint"),
+    Setting("extraction.cloud_consent", str, "", "Endpoint the person consented to send to"),
+    Setting("extraction.redact", bool, True, "Redact names, emails and phone numbers"),
+    Setting("recall.context_budget", int, 4000, "Context budget (tokens)"),
+)
+
+BY_KEY = {s.key: s for s in SETTINGS}

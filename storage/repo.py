@@ -1,0 +1,293 @@
+"""All SQL over memories. Layer: storage. Functions take a prepared connection; writes are
+called from inside ``Database.write`` (one transaction), reads from ``Database.read``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores, Status, Store
+from storage.sqlcipher import Connection
+
+log = logging.getLogger(__name__)
+
+MEMORY_COLUMNS = (
+    "id, store, text, created_at, occurred_at, agent, context, importance, recency, frequency, "
+    "emotional, social, composite, confidence, access_count, last_accessed_at, status, "
+    "superseded_by, decay_class, valid_from, valid_until, user_validated, session, speaker, seq, ref"
+)
+SIDE_TABLES = {Store.EPISODIC: "episode", Store.SEMANTIC: "fact", Store.PROCEDURAL: "procedure",
+               Store.IMPLICIT: "statistic"}
+SIDE_COLUMNS = {
+    "episode": ("event_type", "actors", "outcome", "details"),
+    "fact": ("subject", "predicate", "object", "category"),
+    "procedure": ("kind", "trigger", "actions", "success_count", "failure_count"),
+    "statistic": ("metric", "value", "sample_size", "computed_at"),
+}
+
+
+def row_to_memory(row: Sequence[Any], extra: dict[str, object] | None = None) -> Memory:
+    return Memory(
+        id=MemoryId(row[0]), store=Store(row[1]), text=row[2], created_at=row[3],
+        occurred_at=row[4], agent=row[5], context=row[6],
+        scores=Scores(importance=row[7], recency=row[8], frequency=row[9], emotional=row[10],
+                      social=row[11], composite=row[12]),
+        confidence=row[13], access_count=row[14], last_accessed_at=row[15],
+        status=Status(row[16]), superseded_by=MemoryId(row[17]) if row[17] else None,
+        decay_class=row[18], valid_from=row[19], valid_until=row[20],
+        user_validated=bool(row[21]), session=row[22], speaker=row[23], seq=row[24], ref=row[25],
+        extra=extra or {},
+    )
+
+
+def insert_memory(conn: Connection, d: Draft, *, now: float, decay_class: str, scores: Scores,
+                  confidence: float, fts_keys: str = "") -> MemoryId:
+    occurred = d.occurred_at if d.occurred_at is not None else now
+    cur = conn.execute(
+        "INSERT INTO memory (store, text, created_at, occurred_at, agent, context, importance, "
+        "recency, frequency, emotional, social, composite, confidence, decay_class, valid_from, "
+        "valid_until, user_validated, session, speaker, seq, ref) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (d.store.value, d.text, now, occurred, d.agent, d.context, scores.importance,
+         scores.recency, scores.frequency, scores.emotional, scores.social, scores.composite,
+         confidence, decay_class, d.valid_from, d.valid_until, int(d.user_validated), d.session,
+         d.speaker, d.seq, d.ref))
+    mid = MemoryId(int(cur.lastrowid or 0))
+    conn.execute("INSERT INTO memory_fts (rowid, text, keys) VALUES (?, ?, ?)",
+                 (mid, d.text, fts_keys))
+    table = SIDE_TABLES.get(d.store)
+    cols = [c for c in SIDE_COLUMNS[table] if c in d.extra] if table else []
+    # Statistics have required columns; the other side tables accept a bare row.
+    if table and (cols or table != "statistic"):
+        names = ", ".join(("memory_id", *cols))
+        marks = ", ".join("?" * (len(cols) + 1))
+        conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})",
+                     (mid, *(_side_value(d.extra[c]) for c in cols)))
+    for src in d.derived_from:
+        add_link(conn, mid, src, LinkKind.DERIVED_FROM, now)
+    add_history(conn, mid, now, "created", None, None)
+    return mid
+
+
+def _side_value(value: object) -> object:
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
+def add_link(conn: Connection, src: int, dst: int, kind: LinkKind, now: float,
+             weight: float = 1.0) -> None:
+    conn.execute("INSERT OR IGNORE INTO link (src, dst, kind, weight, created_at) "
+                 "VALUES (?,?,?,?,?)", (src, dst, kind.value, weight, now))
+
+
+def add_history(conn: Connection, mid: int, now: float, action: str, text: str | None,
+                detail: str | None) -> None:
+    conn.execute("INSERT INTO history (memory_id, at, action, text, detail) VALUES (?,?,?,?,?)",
+                 (mid, now, action, text, detail))
+
+
+def find_ref(conn: Connection, session: str | None, ref: str, store: Store) -> MemoryId | None:
+    row = conn.execute(
+        "SELECT id FROM memory WHERE session IS ? AND ref = ? AND store = ? LIMIT 1",
+        (session, ref, store.value)).fetchone()
+    return MemoryId(row[0]) if row else None
+
+
+def get_memories(conn: Connection, ids: Iterable[int]) -> dict[MemoryId, Memory]:
+    ids = list(dict.fromkeys(int(i) for i in ids))
+    out: dict[MemoryId, Memory] = {}
+    for chunk in _chunks(ids, 500):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memory WHERE id IN ({marks})",
+                                chunk):
+            out[MemoryId(row[0])] = row_to_memory(row)
+    return out
+
+
+def texts(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for chunk in _chunks([int(i) for i in ids], 500):
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT id, text FROM memory WHERE id IN ({marks})", chunk))
+    return out
+
+
+def get_memory(conn: Connection, mid: int) -> Memory | None:
+    row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memory WHERE id = ?", (mid,)).fetchone()
+    if row is None:
+        return None
+    m = row_to_memory(row)
+    table = SIDE_TABLES.get(m.store)
+    if table:
+        cols = SIDE_COLUMNS[table]
+        side = conn.execute(f"SELECT {', '.join(cols)} FROM {table} WHERE memory_id = ?",
+                            (mid,)).fetchone()
+        if side:
+            extra = {c: v for c, v in zip(cols, side, strict=True) if v is not None}
+            m = row_to_memory(row, extra)
+    return m
+
+
+def _chunks(items: list[int], n: int) -> Iterable[list[int]]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+# --- vectors ---------------------------------------------------------------------------------
+
+def put_vectors(conn: Connection, ids: Sequence[int], vecs: np.ndarray, model: str) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO vector (memory_id, model, dim, vec) VALUES (?,?,?,?)",
+        [(int(i), model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes())
+         for i, v in zip(ids, vecs, strict=True)])
+
+
+def load_vectors(conn: Connection, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """All vectors of ``model``: (ids int64, matrix float32 n x dim)."""
+    rows = conn.execute("SELECT memory_id, vec FROM vector WHERE model = ? ORDER BY memory_id",
+                        (model,)).fetchall()
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 384), dtype=np.float32)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return ids, mat.copy()
+
+
+def ids_without_vector(conn: Connection, model: str, limit: int = 10_000) -> list[tuple[int, str]]:
+    return [(r[0], r[1]) for r in conn.execute(
+        "SELECT m.id, m.text FROM memory m LEFT JOIN vector v ON v.memory_id = m.id "
+        "AND v.model = ? WHERE v.memory_id IS NULL AND m.store != 'short_term' LIMIT ?",
+        (model, limit))]
+
+
+# --- full text -------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[\w']+", re.UNICODE)
+
+
+def fts_query(tokens: Iterable[str]) -> str:
+    """An FTS5 OR query of quoted tokens (quoting makes any word safe, even 'AND' or 'NEAR')."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in tokens if t]
+    return " OR ".join(dict.fromkeys(quoted))
+
+
+def fts_search(conn: Connection, match: str, limit: int,
+               weights: tuple[float, float] = (1.0, 0.5)) -> list[tuple[MemoryId, float]]:
+    """BM25 hits, best first, as (id, positive score)."""
+    if not match:
+        return []
+    rows = conn.execute(
+        "SELECT rowid, -bm25(memory_fts, ?, ?) FROM memory_fts WHERE memory_fts MATCH ? "
+        "ORDER BY bm25(memory_fts, ?, ?) LIMIT ?",
+        (weights[0], weights[1], match, weights[0], weights[1], limit)).fetchall()
+    return [(MemoryId(r[0]), float(r[1])) for r in rows]
+
+
+# --- meta for recall -------------------------------------------------------------------------
+
+def recall_meta(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """id -> (store, status, occurred_at, created_at, composite, importance, emotional, social,
+    access_count, last_accessed_at, decay_class, agent, context, valid_from, valid_until,
+    speaker, session, seq, user_validated)."""
+    out: dict[int, tuple[Any, ...]] = {}
+    for chunk in _chunks([int(i) for i in ids], 500):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+                "SELECT id, store, status, occurred_at, created_at, composite, importance, "
+                "emotional, social, access_count, last_accessed_at, decay_class, agent, context, "
+                "valid_from, valid_until, speaker, session, seq, user_validated "
+                f"FROM memory WHERE id IN ({marks})", chunk):
+            out[row[0]] = tuple(row[1:])
+    return out
+
+
+def neighbours(conn: Connection, session: str, seq: int, store: str, span: int = 1
+               ) -> list[int]:
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM memory WHERE session = ? AND store = ? AND seq BETWEEN ? AND ? "
+        "AND seq != ?", (session, store, seq - span, seq + span, seq))]
+
+
+def provenance(conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]:
+    """id -> every memory it was derived from, transitively (DERIVED_FROM, PROMOTED_FROM)."""
+    out: dict[int, list[int]] = {}
+    for mid in ids:
+        rows = conn.execute(
+            "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT l.dst FROM link l JOIN up "
+            "ON l.src = up.id WHERE l.kind IN ('DERIVED_FROM','PROMOTED_FROM')) "
+            "SELECT id FROM up WHERE id != ?", (mid, mid)).fetchall()
+        out[int(mid)] = [r[0] for r in rows]
+    return out
+
+
+def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
+    """id -> its own ref and the refs of everything it was derived from, in that order."""
+    prov = provenance(conn, ids)
+    everything = set(int(i) for i in ids) | {a for v in prov.values() for a in v}
+    refs: dict[int, str] = {}
+    for chunk in _chunks(sorted(everything), 500):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT id, ref FROM memory WHERE id IN ({marks}) "
+                                "AND ref IS NOT NULL", chunk):
+            refs[row[0]] = row[1]
+    out: dict[int, list[str]] = {}
+    for mid in ids:
+        chain = [int(mid), *prov.get(int(mid), [])]
+        out[int(mid)] = list(dict.fromkeys(refs[c] for c in chain if c in refs))
+    return out
+
+
+def touch(conn: Connection, updates: Sequence[tuple[float, float | None, float | None, float,
+                                                   float, int]]) -> None:
+    """Apply access bookkeeping: (importance, reinforced_at, emotional_reinforced_at,
+    last_accessed_at, frequency, id)."""
+    conn.executemany(
+        "UPDATE memory SET importance = ?, reinforced_at = ?, emotional_reinforced_at = ?, "
+        "last_accessed_at = ?, frequency = ?, access_count = access_count + 1 WHERE id = ?",
+        updates)
+
+
+def reinforcement_state(conn: Connection, ids: Sequence[int]
+                        ) -> dict[int, tuple[float, float, int, float | None, float | None,
+                                             float | None]]:
+    out = {}
+    for chunk in _chunks([int(i) for i in ids], 500):
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute(
+                "SELECT id, importance, emotional, access_count, last_accessed_at, "
+                f"reinforced_at, emotional_reinforced_at FROM memory WHERE id IN ({marks})",
+                chunk):
+            out[r[0]] = (r[1], r[2], r[3], r[4], r[5], r[6])
+    return out
+
+
+# --- status ----------------------------------------------------------------------------------
+
+def counts(conn: Connection) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {s.value: {} for s in Store if s is not Store.WORKING}
+    for store, status, n in conn.execute(
+            "SELECT store, status, count(*) FROM memory GROUP BY store, status"):
+        out.setdefault(store, {})[status] = n
+    return out
+
+
+def table_counts(conn: Connection) -> dict[str, int]:
+    names = ["memory", "episode", "fact", "procedure", "statistic", "link", "entity",
+             "entity_mention", "contradiction", "history", "vector", "memory_fts", "run",
+             "run_change", "llm_reply", "llm_reply_source"]
+    return {n: int(conn.execute(f"SELECT count(*) FROM {n}").fetchone()[0]) for n in names}
+
+
+def get_setting(conn: Connection, key: str) -> Any:
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def put_setting(conn: Connection, key: str, value: Any) -> None:
+    conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+                 (key, json.dumps(value)))

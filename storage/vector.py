@@ -1,0 +1,227 @@
+"""The in-RAM vector index. Layer: storage. Runs on: callers' threads (a lock guards state);
+the Chroma build runs on its own ``vector-index`` thread.
+
+SQLCipher holds the vectors; this only mirrors them in memory. Exact search (numpy over the
+matrix) serves at once after unlock; a ``chromadb.EphemeralClient`` HNSW index is built in the
+background and takes over when ready. Never a PersistentClient: it writes documents and
+vectors in plaintext and does not really delete (DESIGN.md section 3). Lock drops everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+CHROMA_MIN_ROWS = 20_000  # below this exact search is as fast as HNSW; skip the build
+
+
+class VectorIndex:
+    """Owner: the unlocked Vault. Thread-safe."""
+
+    def __init__(self, dim: int = 384, *, use_chroma: bool = True) -> None:
+        self.dim = dim
+        self._lock = threading.RLock()
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._mat = np.zeros((0, dim), dtype=np.float32)
+        self._n = 0
+        self._row: dict[int, int] = {}
+        self._use_chroma = use_chroma
+        self._chroma: Any = None
+        self._chroma_ready = threading.Event()
+        self._build_thread: threading.Thread | None = None
+        self._cancel = threading.Event()
+        self._pending_chroma_deletes: set[int] = set()
+        self._closed = False
+
+    # --- contents ----------------------------------------------------------------------
+    def load(self, ids: np.ndarray, mat: np.ndarray) -> None:
+        with self._lock:
+            self._ids = ids.astype(np.int64).copy()
+            self._mat = np.ascontiguousarray(mat, dtype=np.float32)
+            self._n = len(ids)
+            self._row = {int(i): r for r, i in enumerate(self._ids)}
+
+    def add(self, ids: np.ndarray | list[int], vecs: np.ndarray) -> None:
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        if len(ids_arr) == 0:
+            return
+        with self._lock:
+            need = self._n + len(ids_arr)
+            if need > len(self._ids):
+                cap = max(need, 2 * len(self._ids), 1024)
+                ids_new = np.full(cap, -1, dtype=np.int64)
+                mat_new = np.zeros((cap, self.dim), dtype=np.float32)
+                ids_new[:self._n] = self._ids[:self._n]
+                mat_new[:self._n] = self._mat[:self._n]
+                self._ids, self._mat = ids_new, mat_new
+            for j, mid in enumerate(ids_arr):
+                r = self._row.get(int(mid))
+                if r is None:
+                    r = self._n
+                    self._n += 1
+                    self._row[int(mid)] = r
+                self._ids[r] = mid
+                self._mat[r] = vecs[j]
+            chroma = self._chroma if self._chroma_ready.is_set() else None
+        if chroma is not None:
+            chroma.upsert(ids=[str(int(i)) for i in ids_arr], embeddings=np.asarray(vecs).tolist())
+
+    def remove(self, ids: list[int]) -> None:
+        with self._lock:
+            for mid in ids:
+                r = self._row.pop(int(mid), None)
+                if r is not None:
+                    self._ids[r] = -1
+                    self._mat[r] = 0.0
+            chroma = self._chroma if self._chroma_ready.is_set() else None
+            if chroma is None:
+                self._pending_chroma_deletes.update(int(i) for i in ids)
+        if chroma is not None and ids:
+            chroma.delete(ids=[str(int(i)) for i in ids])
+
+    def __contains__(self, mid: int) -> bool:
+        with self._lock:
+            return int(mid) in self._row
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._row)
+
+    def vector(self, mid: int) -> np.ndarray | None:
+        with self._lock:
+            r = self._row.get(int(mid))
+            return None if r is None else self._mat[r].copy()
+
+    # --- search ------------------------------------------------------------------------
+    def search(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None = None
+               ) -> list[tuple[int, float]]:
+        """Top ``k`` (id, cosine) among ids that ``keep`` accepts, best first."""
+        if k <= 0:
+            return []
+        if self._chroma_ready.is_set() and self._chroma is not None:
+            hits = self._search_chroma(q, k, keep)
+            if hits is not None:
+                return hits
+        return self.search_exact(q, k, keep)
+
+    def search_exact(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None = None
+                     ) -> list[tuple[int, float]]:
+        with self._lock:
+            n = self._n
+            if n == 0:
+                return []
+            sims = self._mat[:n] @ np.asarray(q, dtype=np.float32)
+            ids = self._ids[:n].copy()
+        sims[ids < 0] = -np.inf
+        want = min(n, k if keep is None else max(4 * k, k + 64))
+        while True:
+            top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
+            top = top[np.argsort(-sims[top], kind="stable")]
+            out = [(int(ids[i]), float(sims[i])) for i in top
+                   if ids[i] >= 0 and (keep is None or keep(int(ids[i])))]
+            if len(out) >= k or want >= n:
+                return out[:k]
+            want = min(n, want * 4)
+
+    def _search_chroma(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None
+                       ) -> list[tuple[int, float]] | None:
+        want = k if keep is None else max(4 * k, k + 64)
+        try:
+            res = self._chroma.query(query_embeddings=[np.asarray(q).tolist()],
+                                     n_results=min(want, max(1, len(self))),
+                                     include=["distances"])
+        except Exception:  # Chroma failing must never fail recall: exact search serves
+            log.exception("chroma query failed; using exact search")
+            return None
+        out = [(int(i), 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0],
+                                                        strict=True)]
+        out = [(i, s) for i, s in out if i in self and (keep is None or keep(i))]
+        if len(out) < k and want < len(self):
+            return None  # the filter ate too many: exact search is complete
+        return out[:k]
+
+    # --- the background Chroma build ----------------------------------------------------
+    def start_chroma_build(self, on_ready: Callable[[], None] | None = None) -> None:
+        if not self._use_chroma or self._build_thread is not None:
+            return
+        with self._lock:
+            if self._n < CHROMA_MIN_ROWS:
+                return
+        self._build_thread = threading.Thread(target=self._build, args=(on_ready,),
+                                              name="vector-index", daemon=True)
+        self._build_thread.start()
+
+    def _build(self, on_ready: Callable[[], None] | None) -> None:
+        try:
+            import chromadb
+            from chromadb.config import Settings
+            client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+            col = client.create_collection(name=f"kept-{uuid.uuid4().hex}",
+                                           embedding_function=None,
+                                           metadata={"hnsw:space": "cosine"})
+            batch = min(5000, int(client.get_max_batch_size()))
+            with self._lock:
+                n = self._n
+                ids = self._ids[:n].copy()
+                mat = self._mat[:n].copy()
+            live = ids >= 0
+            ids, mat = ids[live], mat[live]
+            for start in range(0, len(ids), batch):
+                if self._cancel.is_set():
+                    client.delete_collection(col.name)
+                    return
+                col.add(ids=[str(int(i)) for i in ids[start:start + batch]],
+                        embeddings=mat[start:start + batch])
+            with self._lock:
+                # Catch up with what changed during the build.
+                built = set(ids.tolist())
+                missing = [int(i) for i in self._ids[:self._n] if i >= 0 and int(i) not in built]
+                deletes = list(self._pending_chroma_deletes)
+                self._pending_chroma_deletes.clear()
+                if missing:
+                    col.add(ids=[str(i) for i in missing],
+                            embeddings=np.stack([self._mat[self._row[i]] for i in missing]))
+                if deletes:
+                    col.delete(ids=[str(i) for i in deletes])
+                self._chroma = col
+                self._client = client
+                self._chroma_ready.set()
+            log.info("vector index ready: %d vectors", len(ids))
+            if on_ready is not None:
+                on_ready()
+        except Exception:  # exact search keeps serving
+            log.exception("vector index build failed; exact search stays in use")
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        return self._chroma_ready.wait(timeout)
+
+    @property
+    def chroma_ready(self) -> bool:
+        return self._chroma_ready.is_set()
+
+    def close(self) -> None:
+        """Drop every vector from RAM (lock)."""
+        self._cancel.set()
+        if self._build_thread is not None:
+            self._build_thread.join(timeout=30)
+        with self._lock:
+            if self._chroma is not None:
+                try:
+                    self._client.delete_collection(self._chroma.name)
+                except Exception:
+                    log.warning("chroma collection could not be dropped")
+            self._chroma = None
+            self._chroma_ready.clear()
+            self._mat[:] = 0.0
+            self._ids = np.zeros(0, dtype=np.int64)
+            self._mat = np.zeros((0, self.dim), dtype=np.float32)
+            self._row.clear()
+            self._n = 0
+            self._closed = True

@@ -1,0 +1,124 @@
+"""Shared fixtures. Everything here is real (SQLCipher files, the ONNX model, Chroma in RAM),
+except the OS keychain, which is an in-memory keyring backend.
+
+SECURITY.md requirement 18: for the whole session, a connection to anything but loopback
+raises, so any test that would phone home fails loudly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+
+class NetworkRefused(OSError):
+    pass
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _is_loopback(address: object) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    if isinstance(address, tuple) and address:
+        host = address[0]
+        if host in ("localhost", ""):
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+    return False
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    if not _is_loopback(address):
+        raise NetworkRefused(f"test suite refuses non-loopback connection to {address!r}")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+def _guarded_connect_ex(self: socket.socket, address: object) -> int:
+    if not _is_loopback(address):
+        raise NetworkRefused(f"test suite refuses non-loopback connection to {address!r}")
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("QT_SCALE_FACTOR", "1")
+    os.environ["ANONYMIZED_TELEMETRY"] = "False"
+    model = SHARED / "models" / "all-MiniLM-L6-v2" / "onnx"
+    if "KEPT_MODEL_DIR" not in os.environ and model.is_dir():
+        os.environ["KEPT_MODEL_DIR"] = str(model)
+    os.umask(0o077)
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _memory_keyring() -> Iterator[object]:
+    """Tests never touch a real keychain: an in-memory backend, reset per test."""
+    import keyring
+    from keyring.backend import KeyringBackend
+
+    class MemoryKeyring(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.items: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.items.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.items[(service, username)] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            from keyring.errors import PasswordDeleteError
+            if (service, username) not in self.items:
+                raise PasswordDeleteError("not found")
+            del self.items[(service, username)]
+
+    previous = keyring.get_keyring()
+    kr = MemoryKeyring()
+    keyring.set_keyring(kr)
+    yield kr
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def fast_kdf() -> object:
+    """The floor parameters (64 MiB, t=3, p=4): still real Argon2id, 4x faster than default."""
+    from storage.crypto import KdfParams
+    return KdfParams(m=65_536, t=3, p=4)
+
+
+@pytest.fixture
+def model_dir() -> Path:
+    path = Path(os.environ.get("KEPT_MODEL_DIR", ""))
+    if not (path / "model.onnx").is_file():
+        pytest.fail("the embedding model is required: set KEPT_MODEL_DIR (see README)")
+    return path
+
+
+@pytest.fixture
+def vault_dir(tmp_path: Path) -> Path:
+    return tmp_path / "vault"
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable
