@@ -84,6 +84,7 @@ class IndexCorrupt(AppError):
 
 class ValidationError(AppError):
     user_message = "That input is not valid."
+    exit_code = 2
 
 
 class NotFound(AppError):
