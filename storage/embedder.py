@@ -73,7 +73,7 @@ class Embedder:
     model_name: str = MODEL_NAME
 
     def __init__(
-        self, model_dir: Path, *, batch_size: int = 32, threads: int | None = None
+        self, model_dir: Path, *, batch_size: int = 64, threads: int | None = None
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
