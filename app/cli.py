@@ -310,6 +310,98 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(vault_dir(args) if args.vault else None)
 
 
+def _plan_json(plan: Any) -> dict[str, Any]:
+    return {"items": [asdict(i) for i in plan.items], "groups": plan.groups(),
+            "rows": plan.rows, "total_rows": plan.total_rows,
+            "memories": len(plan.items), "include_sources": plan.include_sources,
+            "irreversible": True}
+
+
+def _print_plan(plan: Any) -> None:
+    print(f"Forget plan: {len(plan.items)} memories, {plan.total_rows} rows in all.")
+    for kind, n in plan.groups().items():
+        print(f"  {n:>6}  {kind}")
+    print("Memories that will go:")
+    for item in plan.items:
+        text = item.text if len(item.text) <= 70 else item.text[:67] + "..."
+        print(f"  [{item.id}] {item.role:<8} {item.store:<10} {text}")
+    print("This cannot be undone: the memories and everything listed are removed physically.")
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    if not (args.query or args.id or args.entity):
+        raise ValidationError("Say what to forget: a QUERY, --id ID... or --entity NAME.")
+    vault = open_vault(args)
+    try:
+        plan = vault.forget_plan(ids=args.id or (), query=args.query, entity=args.entity,
+                                 include_sources=not args.keep_sources)
+        if not plan.items and not plan.entity_ids:
+            print("Nothing matches; nothing to forget.")
+            return 0
+        if args.json:
+            _print_json({"plan": _plan_json(plan)})
+        else:
+            _print_plan(plan)
+        if not args.yes:
+            if not sys.stdin.isatty():
+                print("kept: not confirmed (no terminal): nothing was changed. "
+                      "Run again with --yes to forget.", file=sys.stderr)
+                return 3
+            answer = input("Type 'forget' to remove all of this for good: ")
+            if answer.strip().lower() != "forget":
+                print("Cancelled; nothing was changed.")
+                return 3
+        report = vault.forget(plan).value
+    finally:
+        vault.lock()
+    if args.json:
+        _print_json({"report": asdict(report)})
+    else:
+        print(f"Forgot {report.memories} memories ({report.total_rows} rows). {report.note}")
+    return 0
+
+
+def cmd_correct(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    try:
+        new = vault.correct(args.id, args.text).value
+    finally:
+        vault.lock()
+    print(new)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from app.clock import to_iso
+    vault = open_vault(args, load_model=False)
+    try:
+        h = vault.history(args.id)
+    finally:
+        vault.lock()
+    if args.json:
+        _print_json(asdict(h))
+        return 0
+    print(f"Versions of memory {args.id} (oldest first):")
+    for v in h.versions:
+        mark = " (confirmed)" if v.user_validated else ""
+        print(f"  [{v.id}] {to_iso(v.created_at)} {v.status}{mark}: {v.text}")
+    print("History:")
+    for e in h.entries:
+        detail = f" ({e.detail})" if e.detail else ""
+        print(f"  {to_iso(e.at)} [{e.memory_id}] {e.action}{detail}")
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    vault = open_vault(args, load_model=False)
+    try:
+        (vault.restore if args.restore else vault.archive)(args.id)
+    finally:
+        vault.lock()
+    print(f"{'Restored' if args.restore else 'Archived'} memory {args.id}.")
+    return 0
+
+
 # --- parser ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -378,6 +470,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--now")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_explain)
+
+    s = sub.add_parser("forget", help="forget memories for good (shows the plan first)")
+    s.add_argument("query", nargs="?", help="forget every memory containing this text")
+    s.add_argument("--id", type=int, nargs="+")
+    s.add_argument("--entity", help="a person, project or place, and everything about them")
+    s.add_argument("--keep-sources", action="store_true",
+                   help="keep the source turns and episodes the memories came from")
+    s.add_argument("--yes", action="store_true", help="do not ask")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_forget)
+
+    s = sub.add_parser("correct", help="replace a memory with a corrected version")
+    s.add_argument("id", type=int)
+    s.add_argument("text")
+    s.set_defaults(fn=cmd_correct)
+
+    s = sub.add_parser("history", help="versions and history of a memory")
+    s.add_argument("id", type=int)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_history)
+
+    s = sub.add_parser("archive", help="archive a memory (out of default recall)")
+    s.add_argument("id", type=int)
+    s.set_defaults(fn=cmd_archive, restore=False)
+
+    s = sub.add_parser("restore", help="bring an archived memory back")
+    s.add_argument("id", type=int)
+    s.set_defaults(fn=cmd_archive, restore=True)
 
     s = sub.add_parser("demo", help="create a demo vault, store and recall a few memories")
     s.set_defaults(fn=cmd_demo)

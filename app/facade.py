@@ -432,3 +432,98 @@ class Vault:
     def explain(self, mid: int, query: str | None = None, now: float | None = None) -> Any:
         from app.services.context import explain
         return explain(self, mid, query, self.clock.now() if now is None else now)
+
+    # --- forget, correct, history, archive (DESIGN 8) ------------------------------------
+    def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
+                    entity: str | None = None, include_sources: bool = True) -> Any:
+        """Step 1: everything that would go, grouped by kind. Changes nothing."""
+        from app.services import forget
+        return forget.plan(self, ids=tuple(ids), query=query, entity=entity,
+                           include_sources=include_sources)
+
+    def forget(self, plan: Any) -> Result[Any]:
+        """Step 2: delete exactly the plan, in one transaction. Cannot be undone."""
+        from app.services import forget
+        report = forget.execute(self, plan)
+        changes = Changes(memories=True, entities=True, contradictions=True, history=True,
+                          index=True, runs=True)
+        self._emit(changes)
+        return Result(report, changes)
+
+    def correct(self, mid: int, text: str) -> Result[MemoryId]:
+        """A new version, user-validated with confidence 1.0, supersedes the old one; both
+        stay in the history."""
+        from storage import lifecycle
+        old = self.get(mid)
+        if old.status.value == "superseded":
+            raise ValidationError(
+                f"Memory {mid} was already replaced by {old.superseded_by}; correct that one.")
+        extra = dict(old.extra)
+        if old.store is Store.SEMANTIC:
+            extra.pop("object", None)  # the corrected statement no longer says the old object
+        d = self.validate_draft(Draft(
+            text=text, store=old.store, occurred_at=old.occurred_at, agent=old.agent,
+            context=old.context, session=old.session, speaker=old.speaker, ref=None,
+            importance=old.scores.importance, emotional=None, social=None, confidence=1.0,
+            user_validated=True, valid_from=old.valid_from, valid_until=old.valid_until,
+            extra=extra))
+        now = self.clock.now()
+        scores, decay_class, _conf = self._scores(d, now)
+        vec = self._embed([d.text]) if d.store is not Store.SHORT_TERM else None
+        model = self.embedder.model_name if self.embedder else ""
+        keys = self.fts_keys(d)
+
+        def run(conn: Any) -> MemoryId:
+            new = repo.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
+                                     confidence=1.0, fts_keys=keys)
+            lifecycle.copy_links(conn, mid, new, now)
+            lifecycle.supersede(conn, mid, new, now)
+            repo.add_history(conn, mid, now, "superseded", old.text, f"corrected as {new}")
+            repo.add_history(conn, new, now, "corrected", None, f"correction of {mid}")
+            if vec is not None:
+                repo.put_vectors(conn, [new], vec, model)
+            return new
+        new = self.db.write_sync(run)
+        if vec is not None:
+            self.index.add([new], vec)
+        self._emit(MEMORY_CHANGES)
+        return Result(new, MEMORY_CHANGES)
+
+    def confirm(self, mid: int) -> Result[None]:
+        """The person says this memory is right: user-validated, confidence 1.0."""
+        self.get(mid)
+        now = self.clock.now()
+
+        def run(conn: Any) -> None:
+            conn.execute("UPDATE memory SET user_validated = 1, confidence = 1.0 WHERE id = ?",
+                         (mid,))
+            repo.add_history(conn, mid, now, "confirmed", None, None)
+        self.db.write_sync(run)
+        self._emit(MEMORY_CHANGES)
+        return Result(None, MEMORY_CHANGES)
+
+    def history(self, mid: int) -> Any:
+        from app.services import forget
+        return forget.history(self, mid)
+
+    def _set_status(self, mid: int, status: str, action: str, allowed: tuple[str, ...]) -> None:
+        from storage import lifecycle
+        m = self.get(mid)
+        if m.status.value not in allowed:
+            raise ValidationError(f"Memory {mid} is {m.status.value}; cannot {action} it.")
+        now = self.clock.now()
+
+        def run(conn: Any) -> None:
+            lifecycle.set_status(conn, mid, status)
+            repo.add_history(conn, mid, now, action, None, None)
+        self.db.write_sync(run)
+        self._emit(MEMORY_CHANGES)
+
+    def archive(self, mid: int) -> Result[None]:
+        """Out of default recall, visible and restorable in the Archive. Nothing is deleted."""
+        self._set_status(mid, "archived", "archive", ("active",))
+        return Result(None, MEMORY_CHANGES)
+
+    def restore(self, mid: int) -> Result[None]:
+        self._set_status(mid, "active", "restore", ("archived",))
+        return Result(None, MEMORY_CHANGES)
