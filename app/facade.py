@@ -106,7 +106,12 @@ class Vault:
         if model_dir is None:
             log.warning("embedding model not found: semantic search is off")
             return None, None
-        return Embedder(model_dir), model_dir
+        try:
+            return Embedder(model_dir), model_dir
+        except Exception as exc:  # a damaged model file must not stop the vault opening
+            log.error("embedding model failed to load (%s): semantic search is off",
+                      type(exc).__name__)
+            return None, None
 
     @classmethod
     def create(cls, folder: Path, password: str, *, kdf: Any = None, recovery: bool = False,
