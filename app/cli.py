@@ -402,6 +402,73 @@ def cmd_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    try:
+        report = vault.consolidate(now=_ts(args.now), progress=_progress("Consolidating")).value
+    finally:
+        vault.lock()
+    if args.json:
+        _print_json(asdict(report))
+        return 0
+    print(f"Run {report.run_id}: {report.seconds:.2f} s"
+          + (f", {report.failed_batches} failed batch(es) to retry" if report.failed_batches
+             else ""))
+    for k, v in sorted(report.counts.items()):
+        print(f"  {k.replace('_', ' ')}: {v}")
+    print(f"Undo with: kept undo {report.run_id}")
+    return 0
+
+
+def cmd_contradictions(args: argparse.Namespace) -> int:
+    from app.clock import to_iso
+    vault = open_vault(args, load_model=False)
+    try:
+        items = vault.contradictions(status=None if args.all else "open")
+    finally:
+        vault.lock()
+    if args.json:
+        _print_json([asdict(i) for i in items])
+        return 0
+    if not items:
+        print("No contradictions waiting for you.")
+    for i in items:
+        print(f"#{i.id} ({i.status}, {i.reason})")
+        for side, s in (("a", i.a), ("b", i.b)):
+            print(f"  {side}: [{s['id']}] {to_iso(s['occurred_at'])} {s['text']}")
+    if items and not args.all:
+        print("Resolve with: kept resolve ID --keep a|b|both")
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    try:
+        if args.reopen:
+            vault.reopen(args.id)
+            print(f"Contradiction {args.id} is open again.")
+            return 0
+        if not args.keep:
+            raise ValidationError("Choose --keep a, b, both or edit (or --reopen).")
+        new = vault.resolve(args.id, args.keep, args.text).value
+    finally:
+        vault.lock()
+    print(f"Resolved contradiction {args.id}: kept {args.keep}"
+          + (f" (new version {new})" if new else ""))
+    return 0
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    try:
+        counts = vault.undo_run(args.run_id).value
+    finally:
+        vault.lock()
+    print(f"Undid run {args.run_id}: " + (", ".join(f"{k} {v}" for k, v in sorted(
+        counts.items())) or "nothing to revert"))
+    return 0
+
+
 # --- parser ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -498,6 +565,27 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("restore", help="bring an archived memory back")
     s.add_argument("id", type=int)
     s.set_defaults(fn=cmd_archive, restore=True)
+
+    s = sub.add_parser("consolidate", help="run background consolidation once")
+    s.add_argument("--now")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_consolidate)
+
+    s = sub.add_parser("contradictions", help="facts that disagree, waiting for you")
+    s.add_argument("--all", action="store_true", help="include resolved ones")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_contradictions)
+
+    s = sub.add_parser("resolve", help="settle a contradiction")
+    s.add_argument("id", type=int)
+    s.add_argument("--keep", choices=["a", "b", "both", "edit"])
+    s.add_argument("--text", help="the corrected statement, with --keep edit")
+    s.add_argument("--reopen", action="store_true", help="undo a resolution")
+    s.set_defaults(fn=cmd_resolve)
+
+    s = sub.add_parser("undo", help="revert a consolidation run")
+    s.add_argument("run_id", type=int)
+    s.set_defaults(fn=cmd_undo)
 
     s = sub.add_parser("demo", help="create a demo vault, store and recall a few memories")
     s.set_defaults(fn=cmd_demo)

@@ -450,6 +450,12 @@ class Vault:
         """Step 2: delete exactly the plan, in one transaction. Cannot be undone."""
         from app.services import forget
         report = forget.execute(self, plan)
+        if report.memories:
+            # Implicit statistics are recomputed from what is left (their text may name
+            # what was forgotten).
+            from app.services.consolidation import recompute_statistics
+            recompute_statistics(self, self.clock.now())
+            self.db.checkpoint()
         changes = Changes(memories=True, entities=True, contradictions=True, history=True,
                           index=True, runs=True)
         self._emit(changes)
@@ -532,3 +538,67 @@ class Vault:
     def restore(self, mid: int) -> Result[None]:
         self._set_status(mid, "active", "restore", ("archived",))
         return Result(None, MEMORY_CHANGES)
+
+    # --- consolidation (DESIGN 7) ----------------------------------------------------
+    @property
+    def consolidation(self) -> Any:
+        from app.services.consolidation import ConsolidationService
+        return ConsolidationService(self)
+
+    def consolidate(self, *, now: float | None = None, cancel: Any = None,
+                    progress: Progress | None = None, kind: str = "consolidation",
+                    steps: tuple[str, ...] | None = None) -> Result[Any]:
+        """Run the pipeline once; returns the run report (ids and counts only)."""
+        kwargs: dict[str, Any] = {"now": now, "cancel": cancel, "progress": progress,
+                                  "kind": kind}
+        if steps is not None:
+            kwargs["steps"] = steps
+        report = self.consolidation.run(**kwargs)
+        changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
+                          index=True)
+        self._emit(changes)
+        return Result(report, changes)
+
+    def contradictions(self, status: str | None = "open") -> list[Any]:
+        return list(self.consolidation.contradictions(status=status))
+
+    def resolve(self, cid: int, keep: str, text: str | None = None) -> Result[int | None]:
+        new = self.consolidation.resolve(cid, keep, text)
+        changes = Changes(memories=True, contradictions=True, history=True)
+        self._emit(changes)
+        return Result(new, changes)
+
+    def reopen(self, cid: int) -> Result[None]:
+        self.consolidation.reopen(cid)
+        changes = Changes(memories=True, contradictions=True)
+        self._emit(changes)
+        return Result(None, changes)
+
+    def undo_run(self, run_id: int) -> Result[dict[str, int]]:
+        counts = self.consolidation.undo(run_id)
+        changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
+                          index=True)
+        self._emit(changes)
+        return Result(counts, changes)
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        return list(self.consolidation.runs(limit))
+
+    def setting(self, key: str) -> Any:
+        from app.settings import BY_KEY
+        value = self.db.read(lambda c: repo.get_setting(c, key))
+        return BY_KEY[key].default if value is None and key in BY_KEY else value
+
+    def set_setting(self, key: str, value: Any) -> Result[None]:
+        from app.settings import BY_KEY
+        if key not in BY_KEY:
+            raise ValidationError(f"Unknown setting {key!r}.")
+        spec = BY_KEY[key]
+        try:
+            value = spec.type(value) if not isinstance(value, spec.type) else value
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"{key} must be a {spec.type.__name__}.") from exc
+        self.db.write_sync(lambda c: repo.put_setting(c, key, value))
+        changes = Changes(settings=True)
+        self._emit(changes)
+        return Result(None, changes)

@@ -1,0 +1,100 @@
+"""Scheduled jobs (DESIGN 7): heartbeat, consolidation, daily decay, weekly synthesis.
+Layer: app. Runs on: the single ``apscheduler`` worker thread; never touches Qt.
+
+APScheduler 3 ``BackgroundScheduler`` with a one-thread executor, ``coalesce``,
+``max_instances=1`` and a misfire grace, so two jobs never run at once and a sleeping laptop
+runs a missed job once, not many times. Jobs are plain functions taking the vault, a clock and
+a cancel token; they log and skip a failing batch instead of stopping (the pipeline does this
+per batch; the wrapper here catches whatever escapes, so the scheduler itself never stops).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.clock import Clock
+from app.services.consolidation import CancelToken
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_STEPS = ("extract", "entities")
+CONSOLIDATION_STEPS = ("extract", "entities", "similar", "procedures", "statistics")
+DECAY_STEPS = ("decay",)
+SYNTHESIS_STEPS = ("synthesis", "statistics")
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    job: str
+    ok: bool
+    report: Any = None
+    error: str | None = None
+
+
+class Jobs:
+    """The job functions, bound to a vault. Owner: whoever owns the scheduler."""
+
+    def __init__(self, vault: Any, clock: Clock, on_done: Callable[[JobOutcome], None] | None
+                 = None) -> None:
+        self.vault = vault
+        self.clock = clock
+        self.cancel = CancelToken()
+        self.on_done = on_done
+        self._running = threading.Lock()  # belt and braces on top of max_instances=1
+
+    def _run(self, job: str, steps: tuple[str, ...]) -> JobOutcome:
+        if self.cancel.cancelled or self.vault.locked:
+            return JobOutcome(job, False, error="skipped: locked or cancelled")
+        with self._running:
+            try:
+                report = self.vault.consolidate(now=self.clock.now(), cancel=self.cancel,
+                                                kind=job, steps=steps).value
+                outcome = JobOutcome(job, report.failed_batches == 0, report)
+            except Exception as exc:  # the scheduler must never stop on a failing job
+                log.error("job %s failed: %s", job, type(exc).__name__)
+                outcome = JobOutcome(job, False, error=type(exc).__name__)
+        if self.on_done is not None:
+            self.on_done(outcome)
+        return outcome
+
+    def heartbeat(self) -> JobOutcome:
+        return self._run("heartbeat", HEARTBEAT_STEPS)
+
+    def consolidation(self) -> JobOutcome:
+        return self._run("consolidation", CONSOLIDATION_STEPS)
+
+    def decay(self) -> JobOutcome:
+        return self._run("decay", DECAY_STEPS)
+
+    def synthesis(self) -> JobOutcome:
+        return self._run("synthesis", SYNTHESIS_STEPS)
+
+
+def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
+    """A configured, not yet started, BackgroundScheduler. Intervals come from settings."""
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.background import BackgroundScheduler
+    sched = BackgroundScheduler(
+        executors={"default": ThreadPoolExecutor(1)},
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
+        timezone="UTC")
+    sched.add_job(jobs.heartbeat, "interval", id="heartbeat", name="heartbeat",
+                  minutes=int(settings("consolidation.heartbeat_minutes")))
+    sched.add_job(jobs.consolidation, "interval", id="consolidation", name="consolidation",
+                  minutes=int(settings("consolidation.interval_minutes")))
+    sched.add_job(jobs.decay, "cron", id="decay", name="decay",
+                  hour=int(settings("consolidation.decay_hour")), minute=0)
+    sched.add_job(jobs.synthesis, "cron", id="synthesis", name="synthesis",
+                  day_of_week=int(settings("consolidation.synthesis_weekday")), hour=0, minute=0)
+    return sched
+
+
+def shutdown(sched: Any, jobs: Jobs) -> None:
+    """Cancel the running job at its next batch boundary and wait for it (B5.8 order)."""
+    jobs.cancel.cancel()
+    if sched.running:
+        sched.shutdown(wait=True)

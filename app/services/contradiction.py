@@ -1,0 +1,114 @@
+"""Do two facts disagree, and if so, who wins (DESIGN 5, reference 003). Layer: app. Pure.
+
+classify(a, b) -> "duplicate" | "update" | "contradiction" | "compatible"
+- same subject and a single-valued predicate (or a relation that admits one person, or the
+  same favourite) with a different object: an **update** when the newer one is stated as a
+  change ("I moved to", "I no longer ..."), else a **contradiction**;
+- a statement and its negation, or likes vs dislikes of the same thing: likewise;
+- same subject, predicate and object: a **duplicate** (merged, corroborating).
+
+resolve(a, b) applies the 003 order: a user-validated fact wins; else the newer wins when its
+confidence > .7; else a confidence margin > .2 wins; else the person decides (inbox).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from rapidfuzz import fuzz
+
+from app import policy
+from app.domain.fact import SINGLE_VALUED
+
+Verdict = Literal["duplicate", "update", "contradiction", "compatible"]
+SINGLE_RELATIONS = frozenset({"mother", "father", "wife", "husband", "partner", "girlfriend",
+                              "boyfriend", "boss", "manager", "fiance", "fiancee"})
+OPPOSITES = {("likes", "dislikes"), ("dislikes", "likes"), ("prefers", "dislikes"),
+             ("dislikes", "prefers")}
+
+
+@dataclass(frozen=True, slots=True)
+class FactView:
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    qualifier: str | None
+    occurred_at: float
+    confidence: float
+    user_validated: bool = False
+    negated: bool = False
+    change: bool = False
+
+
+def _norm(text: str) -> str:
+    text = re.sub(r"\(\d{4}-\d\d-\d\d\)", "", text.casefold())
+    return re.sub(r"[^a-z0-9 ]+", " ", text).strip()
+
+
+def same_object(x: str, y: str) -> bool:
+    a, b = _norm(x), _norm(y)
+    if not a or not b:
+        return a == b
+    return a == b or fuzz.token_sort_ratio(a, b) >= 90
+
+
+def _single(p: str, qualifier: str | None) -> bool:
+    if p == "relation":
+        return (qualifier or "") in SINGLE_RELATIONS
+    return p in SINGLE_VALUED
+
+
+def classify(a: FactView, b: FactView) -> Verdict:
+    if _norm(a.subject) != _norm(b.subject):
+        return "compatible"
+    older, newer = (a, b) if a.occurred_at <= b.occurred_at else (b, a)
+    change = newer.change or (newer.negated and not older.negated)
+    if (a.predicate, b.predicate) in OPPOSITES:
+        if same_object(a.object, b.object):
+            return "update" if change or newer.occurred_at - older.occurred_at > 30 * 86400 \
+                else "contradiction"
+        return "compatible"
+    if a.predicate != b.predicate:
+        return "compatible"
+    if a.predicate == "relation":
+        if (a.qualifier or "") != (b.qualifier or ""):
+            # Ana is my sister / Ana is my friend: one person, two relations, both can hold,
+            # except when one of them admits only one person and names someone else.
+            return "compatible"
+    elif (a.qualifier or "") != (b.qualifier or ""):
+        return "compatible"  # favourite book vs favourite colour
+    if same_object(a.object, b.object):
+        if a.negated != b.negated:
+            return "update" if newer.negated else "contradiction"
+        return "duplicate"
+    if a.negated or b.negated:
+        return "compatible"  # "no longer in Lisbon" and "in Porto" agree
+    if not _single(a.predicate, a.qualifier):
+        return "compatible"
+    return "update" if change else "contradiction"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    winner: int | None      # None: the person decides
+    loser: int | None
+    rule: str
+
+
+def resolve(a: FactView, b: FactView) -> Decision:
+    """003 order. ``a`` and ``b`` are the two sides of a contradiction."""
+    if a.user_validated != b.user_validated:
+        w, lo = (a, b) if a.user_validated else (b, a)
+        return Decision(w.id, lo.id, "user-validated fact wins")
+    if a.user_validated and b.user_validated:
+        return Decision(None, None, "both confirmed by the person")
+    older, newer = (a, b) if a.occurred_at <= b.occurred_at else (b, a)
+    if newer.occurred_at > older.occurred_at and newer.confidence > policy.NEWER_WINS_CONFIDENCE:
+        return Decision(newer.id, older.id, "newer fact with confidence > .7 wins")
+    if abs(a.confidence - b.confidence) > policy.CONFIDENCE_MARGIN:
+        w, lo = (a, b) if a.confidence > b.confidence else (b, a)
+        return Decision(w.id, lo.id, "confidence margin > .2 wins")
+    return Decision(None, None, "sent to the person")

@@ -1,0 +1,246 @@
+"""Offline rule-based fact extraction (DESIGN 7). Layer: app. Pure; no I/O.
+
+Patterns for identity, relationships, work, places, preferences, dates and deadlines, and
+habits. First-person statements are about the speaker. Relative dates ("next Friday") are read
+against the episode's own time with ``dateparser``. Confidence is the pattern's reliability:
+explicit first-person statements are trusted more than hedged ones ("I think", "maybe").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from functools import lru_cache
+
+from app.domain.fact import EpisodeView, FactCandidate
+
+_NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
+_OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
+_END = r"(?=\s*(?:[.,!?;]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|\bwhich\b|$))"
+RELATIONS = ("mother", "mom", "mum", "father", "dad", "sister", "brother", "wife", "husband",
+             "partner", "girlfriend", "boyfriend", "son", "daughter", "friend", "best friend",
+             "boss", "manager", "colleague", "roommate", "neighbour", "neighbor", "cousin",
+             "aunt", "uncle", "grandma", "grandmother", "grandpa", "grandfather", "mentor",
+             "fiance", "fiancee")
+_REL = "|".join(sorted((re.escape(r) for r in RELATIONS), key=len, reverse=True))
+_HEDGE = re.compile(r"\b(maybe|might|perhaps|i think|probably|not sure|i guess|thinking "
+                    r"about|considering|planning to|want to|wish)\b", re.I)
+_NEG = re.compile(r"\b(no longer|not anymore|don't|do not|never|stopped|quit)\b", re.I)
+
+# (regex, predicate, category, confidence, change, kind)
+# kind: "obj" -> object is group 'o'; qualifier in group 'q' when present.
+_PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
+    (re.compile(r"(?i:\bmy name is )(?P<o>" + _NAME + ")"), "name", "identity", .9, False),
+    (re.compile(r"\bi(?:'m| am) (?P<o>\d{1,3}) years old", re.I), "age", "identity", .85, False),
+    (re.compile(r"\bi(?:'ve| have)? ?(?:just |recently |finally )?(?:moved|relocated) "
+                r"(?:back )?to (?P<o>" + _OBJ + ")" + _END, re.I),
+     "lives_in", "place", .85, True),
+    (re.compile(r"\bi(?: now|'m now| am now| no longer| don't| do not)? ?"
+                r"(?:live|living|'m living|am living) in "
+                r"(?P<o>" + _OBJ + ")" + _END, re.I), "lives_in", "place", .8, False),
+    (re.compile(r"\bi(?:'m| am) (?:originally )?from (?P<o>" + _OBJ + ")" + _END, re.I),
+     "from", "place", .8, False),
+    (re.compile(r"\bi(?: now| just)? ?(?:started|began) (?:working|a new job) (?:at|for) "
+                r"(?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work", .85, True),
+    (re.compile(r"\bi(?: now)? ?(?:work|am working|'m working) (?:at|for) (?P<o>" + _OBJ + ")"
+                + _END, re.I), "works_at", "work", .8, False),
+    (re.compile(r"\bi(?:'m| am) (?:a|an) (?P<o>[a-z][a-z\- ]{2,40}?) (?:at|for) "
+                r"(?P<at>" + _OBJ + ")" + _END, re.I), "job", "work", .75, False),
+    (re.compile(r"\bi work as (?:a|an) (?P<o>[a-z][a-z\- ]{2,40}?)" + _END, re.I),
+     "job", "work", .8, False),
+    (re.compile(r"(?i:\bmy (?P<q>" + _REL + r")(?:'s name)? (?:is |named |called )?)(?P<o>"
+                + _NAME + ")"), "relation", "relationship", .85, False),
+    (re.compile(r"\b(?P<o>" + _NAME + r") is my (?P<q>" + _REL + r")\b"), "relation",
+     "relationship", .85, False),
+    (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) is (?P<o>" + _OBJ + ")" + _END, re.I),
+     "favorite", "preference", .85, False),
+    (re.compile(r"\bi (?:really |absolutely )?(?:love|adore|enjoy) (?P<o>" + _OBJ + ")" + _END,
+                re.I), "likes", "preference", .7, False),
+    (re.compile(r"\bi (?:really )?like (?P<o>" + _OBJ + ")" + _END, re.I), "likes",
+     "preference", .65, False),
+    (re.compile(r"\bi (?:really )?(?:hate|can't stand|cannot stand|dislike) (?P<o>" + _OBJ + ")"
+                + _END, re.I), "dislikes", "preference", .7, False),
+    (re.compile(r"\bi prefer (?P<o>" + _OBJ + ")" + _END, re.I), "prefers", "preference", .7,
+     False),
+    (re.compile(r"\bi(?:'m| am) allergic to (?P<o>" + _OBJ + ")" + _END, re.I), "allergic_to",
+     "health", .9, False),
+    (re.compile(r"\bi(?:'m| am) (?:vegetarian|vegan)\b", re.I), "diet", "health", .85, False),
+    (re.compile(r"(?i:\bi(?: have|'ve got| got) (?:a|an) (?P<q>dog|cat|puppy|kitten|bird|"
+                r"rabbit|hamster|horse|fish|turtle) (?:named|called) )(?P<o>" + _NAME + ")"),
+     "pet_name", "possession", .85, False),
+    (re.compile(r"\b(?P<s>" + _NAME + r")'s birthday is (?:on )?(?P<o>[\w ,]{3,30}?)" + _END),
+     "birthday", "date", .85, False),
+    (re.compile(r"\bmy birthday is (?:on )?(?P<o>[\w ,]{3,30}?)" + _END, re.I), "birthday",
+     "date", .85, False),
+    (re.compile(r"\b(?:the )?deadline (?:for (?P<q>[\w ]{2,40}?) )?is (?:on )?(?P<o>[\w ,]{3,30}?)"
+                + _END, re.I), "deadline", "date", .8, False),
+    (re.compile(r"\bi(?:'m| am) (?:married|single|engaged|divorced|dating someone)\b", re.I),
+     "relationship_status", "relationship", .85, False),
+    (re.compile(r"\bi (?:usually|always|normally|often|tend to) (?P<o>[a-z][\w'\- ]{3,60}?)"
+                + _END, re.I), "habit", "habit", .75, False),
+]
+_STATUS = re.compile(r"\bi(?:'m| am) (married|single|engaged|divorced|dating someone)\b", re.I)
+_DIET = re.compile(r"\bi(?:'m| am) (vegetarian|vegan)\b", re.I)
+
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december")
+_TRIM = re.compile(r"^(?:the|a|an|my|our)\s+", re.I)
+
+
+def _clean(obj: str) -> str:
+    obj = obj.strip(" .,'\"")
+    obj = re.sub(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
+                 r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend)|"
+                 r"last (?:week|month|year|night|weekend|\w+day)|(?:a )?(?:few|couple of) "
+                 r"(?:days|weeks|months|years) ago|\w+ (?:days|weeks|months|years) ago|"
+                 r"in (?:" + "|".join(_MONTH_NAMES) + r")(?: \d{4})?|in \d{4})$", "", obj,
+                 flags=re.I)
+    return obj.strip()
+
+
+@lru_cache(maxsize=1)
+def _dateparser() -> object:
+    import dateparser
+    return dateparser
+
+
+def resolve_date(text: str, at: float) -> str | None:
+    """A date phrase read relative to when it was said ("next Friday" -> 2026-05-08)."""
+    try:
+        dp = _dateparser()
+        base = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
+        d = dp.parse(text, settings={"RELATIVE_BASE": base,  # type: ignore[attr-defined]
+                                     "PREFER_DATES_FROM": "future", "STRICT_PARSING": False})
+    except Exception:  # dateparser has many failure modes on free text; a date is optional
+        return None
+    return d.date().isoformat() if d else None
+
+
+def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) -> str:
+    if predicate == "relation":
+        return f"{obj} is {subject}'s {qualifier}"
+    if predicate == "favorite":
+        return f"{subject}'s favorite {qualifier} is {obj}"
+    if predicate == "pet_name":
+        return f"{subject} has a {qualifier} named {obj}"
+    if predicate == "birthday":
+        return f"{subject}'s birthday is {obj}"
+    if predicate == "deadline":
+        return f"The deadline{' for ' + qualifier if qualifier else ''} is {obj}"
+    verbs = {"lives_in": "lives in", "from": "is from", "works_at": "works at", "job": "is a",
+             "likes": "likes", "dislikes": "dislikes", "prefers": "prefers",
+             "allergic_to": "is allergic to", "age": "is", "name": "is called",
+             "relationship_status": "is", "diet": "is", "habit": "usually"}
+    tail = " years old" if predicate == "age" else ""
+    if predicate == "habit":
+        return f"{subject} usually {third_person(obj)}"
+    return f"{subject} {verbs.get(predicate, predicate.replace('_', ' '))} {obj}{tail}"
+
+
+def third_person(phrase: str) -> str:
+    """'run on Saturdays' -> 'runs on Saturdays' (enough for habit statements)."""
+    first, _, rest = phrase.partition(" ")
+    irregular = {"go": "goes", "have": "has", "do": "does", "be": "is"}
+    low = first.lower()
+    if low in irregular:
+        verb = irregular[low]
+    elif low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        verb = first + "es"
+    elif low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        verb = first[:-1] + "ies"
+    else:
+        verb = first + "s"
+    return f"{verb} {rest}".strip()
+
+
+def extract(ep: EpisodeView) -> list[FactCandidate]:
+    """Facts stated in one episode, about its speaker (first person) or a named person."""
+    text = ep.text
+    speaker = (ep.speaker or "user").strip() or "user"
+    if speaker.lower() in ("assistant", "system"):
+        return []  # the assistant's words are not facts about the person
+    hedged = bool(_HEDGE.search(text))
+    out: list[FactCandidate] = []
+    seen: set[tuple[str, str, str]] = set()
+    for rx, predicate, category, conf, change in _PATTERNS:
+        for m in rx.finditer(text):
+            groups = m.groupdict()
+            subject = speaker
+            qualifier = (groups.get("q") or "").strip().lower() or None
+            if predicate == "relationship_status":
+                obj = _STATUS.search(m.group(0)).group(1).lower()  # type: ignore[union-attr]
+            elif predicate == "diet":
+                obj = _DIET.search(m.group(0)).group(1).lower()  # type: ignore[union-attr]
+            else:
+                obj = _clean(groups.get("o") or "")
+            if groups.get("s"):
+                subject = groups["s"]
+            if not obj or len(obj) < 2:
+                continue
+            if predicate == "relation":
+                qualifier = {"mom": "mother", "mum": "mother", "dad": "father",
+                             "neighbor": "neighbour"}.get(qualifier or "", qualifier)
+            if predicate == "job" and groups.get("at"):
+                obj = f"{obj} at {_clean(groups['at'])}"
+            if predicate in ("likes", "dislikes", "prefers", "lives_in", "works_at", "from"):
+                obj = _TRIM.sub("", obj)
+            key = (predicate, qualifier or "", obj.casefold())
+            if key in seen:
+                continue
+            seen.add(key)
+            window = text[max(0, m.start() - 25):m.end()]
+            negated = bool(_NEG.search(window)) and predicate not in ("dislikes",)
+            c = conf - (0.25 if hedged else 0.0)
+            valid_from = ep.occurred_at if predicate in ("lives_in", "works_at", "job",
+                                                          "relationship_status") else None
+            if predicate in ("birthday", "deadline"):
+                resolved = resolve_date(obj, ep.occurred_at)
+                if resolved:
+                    obj = f"{obj} ({resolved})" if not re.match(r"\d{4}-", obj) else obj
+            store = "procedural" if predicate in ("habit", "prefers") else "semantic"
+            out.append(FactCandidate(
+                subject=subject, predicate=predicate, object=obj,
+                statement=_statement(subject, predicate, obj, qualifier)
+                if not negated else f"{subject} no longer {predicate.replace('_', ' ')} {obj}",
+                category=category, confidence=round(max(0.1, c), 3), change=change,
+                negated=negated, valid_from=valid_from, store=store,  # type: ignore[arg-type]
+                qualifier=qualifier, source_ids=(ep.id,)))
+    return out
+
+
+def extract_all(episodes: Iterable[EpisodeView]) -> list[FactCandidate]:
+    out: list[FactCandidate] = []
+    for ep in episodes:
+        out.extend(extract(ep))
+    return out
+
+
+# --- people and projects (PARA) ----------------------------------------------------------
+
+_CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)\b")
+_NOT_NAMES = frozenset("""
+I Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May
+June July August September October November December Hey Hi Hello Thanks Thank Yes Yeah Wow
+Oh Sure Okay Good Great Nice Love Also Well So But And The This That What When Where Why How
+Who Which Sounds Congrats Congratulations Awesome Amazing Cool Sorry Please Absolutely Totally
+Definitely Really Just Lol Haha Omg Christmas Easter Halloween Thanksgiving God English
+""".split())
+_PROJECT = re.compile(r"\b(?:project|launch of|working on the) (?P<o>[A-Z][\w\-]+(?: [A-Z][\w\-]+)?)")
+_COMPANY = re.compile(r"\b(?:work(?:ing|s)? (?:at|for)|job at|joined) (?P<o>[A-Z][\w&\-]+(?: [A-Z][\w&\-]+)?)")
+
+
+def mentions(text: str) -> dict[str, str]:
+    """Names mentioned in a text, with a kind guess: person, company or project."""
+    out: dict[str, str] = {}
+    for m in _COMPANY.finditer(text):
+        out[m.group("o")] = "company"
+    for m in _PROJECT.finditer(text):
+        out[m.group("o")] = "project"
+    for m in _CAP.finditer(text):
+        name = m.group(1)
+        first = name.split()[0]
+        if first in _NOT_NAMES or name in out:
+            continue
+        out[name] = "person"
+    return out
