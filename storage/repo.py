@@ -193,15 +193,19 @@ def fts_search(conn: Connection, match: str, limit: int,
 def recall_meta(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
     """id -> (store, status, occurred_at, created_at, composite, importance, emotional, social,
     access_count, last_accessed_at, decay_class, agent, context, valid_from, valid_until,
-    speaker, session, seq, user_validated)."""
+    speaker, session, seq, user_validated, superseded_at).
+
+    ``superseded_at`` is when the version that replaced it was learned (time travel)."""
     out: dict[int, tuple[Any, ...]] = {}
     for chunk in _chunks([int(i) for i in ids], 500):
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(
-                "SELECT id, store, status, occurred_at, created_at, composite, importance, "
-                "emotional, social, access_count, last_accessed_at, decay_class, agent, context, "
-                "valid_from, valid_until, speaker, session, seq, user_validated "
-                f"FROM memory WHERE id IN ({marks})", chunk):
+                "SELECT m.id, m.store, m.status, m.occurred_at, m.created_at, m.composite, "
+                "m.importance, m.emotional, m.social, m.access_count, m.last_accessed_at, "
+                "m.decay_class, m.agent, m.context, m.valid_from, m.valid_until, m.speaker, "
+                "m.session, m.seq, m.user_validated, s.created_at FROM memory m "
+                f"LEFT JOIN memory s ON s.id = m.superseded_by WHERE m.id IN ({marks})",
+                chunk):
             out[row[0]] = tuple(row[1:])
     return out
 

@@ -656,6 +656,8 @@ class ConsolidationService:
                 lifecycle.execute_forget(conn, created, set())
             conn.execute("UPDATE run SET undone_at = ?, status = 'undone' WHERE id = ?",
                          (time.time(), run_id))
+            # The run stays listed (undone, with its counts); its change log has been applied.
+            conn.execute("DELETE FROM run_change WHERE run_id = ?", (run_id,))
             return dict(counts), created
         counts, created = self.db.write_sync(write)
         self.vault.index.remove(sorted(created))

@@ -249,6 +249,8 @@ class RecallService:
                 return False
             if m[14] is not None and m[14] <= f.as_of:
                 return False
+            if status == "superseded" and m[19] is not None and m[19] <= f.as_of:
+                return False  # already replaced by then
             return status != "archived" or f.include_archived
         if status == "archived" and not f.include_archived:
             return False
