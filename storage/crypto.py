@@ -281,11 +281,31 @@ def write_key_file(folder: Path, kf: KeyFile) -> None:
     atomic_write(main, data)
 
 
+def restore_main_key_file(folder: Path, kf: KeyFile) -> bool:
+    """After an unlock that had to use the ``.bak`` copy, put ``kf`` back as the main key
+    file, so that retiring the backup never leaves only the damaged copy. True if it had to."""
+    main = folder / KEY_FILE
+    try:
+        if KeyFile.from_json(json.loads(main.read_text("utf-8"))) == kf:
+            return False
+    except (OSError, ValueError, UnicodeDecodeError, VaultCorrupt, WrongKey):
+        pass
+    log.warning("restoring the key file from its backup")
+    atomic_write(main, json.dumps(kf.to_json(), indent=2, sort_keys=True).encode() + b"\n")
+    return True
+
+
 def drop_backup(folder: Path) -> None:
     try:
         (folder / (KEY_FILE + ".bak")).unlink()
     except FileNotFoundError:
         pass
+    # Temp files of a key-file write cut short by a crash may hold an old wrap: they go too.
+    for stale in folder.glob(f".{KEY_FILE}*.tmp"):
+        try:
+            stale.unlink()
+        except FileNotFoundError:
+            pass
 
 
 @dataclass(slots=True)
@@ -498,7 +518,7 @@ def decrypt_file_bytes(file_key: bytes | bytearray, blob: bytes) -> bytes:
             aad = file_id + idx.to_bytes(8, "big") + (b"\x01" if last else b"\x00")
             parts.append(aes.decrypt(nonce, ct, aad))
             idx += 1
-    except InvalidTag as exc:
+    except (InvalidTag, ValueError) as exc:  # ValueError: a nonce cut short by truncation
         raise WrongKey("The file is damaged, truncated or was made with another key.") from exc
     if idx == 0:
         raise WrongKey("The file is empty or truncated.")

@@ -10,6 +10,7 @@ requirement 4 holds.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,13 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
     mode = "rwc" if create else "rw"
     if not create and not path.exists():
         raise VaultCorrupt("The vault's database file is missing; nothing was created.")
+    if not create and path.stat().st_size == 0:
+        # SQLite would treat it as a new database (and delete a WAL next to it): refuse.
+        raise VaultCorrupt("The vault's database file is empty; nothing was created.")
+    if create and not path.exists():
+        # SQLite would create it 0644 & ~umask, and the -wal/-shm copy its mode: make it 0600
+        # whatever the umask (requirement 22). An empty file is a valid new database.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     uri = f"{path.resolve().as_uri()}?mode={mode}"
     try:
         conn = sqlcipher3.connect(uri, uri=True, isolation_level=None,
@@ -60,6 +68,11 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
         raise VaultCorrupt() from exc
     try:
         prepare(conn, key, query_only=query_only)
+    except DatabaseError as exc:
+        conn.close()
+        if is_corrupt(exc):  # a damaged schema page read after the key check
+            raise VaultCorrupt() from exc
+        raise
     except BaseException:
         conn.close()
         raise
@@ -150,6 +163,11 @@ def assert_pragmas(conn: Connection) -> None:
 def is_disk_full(exc: BaseException) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return code in (13, 10)  # SQLITE_FULL, SQLITE_IOERR
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in (11, 26)  # SQLITE_CORRUPT*, SQLITE_NOTADB
 
 
 def translate(exc: BaseException) -> BaseException:

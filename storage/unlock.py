@@ -102,8 +102,10 @@ class OpenVault:
                 # Stored parameters weaker than policy: re-derive with current ones.
                 vault.change_password(password, password, kdf=crypto.policy_params())
                 upgraded = True
+            # A key file read from .bak goes back in place before the backup is retired.
+            recovered = crypto.restore_main_key_file(folder, vault.key_file)
             crypto.drop_backup(folder)  # a successful unlock retires the previous key file
-            return vault, UnlockInfo(time.perf_counter() - start, upgraded, False)
+            return vault, UnlockInfo(time.perf_counter() - start, upgraded, recovered)
         except BaseException:
             lock.release()
             raise
