@@ -19,6 +19,12 @@ DEMO_TURNS = [
     ("s3", "Sam", "The Tidewater launch is on June 12; I'm nervous about the demo.", "2026-05-20T18:00:00Z"),
     ("s3", "Sam", "Ana's birthday is on July 3, remind me to get her a book.", "2026-05-20T18:02:00Z"),
     ("s4", "Sam", "I moved to Porto; the Lisbon flat was too expensive.", "2026-06-15T20:00:00Z"),
+    ("s4", "Sam", "I think my favorite film is Alien.", "2026-06-15T20:05:00Z"),
+    ("s5", "Sam", "My sister Ana got a new job in Braga.", "2026-06-22T19:00:00Z"),
+    ("s5", "Sam", "Honestly, I guess my favorite film is Heat.", "2026-06-22T19:03:00Z"),
+    ("s6", "Sam", "I went running by the river before breakfast.", "2026-06-27T07:30:00Z"),
+    ("s7", "Sam", "I went running again, 12 km this time.", "2026-07-04T07:40:00Z"),
+    ("s8", "Sam", "I went running with Ana, she was faster.", "2026-07-11T07:35:00Z"),
 ]
 DEMO_QUERIES = ["Where does Sam live?", "When is Ana's birthday?", "What does Sam do on weekends?"]
 
@@ -40,7 +46,11 @@ def create_demo_vault(folder: Path, *, threaded: bool = False) -> object:
     else:
         vault = Vault.create(folder, DEMO_PASSWORD, kdf=KdfParams(m=65_536, t=3),
                              threaded=threaded, use_chroma=False).vault
-    vault.import_turns(demo_turns())  # type: ignore[arg-type]
+    report = vault.import_turns(demo_turns()).value  # type: ignore[arg-type]
+    if report.added:
+        # A living example: facts, people, a habit, and one contradiction for the inbox.
+        vault.consolidate(steps=("extract", "entities", "similar", "procedures",
+                                 "statistics", "synthesis"))
     return vault
 
 

@@ -602,3 +602,26 @@ class Vault:
         changes = Changes(settings=True)
         self._emit(changes)
         return Result(None, changes)
+
+    # --- browsing (the window's lists; keyset paging, never OFFSET) ------------------
+    def page_memories(self, query: Any, after: tuple[float, int] | None = None,
+                      limit: int = 200) -> Any:
+        from app.services.browse import page
+        return page(self, query, after, limit)
+
+    def count_memories(self, query: Any) -> int:
+        from app.services.browse import count
+        return count(self, query)
+
+    def entities(self, kinds: tuple[str, ...] = ("person", "company", "project", "area",
+                                                 "resource", "archive")) -> list[Any]:
+        from app.services.browse import entities
+        return entities(self, kinds)
+
+    def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]:
+        from storage import browse
+        return list(self.db.read(lambda c: browse.timeline_days(c, limit)))
+
+    def insights(self) -> Any:
+        from app.services.browse import insights
+        return insights(self)

@@ -1,0 +1,87 @@
+"""SQL for browsing: keyset pages (never OFFSET), counts, entities, timeline, insights.
+Layer: storage. Runs on: a reader connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.sqlcipher import Connection
+
+ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.status, "
+            "m.composite, m.confidence, m.user_validated, m.access_count, m.last_accessed_at")
+
+
+def _where(store: str | None, status: str | None, entity_id: int | None, day: tuple[float, float]
+           | None) -> tuple[str, list[Any], str]:
+    clauses, params, join = [], [], ""
+    if store:
+        clauses.append("m.store = ?")
+        params.append(store)
+    if status:
+        clauses.append("m.status = ?")
+        params.append(status)
+    if entity_id is not None:
+        join = " JOIN entity_mention em ON em.memory_id = m.id AND em.entity_id = ?"
+        params.insert(0, entity_id)
+    if day is not None:
+        clauses.append("m.occurred_at >= ? AND m.occurred_at < ?")
+        params += [day[0], day[1]]
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, join
+
+
+def page(conn: Connection, *, store: str | None, status: str | None, entity_id: int | None,
+         day: tuple[float, float] | None, after: tuple[float, int] | None, limit: int
+         ) -> list[tuple[Any, ...]]:
+    """Newest first; ``after`` is the (occurred_at, id) of the last row already shown."""
+    where, params, join = _where(store, status, entity_id, day)
+    if after is not None:
+        where += (" AND " if where else " WHERE ") + "(m.occurred_at, m.id) < (?, ?)"
+        params += [after[0], after[1]]
+    sql = (f"SELECT {ROW_COLS} FROM memory m{join}{where} "
+           "ORDER BY m.occurred_at DESC, m.id DESC LIMIT ?")
+    return conn.execute(sql, [*params, limit]).fetchall()
+
+
+def count(conn: Connection, *, store: str | None, status: str | None, entity_id: int | None,
+          day: tuple[float, float] | None) -> int:
+    where, params, join = _where(store, status, entity_id, day)
+    return int(conn.execute(f"SELECT count(*) FROM memory m{join}{where}", params).fetchone()[0])
+
+
+def entities(conn: Connection, kinds: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    marks = ",".join("?" * len(kinds))
+    return conn.execute(
+        "SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id) FROM entity e "
+        "LEFT JOIN entity_mention em ON em.entity_id = e.id "
+        f"WHERE e.kind IN ({marks}) GROUP BY e.id ORDER BY count(em.memory_id) DESC, e.name",
+        kinds).fetchall()
+
+
+def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
+    return [(r[0], r[1]) for r in conn.execute(
+        "SELECT date(occurred_at, 'unixepoch') AS d, count(*) FROM memory "
+        "WHERE store = 'episodic' AND status = 'active' GROUP BY d ORDER BY d DESC LIMIT ?",
+        (limit,))]
+
+
+def tier_inputs(conn: Connection) -> list[tuple[str, float, float | None, int]]:
+    return conn.execute("SELECT store, occurred_at, last_accessed_at, access_count FROM memory "
+                        "WHERE status = 'active'").fetchall()
+
+
+def health(conn: Connection) -> dict[str, float]:
+    r = conn.execute("SELECT avg(composite), avg(confidence), "
+                     "sum(status = 'archived'), sum(status = 'superseded'), count(*), "
+                     "sum(user_validated) FROM memory").fetchone()
+    open_c = conn.execute("SELECT count(*) FROM contradiction WHERE status = 'open'"
+                          ).fetchone()[0]
+    total = r[4] or 0
+    return {"avg_composite": round(r[0] or 0.0, 3), "avg_confidence": round(r[1] or 0.0, 3),
+            "archived": int(r[2] or 0), "superseded": int(r[3] or 0), "total": int(total),
+            "confirmed": int(r[5] or 0), "open_contradictions": int(open_c)}
+
+
+def statistics(conn: Connection) -> list[tuple[str, float, int, str]]:
+    return conn.execute("SELECT s.metric, s.value, s.sample_size, m.text FROM statistic s "
+                        "JOIN memory m ON m.id = s.memory_id ORDER BY s.metric").fetchall()

@@ -1,0 +1,159 @@
+"""The forget dialog: the whole plan grouped by kind with counts, a plain statement that it
+cannot be undone, an explicit confirmation, progress, and a final report.
+Layer: ui. GUI thread; the plan and the deletion run through ``ui.tasks``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+)
+
+from ui.tasks import run_op, run_query
+
+ROLE_LABELS = {"matched": "What you chose", "version": "Earlier versions of it",
+               "derived": "Facts and procedures learned only from it",
+               "source": "Conversation turns and episodes it came from"}
+
+
+class ForgetDialog(QDialog):
+    forgotten = Signal(object)   # ForgetReport
+
+    def __init__(self, window: Any, *, ids: list[int] | None = None, query: str | None = None,
+                 entity: str | None = None) -> None:
+        super().__init__(window)
+        self.window_ = window
+        self.setWindowTitle("Forget for good")
+        self.resize(640, 520)
+        self.plan: Any = None
+        self.report: Any = None
+        self._args = {"ids": ids or (), "query": query, "entity": entity}
+        self.summary = QLabel("Working out everything that would go…")
+        self.summary.setWordWrap(True)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["What goes", "Count"])
+        self.tree.setColumnWidth(0, 480)
+        self.keep_sources = QCheckBox("Keep the conversation turns and episodes it came from")
+        self.warning = QLabel("<b>This cannot be undone.</b> Everything listed is removed from "
+                              "the vault physically, including the search index and the history. "
+                              "Backups made earlier still hold it.")
+        self.warning.setWordWrap(True)
+        self.confirm = QCheckBox("I understand that this cannot be undone")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.hide()
+        self.forget_btn = QPushButton("Forget")
+        self.forget_btn.setEnabled(False)
+        self.cancel_btn = QPushButton("Cancel")
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_btn)
+        buttons.addWidget(self.forget_btn)
+        lay = QVBoxLayout(self)
+        for w in (self.summary, self.tree, self.keep_sources, self.warning, self.confirm,
+                  self.progress):
+            lay.addWidget(w)
+        lay.addLayout(buttons)
+        self.confirm.toggled.connect(self._on_confirm_toggled)
+        self.keep_sources.toggled.connect(self._on_keep_sources_toggled)
+        self.forget_btn.clicked.connect(self._on_forget_btn_clicked)
+        self.cancel_btn.clicked.connect(self.reject)
+        self._load_plan()
+
+    @property
+    def vault(self) -> Any:
+        return self.window_.vault
+
+    def _load_plan(self) -> None:
+        self.forget_btn.setEnabled(False)
+        vault, args = self.vault, dict(self._args)
+        include = not self.keep_sources.isChecked()
+        run_query(self, lambda: vault.forget_plan(include_sources=include, **args), self._show_plan)
+
+    def _show_plan(self, plan: Any) -> None:
+        self.plan = plan
+        self.tree.clear()
+        by_role: dict[str, list[Any]] = {}
+        for item in plan.items:
+            by_role.setdefault(item.role, []).append(item)
+        for role in ("matched", "version", "derived", "source"):
+            items = by_role.get(role, [])
+            if not items:
+                continue
+            parent = QTreeWidgetItem(self.tree, [ROLE_LABELS[role], str(len(items))])
+            for it in items:
+                text = it.text if len(it.text) < 120 else it.text[:117] + "…"
+                QTreeWidgetItem(parent, [f"#{it.id} {it.store}: {text}", ""])
+            parent.setExpanded(True)
+        also = QTreeWidgetItem(self.tree, ["Also removed with them", ""])
+        for kind, n in plan.groups().items():
+            if kind in ("matched memories", "earlier versions", "derived facts and procedures",
+                        "source turns and episodes"):
+                continue
+            QTreeWidgetItem(also, [kind, str(n)])
+        also.setExpanded(True)
+        n = len(plan.items)
+        self.summary.setText(f"{n} memories and {plan.total_rows} stored rows in all will be "
+                             "removed." if n else "Nothing matches; nothing would be forgotten.")
+        self.forget_btn.setEnabled(bool(n) and self.confirm.isChecked())
+
+    @Slot(bool)
+    def _on_confirm_toggled(self, on: bool) -> None:
+        self.forget_btn.setEnabled(on and self.plan is not None and bool(self.plan.items))
+
+    @Slot(bool)
+    def _on_keep_sources_toggled(self, _on: bool) -> None:
+        self._load_plan()
+
+    @Slot()
+    def _on_forget_btn_clicked(self) -> None:
+        if not self.confirm.isChecked() or self.plan is None:
+            return
+        for w in (self.forget_btn, self.confirm, self.keep_sources, self.cancel_btn):
+            w.setEnabled(False)
+        self.progress.show()
+        self.summary.setText("Forgetting…")
+        vault, plan = self.vault, self.plan
+        run_op(self, lambda: vault.forget(plan), self._on_forgotten, self.window_.bridge,
+               self._on_failed)
+
+    def _on_forgotten(self, result: Any) -> None:
+        self.report = result.value
+        self.progress.hide()
+        self.tree.clear()
+        for kind, n in sorted(self.report.deleted.items()):
+            if n:
+                QTreeWidgetItem(self.tree, [kind.replace("_", " "), str(n)])
+        self.summary.setText(f"Forgot {self.report.memories} memories "
+                             f"({self.report.total_rows} rows). {self.report.note}")
+        self.cancel_btn.setText("Close")
+        self.cancel_btn.setEnabled(True)
+        self.warning.hide()
+        self.confirm.hide()
+        self.keep_sources.hide()
+        self.forgotten.emit(self.report)
+
+    def _on_failed(self, exc: BaseException) -> None:
+        from ui.errors import show_error
+        self.progress.hide()
+        self.cancel_btn.setEnabled(True)
+        self.summary.setText("Nothing was forgotten.")
+        show_error(self, exc)
+        self._load_plan()
+        self.confirm.setEnabled(True)
+        self.keep_sources.setEnabled(True)
+
+    def keyPressEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            return  # Enter never forgets: the button must be clicked
+        super().keyPressEvent(event)

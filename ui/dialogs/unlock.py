@@ -1,0 +1,212 @@
+"""Unlock and create dialogs, the strength meter and the one-time recovery code.
+Layer: ui. GUI thread; Argon2id, the database and the keyring run through ``ui.tasks``."""
+
+from __future__ import annotations
+
+import math
+import string
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from ui.tasks import run_query
+
+COMMON = {"password", "123456", "12345678", "qwerty", "letmein", "welcome", "iloveyou",
+          "admin", "monkey", "dragon", "football", "abc123"}
+
+
+def strength(password: str) -> tuple[int, str]:
+    """A rough entropy estimate in bits, and a word for it. Honest about its limits: it only
+    rewards length and variety and punishes the commonest passwords."""
+    if not password:
+        return 0, ""
+    if password.lower() in COMMON:
+        return 5, "very weak (a very common password)"
+    pool = 0
+    for chars in (string.ascii_lowercase, string.ascii_uppercase, string.digits,
+                  string.punctuation):
+        if any(c in chars for c in password):
+            pool += len(chars)
+    if any(ord(c) > 127 for c in password):
+        pool += 100
+    if " " in password:
+        pool += 1
+    distinct = len(set(password))
+    bits = int(len(password) * math.log2(max(pool, 2)) * min(1.0, distinct / max(4, len(password) / 2)))
+    word = ("very weak" if bits < 28 else "weak" if bits < 45 else "fair" if bits < 60
+            else "strong" if bits < 80 else "very strong")
+    return bits, word
+
+
+class UnlockDialog(QDialog):
+    """Unlocks ``folder`` (or creates a vault there when ``create``). Emits ``unlocked`` with
+    the open Vault; wrong passwords show inline and change nothing."""
+
+    unlocked = Signal(object)
+
+    def __init__(self, folder: Path, *, create: bool = False, parent: Any = None,
+                 vault_factory: Any = None) -> None:
+        super().__init__(parent)
+        self.folder = folder
+        self.create = create
+        self.vault_factory = vault_factory
+        self.recovery_code: str | None = None
+        self.setWindowTitle("Create your vault" if create else "Unlock Kept")
+        self.setModal(True)
+        self.password = QLineEdit()
+        self.password.setEchoMode(QLineEdit.EchoMode.Password)
+        self.password.setObjectName("password")
+        self.repeat = QLineEdit()
+        self.repeat.setEchoMode(QLineEdit.EchoMode.Password)
+        self.meter = QProgressBar()
+        self.meter.setRange(0, 100)
+        self.meter.setTextVisible(True)
+        self.meter.setFormat("")
+        self.recovery = QCheckBox("Make a recovery code (shown once; print it)")
+        self.recovery.setChecked(True)
+        self.remember = QCheckBox("Remember on this device (system keychain)")
+        self.remember.setVisible(False)
+        self.remember_note = QLabel()
+        self.remember_note.setWordWrap(True)
+        self.error = QLabel()
+        self.error.setObjectName("error")
+        self.error.setStyleSheet("color: #b00020")
+        self.error.setWordWrap(True)
+        self.busy = QLabel()
+        form = QFormLayout()
+        form.addRow("Password", self.password)
+        if create:
+            form.addRow("Repeat", self.repeat)
+            form.addRow("Strength", self.meter)
+            form.addRow(self.recovery)
+            warn = QLabel("Kept cannot reset your password. Without it or a recovery code, "
+                          "the vault is lost for good.")
+            warn.setWordWrap(True)
+            form.addRow(warn)
+        form.addRow(self.remember)
+        form.addRow(self.remember_note)
+        self.buttons = QDialogButtonBox()
+        self.ok = QPushButton("Create vault" if create else "Unlock")
+        self.ok.setDefault(True)
+        self.buttons.addButton(self.ok, QDialogButtonBox.ButtonRole.AcceptRole)
+        self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.error)
+        lay.addWidget(self.busy)
+        lay.addWidget(self.buttons)
+        self.ok.clicked.connect(self._on_ok_clicked)
+        self.buttons.rejected.connect(self.reject)
+        self.password.textChanged.connect(self._on_password_text_changed)
+        self._probe_keyring()
+
+    def _probe_keyring(self) -> None:
+        """Only offer the keychain where a real, allowlisted OS keychain exists."""
+        from storage.crypto import keyring_available
+
+        def done(ok: bool) -> None:
+            self.remember.setVisible(ok)
+            if not ok:
+                self.remember_note.setText("Remember on this device is not available: no "
+                                           "secure system keychain was found.")
+        run_query(self, keyring_available, done, lambda _e: done(False))
+
+    @Slot(str)
+    def _on_password_text_changed(self, text: str) -> None:
+        self.error.clear()
+        if self.create:
+            bits, word = strength(text)
+            self.meter.setValue(min(100, bits))
+            self.meter.setFormat(word)
+
+    @Slot()
+    def _on_ok_clicked(self) -> None:
+        pw = self.password.text()
+        if self.create:
+            if len(pw) < 8:
+                self.error.setText("Use at least 8 characters; a few words are easiest.")
+                return
+            if pw != self.repeat.text():
+                self.error.setText("The two passwords differ.")
+                return
+        elif not pw:
+            self.error.setText("Type your password.")
+            return
+        self.ok.setEnabled(False)
+        self.busy.setText("Creating…" if self.create else "Unlocking…")
+        QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+        folder, create, recovery = self.folder, self.create, self.recovery.isChecked()
+        remember = self.remember.isVisible() and self.remember.isChecked()
+        factory = self.vault_factory
+
+        def work() -> tuple[Any, str | None]:
+            from app.facade import Vault
+            if factory is not None:
+                return factory(folder, pw, create, recovery)
+            if create:
+                res = Vault.create(folder, pw, recovery=recovery)
+                vault, code = res.vault, res.recovery_code
+            else:
+                vault, code = Vault.open(folder, pw), None
+            if remember:
+                vault.remember_device()
+            return vault, code
+        run_query(self, work, self._on_done, self._on_failed)
+
+    def _on_done(self, result: tuple[Any, str | None]) -> None:
+        QApplication.restoreOverrideCursor()
+        vault, code = result
+        self.password.clear()
+        self.repeat.clear()
+        self.recovery_code = code
+        if code:
+            RecoveryCodeDialog(code, self).exec()
+            self.recovery_code = None
+        self.unlocked.emit(vault)
+        self.accept()
+
+    def _on_failed(self, exc: BaseException) -> None:
+        QApplication.restoreOverrideCursor()
+        from app.errors import AppError
+        self.ok.setEnabled(True)
+        self.busy.clear()
+        self.password.selectAll()
+        self.password.setFocus()
+        if isinstance(exc, AppError):
+            self.error.setText(exc.user_message + (f" {exc.hint}" if exc.hint else ""))
+        else:
+            from ui.errors import show_error
+            show_error(self, exc)
+
+
+class RecoveryCodeDialog(QDialog):
+    """Shows the recovery code once. It is never stored anywhere readable."""
+
+    def __init__(self, code: str, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Your recovery code")
+        label = QLabel("Write this down or print it, and keep it somewhere safe. It opens "
+                       "your vault if you forget your password. Kept will not show it again.")
+        label.setWordWrap(True)
+        self.code = QLabel(code)
+        self.code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.code.setStyleSheet("font-family: monospace; font-size: 16pt; padding: 8px")
+        done = QPushButton("I have saved it")
+        done.clicked.connect(self.accept)
+        lay = QVBoxLayout(self)
+        lay.addWidget(label)
+        lay.addWidget(self.code)
+        lay.addWidget(done)

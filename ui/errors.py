@@ -1,0 +1,50 @@
+"""The single user-facing error path. Layer: ui. GUI thread."""
+
+from __future__ import annotations
+
+import logging
+import platform
+import traceback
+from typing import Any
+
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+
+from app import __version__
+from app.errors import AppError
+
+log = logging.getLogger(__name__)
+
+
+def details(exc: BaseException) -> str:
+    import PySide6
+    tb = getattr(exc, "__traceback_text__", None) or "".join(
+        traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return (f"Kept {__version__}, Qt {PySide6.__version__}, Python {platform.python_version()}, "
+            f"{platform.platform()}\n\n{tb}")
+
+
+def show_error(parent: QWidget | None, exc: BaseException) -> QMessageBox:
+    """An AppError shows its user_message; anything else "Something went wrong" with a
+    Copy details button. Non-modal (show, not exec)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle("Kept")
+    if isinstance(exc, AppError):
+        box.setText(exc.user_message)
+        if exc.hint:
+            box.setInformativeText(exc.hint)
+        box.setStandardButtons(QMessageBox.StandardButton.Ok)
+    else:
+        log.error("unexpected error: %s", type(exc).__name__)
+        box.setText("Something went wrong. Your vault was not changed by the failed step.")
+        copy = box.addButton("Copy details", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        text = details(exc)
+
+        def copy_details(*_a: Any) -> None:
+            QApplication.clipboard().setText(text)
+        copy.clicked.disconnect()
+        copy.clicked.connect(copy_details)
+    box.setModal(False)
+    box.show()
+    return box

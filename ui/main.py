@@ -1,0 +1,181 @@
+"""Composition root of the desktop app: logging, paths, the single-instance guard, unlock,
+the main window, the scheduler, and the lock/unlock cycle. Layer: ui. GUI thread.
+
+    kept-app                 # your vault; a demo vault (password "demo") on first run
+    kept-app --demo          # always the demo vault
+    kept-app --vault PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import logging.handlers
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("kept.ui")
+
+
+def setup_logging(debug: bool) -> None:
+    """Ids, counts and error classes only; never content (SECURITY.md requirement 21)."""
+    from storage.paths import log_dir, make_private_dir
+    level = logging.DEBUG if debug or os.environ.get("APP_LOG_LEVEL") == "DEBUG" else logging.INFO
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    try:
+        folder = log_dir()
+        make_private_dir(folder)
+        handlers.append(logging.handlers.TimedRotatingFileHandler(
+            folder / "kept.log", when="D", backupCount=7, encoding="utf-8"))
+    except OSError:
+        pass
+    logging.basicConfig(level=level, handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+    for noisy in ("chromadb", "apscheduler", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def harden_process() -> None:
+    """No core dumps of a process holding keys (requirement 20)."""
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def demo_folder() -> Path:
+    from storage.paths import default_vault_dir
+    return default_vault_dir().parent / "demo-vault"
+
+
+class Controller:
+    """Owns the open vault, the window and the scheduler; runs the lock/unlock cycle."""
+
+    def __init__(self, app: Any, folder: Path, *, demo: bool) -> None:
+        from ui.bridge import CoreBridge
+        self.app = app
+        self.folder = folder
+        self.demo = demo
+        self.bridge = CoreBridge()
+        self.vault: Any = None
+        self.window: Any = None
+        self.scheduler: Any = None
+        self.jobs: Any = None
+        self.dialog: Any = None
+
+    def start(self) -> None:
+        if self.demo:
+            self._open_demo()
+        else:
+            self.ask_unlock()
+
+    def _open_demo(self) -> None:
+        from app.demo import create_demo_vault
+        from ui.tasks import run_query
+        folder = self.folder
+        self._splash_parent = _Hidden()
+        run_query(self._splash_parent, lambda: create_demo_vault(folder, threaded=True),
+                  self.show_main)
+
+    def ask_unlock(self) -> None:
+        from storage.unlock import vault_exists
+        from ui.dialogs.unlock import UnlockDialog
+        self.dialog = UnlockDialog(self.folder, create=not vault_exists(self.folder))
+        self.dialog.unlocked.connect(self.show_main)
+        self.dialog.rejected.connect(self._on_dialog_rejected)
+        self.dialog.show()
+
+    def _on_dialog_rejected(self) -> None:
+        if self.window is None:
+            self.app.quit()
+
+    def show_main(self, vault: Any) -> None:
+        from ui.main_window import MainWindow
+        self.vault = vault
+        idle = float(os.environ.get("KEPT_IDLE_MINUTES") or vault.setting("lock.idle_minutes"))
+        self.window = MainWindow(vault, self.bridge, idle_minutes=idle)
+        if self.demo:
+            self.window.show_banner(
+                "This is a demo vault with made-up memories (password: demo). "
+                "Start Kept with --vault FOLDER to create your own.")
+        self.window.lock_requested.connect(self.lock)
+        self.window.show()
+        self._start_scheduler()
+
+    def _start_scheduler(self) -> None:
+        from app.clock import SystemClock
+        from app.jobs import Jobs, build_scheduler
+        self.jobs = Jobs(self.vault, SystemClock(), on_done=self.bridge.job_listener)
+        self.scheduler = build_scheduler(self.jobs, self.vault.setting)
+        self.scheduler.start()
+
+    def _stop_scheduler(self) -> None:
+        from app.jobs import shutdown
+        if self.scheduler is not None:
+            shutdown(self.scheduler, self.jobs)
+        self.scheduler = self.jobs = None
+
+    def lock(self) -> None:
+        """Close connections, drop the index and models, wipe keys, then ask again."""
+        if self.vault is None:
+            return
+        self._stop_scheduler()
+        if self.window is not None:
+            self.window.clear_for_lock()
+            self.window.hide()
+            self.window.deleteLater()
+            self.window = None
+        from PySide6.QtCore import QThreadPool
+        QThreadPool.globalInstance().waitForDone(5000)
+        vault, self.vault = self.vault, None
+        vault.lock()
+        import gc
+        gc.collect()
+        self.ask_unlock()
+
+    def shutdown(self) -> None:
+        from PySide6.QtCore import QThreadPool
+        self._stop_scheduler()
+        QThreadPool.globalInstance().waitForDone(5000)
+        if self.vault is not None:
+            self.vault.lock()
+            self.vault = None
+
+
+class _Hidden:
+    """A parent QObject for the first-run demo task (created lazily with Qt)."""
+
+    def __new__(cls) -> Any:
+        from PySide6.QtCore import QObject
+        return QObject()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kept-app")
+    parser.add_argument("--vault", help="vault folder")
+    parser.add_argument("--demo", action="store_true", help="open the demo vault")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+    from storage.paths import default_vault_dir, private_umask
+    from storage.unlock import vault_exists
+    private_umask()
+    harden_process()
+    setup_logging(args.debug)
+    from ui.application import KeptApplication
+    app = KeptApplication(sys.argv[:1])
+    if not app.claim_single_instance():
+        log.warning("Kept is already running")
+        return 1
+    folder = Path(args.vault).expanduser() if args.vault else default_vault_dir()
+    demo = args.demo or (not args.vault and not vault_exists(folder))
+    controller = Controller(app, demo_folder() if demo else folder, demo=demo)
+    app.aboutToQuit.connect(controller.shutdown)
+    controller.start()
+    return int(app.exec())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Background work for the window (Anki's QueryOp/CollectionOp, Vorta's jobs).
+Layer: ui. ``run_query``/``run_op`` are called on the GUI thread; ``fn`` runs on the global
+QThreadPool; ``on_done``/``on_error`` come back on the GUI thread through queued signals.
+
+The GUI thread never calls the vault directly: every database, crypto, embedding, keyring and
+network call goes through here.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThread, QThreadPool, Signal, Slot
+
+log = logging.getLogger(__name__)
+
+
+def assert_gui_thread() -> None:
+    app = QCoreApplication.instance()
+    assert app is not None and QThread.currentThread() == app.thread(), "not the GUI thread"
+
+
+class _TaskSignals(QObject):
+    done = Signal(object)
+    failed = Signal(object)
+
+
+class _Task(QRunnable):
+    def __init__(self, fn: Callable[[], Any], signals: _TaskSignals) -> None:
+        super().__init__()
+        self.fn = fn
+        self.signals = signals
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        try:
+            result = self.fn()
+        except BaseException as exc:  # delivered to the GUI thread, shown by ui.errors
+            exc.__traceback_text__ = traceback.format_exc()  # type: ignore[attr-defined]
+            if shiboken6.isValid(self.signals):
+                self.signals.failed.emit(exc)
+            return
+        if shiboken6.isValid(self.signals):
+            self.signals.done.emit(result)
+
+
+class _Receiver(QObject):
+    """Lives on the GUI thread; calls back only while ``parent`` is alive."""
+
+    def __init__(self, parent: QObject, on_done: Callable[[Any], None],
+                 on_error: Callable[[BaseException], None] | None) -> None:
+        super().__init__(parent)
+        self._on_done = on_done
+        self._on_error = on_error
+
+    @Slot(object)
+    def done(self, result: Any) -> None:
+        try:
+            if shiboken6.isValid(self.parent()):
+                self._on_done(result)
+        finally:
+            self.deleteLater()
+
+    @Slot(object)
+    def failed(self, exc: BaseException) -> None:
+        try:
+            if self._on_error is not None:
+                self._on_error(exc)
+            else:
+                from ui.errors import show_error
+                parent = self.parent()
+                show_error(parent if shiboken6.isValid(parent) else None, exc)
+        finally:
+            self.deleteLater()
+
+
+def run_query(parent: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None],
+              on_error: Callable[[BaseException], None] | None = None) -> None:
+    """Read-only work: run ``fn`` off the GUI thread, then ``on_done(result)`` on it."""
+    assert_gui_thread()
+    receiver = _Receiver(parent, on_done, on_error)
+    signals = _TaskSignals(receiver)
+    signals.done.connect(receiver.done)
+    signals.failed.connect(receiver.failed)
+    QThreadPool.globalInstance().start(_Task(fn, signals))
+
+
+def run_op(parent: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None],
+           bridge: Any = None, on_error: Callable[[BaseException], None] | None = None) -> None:
+    """A mutation returning a ``Result``; after ``on_done`` the bridge broadcasts its changes."""
+    def done(result: Any) -> None:
+        on_done(result)
+        changes = getattr(result, "changes", None)
+        if bridge is not None and changes is not None:
+            bridge.apply_changes(changes, parent)
+    run_query(parent, fn, done, on_error)

@@ -1,0 +1,213 @@
+"""The detail pane: text, store, scores and tier, sources, links, history; actions correct,
+confirm, archive/restore, forget. Layer: ui. GUI thread; loads through ``ui.tasks``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.clock import to_iso
+from ui.tasks import run_op, run_query
+
+STORE_NAMES = {"short_term": "Short-term (conversation turn)", "episodic": "Episode",
+               "semantic": "Fact", "procedural": "Procedure or preference",
+               "implicit": "Statistic"}
+
+
+class DetailPane(QWidget):
+    def __init__(self, window: Any) -> None:
+        super().__init__()
+        self.window_ = window
+        self.memory_id: int | None = None
+        self.status: str | None = None
+        self._generation = 0
+        self.placeholder = QLabel("Select a memory to see where it came from, how strong it "
+                                  "is, and its history.")
+        self.placeholder.setWordWrap(True)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.text = QPlainTextEdit()
+        self.text.setReadOnly(True)
+        self.text.setMaximumHeight(110)
+        self.meta = QLabel()
+        self.meta.setWordWrap(True)
+        self.scores = QLabel()
+        self.scores.setWordWrap(True)
+        self.sources = QListWidget()
+        self.links = QListWidget()
+        self.history = QListWidget()
+        for lst in (self.sources, self.links, self.history):
+            lst.setMaximumHeight(110)
+        self.correct_btn = QPushButton("Correct…")
+        self.confirm_btn = QPushButton("Confirm")
+        self.archive_btn = QPushButton("Archive")
+        self.forget_btn = QPushButton("Forget…")
+        buttons = QHBoxLayout()
+        for b in (self.correct_btn, self.confirm_btn, self.archive_btn, self.forget_btn):
+            buttons.addWidget(b)
+        self.editor = QPlainTextEdit()
+        self.editor.setPlaceholderText("The corrected memory")
+        self.editor.setMaximumHeight(80)
+        self.save_btn = QPushButton("Save correction")
+        self.cancel_btn = QPushButton("Cancel")
+        self.edit_row = QWidget()
+        er = QHBoxLayout(self.edit_row)
+        er.setContentsMargins(0, 0, 0, 0)
+        er.addWidget(self.save_btn)
+        er.addWidget(self.cancel_btn)
+        self.edit_error = QLabel()
+        self.edit_error.setStyleSheet("color: #b00020")
+        self.body = QWidget()
+        form = QFormLayout(self.body)
+        form.addRow(self.text)
+        form.addRow(self.meta)
+        form.addRow(self.scores)
+        form.addRow(buttons)
+        form.addRow(self.editor)
+        form.addRow(self.edit_row)
+        form.addRow(self.edit_error)
+        form.addRow("Sources", self.sources)
+        form.addRow("Links", self.links)
+        form.addRow("History", self.history)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.placeholder)
+        lay.addWidget(self.body)
+        self._editing(False)
+        self.body.hide()
+        self.correct_btn.clicked.connect(self._on_correct_btn_clicked)
+        self.save_btn.clicked.connect(self._on_save_btn_clicked)
+        self.cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
+        self.confirm_btn.clicked.connect(self._on_confirm_btn_clicked)
+        self.archive_btn.clicked.connect(self._on_archive_btn_clicked)
+        self.forget_btn.clicked.connect(self._on_forget_btn_clicked)
+
+    @property
+    def vault(self) -> Any:
+        return self.window_.vault
+
+    def clear(self) -> None:
+        self._generation += 1
+        self.memory_id = None
+        for w in (self.text, self.editor):
+            w.clear()
+        for lst in (self.sources, self.links, self.history):
+            lst.clear()
+        self.meta.clear()
+        self.scores.clear()
+        self.body.hide()
+        self.placeholder.show()
+
+    def show_memory(self, mid: int | None) -> None:
+        if mid is None:
+            self.clear()
+            return
+        self._generation += 1
+        gen = self._generation
+        vault = self.vault
+
+        def load() -> tuple[Any, Any]:
+            return vault.explain(mid), vault.history(mid)
+        run_query(self, load, lambda r: self._fill(gen, r))
+
+    def _fill(self, gen: int, result: tuple[Any, Any]) -> None:
+        if gen != self._generation:
+            return
+        ex, hist = result
+        self.memory_id = ex.id
+        self.status = ex.status
+        self.text.setPlainText(ex.text)
+        confirmed = " · confirmed by you" if ex.scores["confidence"] >= 1.0 else ""
+        self.meta.setText(f"<b>{STORE_NAMES.get(ex.store, ex.store)}</b> · {ex.status} · "
+                          f"tier <b>{ex.tier}</b>{confirmed}")
+        s = ex.scores
+        self.scores.setText(
+            f"strength {s['composite']:.2f} = importance {s['importance']:.2f}, recency "
+            f"{s['recency']:.2f}, frequency {s['frequency']:.2f}, emotional {s['emotional']:.2f},"
+            f" social {s['social']:.2f} · confidence {s['confidence']:.2f} · "
+            f"{int(s['access_count'])} accesses")
+        self.sources.clear()
+        for src in ex.sources:
+            ref = f" [{src['ref']}]" if src.get("ref") else ""
+            self.sources.addItem(f"{src['occurred_at'] or ''} {STORE_NAMES.get(src['store'], src['store'])}"
+                                 f"{ref}: {src['text']}")
+        if not ex.sources:
+            self.sources.addItem("Told directly (no earlier source)")
+        self.links.clear()
+        for link in ex.links:
+            other = link["dst"] if link["src"] == ex.id else link["src"]
+            self.links.addItem(f"{link['kind']} → #{other}")
+        self.history.clear()
+        for v in hist.versions:
+            mark = " (current)" if v.status == "active" else f" ({v.status})"
+            self.history.addItem(f"{to_iso(v.created_at)[:19]} version #{v.id}{mark}: {v.text}")
+        for e in hist.entries:
+            self.history.addItem(f"{to_iso(e.at)[:19]} #{e.memory_id} {e.action}"
+                                 + (f" ({e.detail})" if e.detail else ""))
+        self.archive_btn.setText("Restore" if ex.status == "archived" else "Archive")
+        self.correct_btn.setEnabled(ex.status != "superseded")
+        self.confirm_btn.setEnabled(ex.scores["confidence"] < 1.0)
+        self._editing(False)
+        self.placeholder.hide()
+        self.body.show()
+
+    def _editing(self, on: bool) -> None:
+        self.editor.setVisible(on)
+        self.edit_row.setVisible(on)
+        self.edit_error.setVisible(False)
+
+    # --- actions ------------------------------------------------------------------------
+    @Slot()
+    def _on_correct_btn_clicked(self) -> None:
+        self.editor.setPlainText(self.text.toPlainText())
+        self._editing(True)
+        self.editor.setFocus()
+
+    @Slot()
+    def _on_cancel_btn_clicked(self) -> None:
+        self._editing(False)
+
+    @Slot()
+    def _on_save_btn_clicked(self) -> None:
+        from app.domain.memory import Draft
+        from app.errors import ValidationError
+        text = self.editor.toPlainText()
+        try:  # pure validation inline, no I/O (STYLE B8)
+            self.vault.validate_draft(Draft(text=text))
+        except ValidationError as exc:
+            self.edit_error.setText(exc.user_message)
+            self.edit_error.setVisible(True)
+            return
+        mid, vault = self.memory_id, self.vault
+        run_op(self, lambda: vault.correct(mid, text),
+               lambda r: self.show_memory(int(r.value)), self.window_.bridge)
+
+    @Slot()
+    def _on_confirm_btn_clicked(self) -> None:
+        mid, vault = self.memory_id, self.vault
+        run_op(self, lambda: vault.confirm(mid), lambda _r: self.show_memory(mid),
+               self.window_.bridge)
+
+    @Slot()
+    def _on_archive_btn_clicked(self) -> None:
+        mid, vault = self.memory_id, self.vault
+        fn = vault.restore if self.status == "archived" else vault.archive
+        run_op(self, lambda: fn(mid), lambda _r: self.show_memory(mid), self.window_.bridge)
+
+    @Slot()
+    def _on_forget_btn_clicked(self) -> None:
+        if self.memory_id is None:
+            return
+        from ui.dialogs.forget import ForgetDialog
+        dlg = ForgetDialog(self.window_, ids=[self.memory_id])
+        dlg.forgotten.connect(lambda _report: self.clear())
+        dlg.show()
