@@ -354,7 +354,8 @@ class Vault:
                     e = (e, *self._scores(e, now))
                 prepared.append((d, *self._scores(d, now), e, keys))
 
-            def run(conn: Any, prepared: list[Any] = prepared) -> list[MemoryId]:
+            def run(conn: Any, prepared: list[Any] = prepared, vecs: Any = vecs
+                    ) -> list[MemoryId]:
                 derived_ids = []
                 for d, ss, sc, sf, e, keys in prepared:
                     tid = repo.insert_memory(conn, d, now=now, decay_class=sc, scores=ss,

@@ -787,7 +787,7 @@ def synthesise_summaries(db: Any, now: float) -> int:
     summarised, per 000)."""
     def write(conn: Any) -> int:
         n = 0
-        for eid, name in conn.execute("SELECT id, name FROM entity").fetchall():
+        for (eid,) in conn.execute("SELECT id FROM entity").fetchall():
             rows = conn.execute(
                 "SELECT m.text, m.occurred_at, m.last_accessed_at, m.access_count FROM memory m "
                 "JOIN entity_mention em ON em.memory_id = m.id WHERE em.entity_id = ? AND "

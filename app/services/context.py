@@ -66,10 +66,11 @@ def assemble(vault: Any, query: str, hits: list[Any], *, budget: int, now: float
     if plan.temporal:
         order = {h.id: h.occurred_at for h in hits}
         buckets["timeline"].sort(key=lambda item: order[item[0]])
+    marks = ",".join("?" * len(hits))
     people = vault.db.read(lambda c: c.execute(
         "SELECT DISTINCT e.id, e.name, e.summary FROM entity e JOIN entity_mention em "
-        "ON em.entity_id = e.id WHERE em.memory_id IN (%s) AND e.summary IS NOT NULL LIMIT 5"
-        % ",".join("?" * len(hits)), [h.id for h in hits]).fetchall()) if hits else []
+        f"ON em.entity_id = e.id WHERE em.memory_id IN ({marks}) AND e.summary IS NOT NULL "
+        "LIMIT 5", [h.id for h in hits]).fetchall()) if hits else []
     for eid, name, summary in people:
         buckets["people"].append((-int(eid), f"{name}: {summary}"))
     items: list[ContextItem] = []

@@ -10,7 +10,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 import sqlcipher3
 
