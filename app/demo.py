@@ -64,7 +64,9 @@ def run_demo(folder: Path | None) -> int:
         for q in DEMO_QUERIES:
             print(f"\n> {q}")
             for h in vault.recall(q, k=3):  # type: ignore[attr-defined]
-                print(f"  [{h.id}] {h.score:.3f} {h.speaker}: {h.text}")
+                who = f"{h.speaker}: " if h.speaker and h.store in ("episodic", "short_term") \
+                    else ""
+                print(f"  [{h.id}] {h.score:.3f} ({h.store}) {who}{h.text}")
     finally:
         vault.lock()  # type: ignore[attr-defined]
     print(f"\nTry: kept --vault {folder} recall \"Sam's sister\"   (password: {DEMO_PASSWORD})")

@@ -162,7 +162,7 @@ def assert_pragmas(conn: Connection) -> None:
 
 def is_disk_full(exc: BaseException) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
-    return code in (13, 10)  # SQLITE_FULL, SQLITE_IOERR
+    return code is not None and code & 0xFF in (13, 10)  # SQLITE_FULL, SQLITE_IOERR_*
 
 
 def is_corrupt(exc: BaseException) -> bool:

@@ -216,4 +216,5 @@ def test_no_model_lexical_recall_still_works(vault: Path, tmp_path: Path) -> Non
 def test_demo_runs(tmp_path: Path) -> None:
     r = kept(tmp_path / "demo", "demo", password=None)
     assert r.returncode == 0, r.stderr
-    assert "Ana's birthday is on July 3" in r.stdout
+    assert "Ana's birthday is July 3" in r.stdout  # the fact consolidation learned
+    assert "(semantic)" in r.stdout
