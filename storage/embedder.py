@@ -73,7 +73,7 @@ class Embedder:
     model_name: str = MODEL_NAME
 
     def __init__(
-        self, model_dir: Path, *, batch_size: int = 64, threads: int | None = None
+        self, model_dir: Path, *, batch_size: int = 16, threads: int | None = None
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -87,6 +87,11 @@ class Embedder:
             raise ValueError("batch_size must be >= 1")
         self.model_dir = model_dir
         self.batch_size = batch_size
+        # Parallelism is across batches, not inside operators: each ``session.run`` uses one
+        # thread and ``threads`` batches run at once (run() releases the GIL and is
+        # thread-safe). On 2 cores this beat intra-op threads by 1.2x idle and 1.7x when other
+        # processes compete for the cores (intra-op workers spin-wait on each other).
+        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
 
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.no_padding()  # the shipped tokenizer.json pads to a fixed 128
@@ -94,7 +99,9 @@ class Embedder:
         self._tokenizer: Any = tokenizer
 
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads if threads is not None else (os.cpu_count() or 1)
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         self._session: Any = ort.InferenceSession(
             str(model_dir / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
@@ -103,9 +110,9 @@ class Embedder:
         self._use_token_type_ids = "token_type_ids" in inputs
         self._lock = threading.Lock()
         log.info(
-            "embedder loaded: %s (threads=%s, batch=%d)",
+            "embedder loaded: %s (parallel batches=%d, batch=%d)",
             model_dir,
-            opts.intra_op_num_threads,
+            self.threads,
             batch_size,
         )
 
@@ -119,7 +126,9 @@ class Embedder:
             encodings = self._tokenizer.encode_batch(list(texts))
             lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=n)
             order = np.argsort(lengths, kind="stable")  # similar lengths share a batch
-            for start in range(0, n, self.batch_size):
+            starts = list(range(0, n, self.batch_size))
+
+            def run_batch(start: int) -> None:
                 idx = order[start : start + self.batch_size]
                 width = max(int(lengths[idx].max()), 1)
                 ids = np.zeros((len(idx), width), dtype=np.int64)
@@ -133,12 +142,49 @@ class Embedder:
                     feeds["token_type_ids"] = np.zeros_like(ids)
                 hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
                 out[idx] = _mean_pool_normalise(hidden, mask)
+
+            workers = min(self.threads, len(starts))
+            if workers <= 1:
+                for start in starts:
+                    run_batch(start)
+            else:
+                _run_parallel(run_batch, starts, workers)
         return out
 
     def embed_one(self, text: str) -> FloatArray:
         """Embed a single text; returns shape (384,)."""
         row: FloatArray = self.embed([text])[0]
         return row
+
+
+def _run_parallel(fn: Any, items: list[int], workers: int) -> None:
+    """``fn(item)`` for every item on ``workers`` threads (the caller is one of them), each
+    taking the next item in order; re-raises the first error."""
+    it = iter(items)
+    take = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        while not errors:
+            with take:
+                item = next(it, None)
+            if item is None:
+                return
+            try:
+                fn(item)
+            except BaseException as exc:  # delivered to the caller below
+                errors.append(exc)
+                return
+
+    helpers = [threading.Thread(target=work, name="embedder", daemon=True)
+               for _ in range(workers - 1)]
+    for t in helpers:
+        t.start()
+    work()
+    for t in helpers:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _mean_pool_normalise(hidden: FloatArray, mask: npt.NDArray[np.int64]) -> FloatArray:
