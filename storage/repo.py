@@ -231,7 +231,18 @@ def provenance(conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]:
 
 def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
     """id -> its own ref and the refs of everything it was derived from, in that order."""
-    prov = provenance(conn, ids)
+    # ``provenance`` for many ids in one recursive query per 500 ids (recall asks for ~40 per
+    # query; one CTE each cost ~0.6 ms apiece). The queue is FIFO, so each root's chain comes
+    # out in the same order as its own query would give.
+    prov: dict[int, list[int]] = {}
+    for chunk in _chunks(list(dict.fromkeys(int(i) for i in ids)), 500):
+        marks = ",".join(["(?)"] * len(chunk))
+        for root, anc in conn.execute(
+                f"WITH RECURSIVE up(root, id) AS (SELECT column1, column1 FROM (VALUES {marks}) "
+                "UNION SELECT up.root, l.dst FROM link l JOIN up ON l.src = up.id "
+                "WHERE l.kind IN ('DERIVED_FROM','PROMOTED_FROM')) "
+                "SELECT root, id FROM up WHERE id != root", chunk):
+            prov.setdefault(int(root), []).append(anc)
     everything = set(int(i) for i in ids) | {a for v in prov.values() for a in v}
     refs: dict[int, str] = {}
     for chunk in _chunks(sorted(everything), 500):
