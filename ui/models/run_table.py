@@ -1,0 +1,197 @@
+"""The recent consolidation runs: a small table model (STYLE B7). Layer: ui. GUI thread.
+
+Rows are frozen ``RunRow`` values built from ``Vault.runs()`` dicts by the view's query (on the
+thread pool); ``data()`` is a pure lookup. The model also answers which run may be undone: only
+the newest finished run that is not undone yet, because undoing an older one first would
+rewrite history a later run built on (``ConsolidationService.undo`` refuses it too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import IntEnum
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+from ui.tasks import assert_gui_thread
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+class Column(IntEnum):
+    RUN = 0
+    KIND = 1
+    STARTED = 2
+    CHANGES = 3
+    STATUS = 4
+    UNDO = 5
+
+
+HEADERS = {Column.RUN: "Run", Column.KIND: "Kind", Column.STARTED: "When",
+           Column.CHANGES: "What it changed", Column.STATUS: "Status", Column.UNDO: ""}
+
+# Report count keys -> words (one, many). Unknown keys fall back to the key with spaces.
+COUNT_LABELS: dict[str, tuple[str, str]] = {
+    "facts_created": ("fact learned", "facts learned"),
+    "procedures_created": ("habit found", "habits found"),
+    "contradictions_found": ("contradiction found", "contradictions found"),
+    "auto_resolved": ("resolved by the policy", "resolved by the policy"),
+    "sent_to_inbox": ("sent to your inbox", "sent to your inbox"),
+    "facts_corroborated": ("fact corroborated", "facts corroborated"),
+    "entities_created": ("person or project found", "people and projects found"),
+    "statistics_updated": ("statistic updated", "statistics updated"),
+    "summaries_written": ("summary written", "summaries written"),
+    "similar_links": ("near-duplicate linked", "near-duplicates linked"),
+    "promoted": ("memory promoted", "memories promoted"),
+    "rescored": ("memory rescored", "memories rescored"),
+    "archived": ("memory archived", "memories archived"),
+}
+
+
+def when_text(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def counts_text(counts: dict[str, int], *, limit: int | None = None,
+                labels: dict[str, tuple[str, str]] | None = None) -> str:
+    """Non-zero counts as words, largest first: "7 facts learned, 5 statistics updated".
+    A key whose labels are empty is left out."""
+    labels = COUNT_LABELS if labels is None else labels
+    parts = []
+    for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        one, many = labels.get(k, (k.replace("_", " "),) * 2)
+        if n and many:
+            parts.append(f"{n} {one if n == 1 else many}")
+    if not parts:
+        return "nothing new"
+    if limit is not None and len(parts) > limit:
+        return ", ".join(parts[:limit]) + f", and {len(parts) - limit} more"
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: int
+    kind: str
+    started_at: float
+    finished_at: float | None
+    status: str
+    counts: dict[str, int]
+    seconds: float | None
+    failed_batches: int
+    undone_at: float | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunRow:
+        report = d.get("report") or {}
+        return cls(int(d["id"]), str(d["kind"]), float(d["started_at"]), d.get("finished_at"),
+                   str(d.get("status") or "running"), dict(report.get("counts") or {}),
+                   report.get("seconds"), int(report.get("failed_batches") or 0),
+                   d.get("undone_at"))
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None and self.status != "running"
+
+    @property
+    def status_text(self) -> str:
+        if self.undone_at is not None:
+            return f"undone {when_text(self.undone_at)}"
+        if self.status == "partial":
+            n = self.failed_batches
+            return f"partial ({n} batch{'es' if n != 1 else ''} failed, retried next run)"
+        return {"done": "done", "cancelled": "cancelled (finished steps kept)",
+                "running": "running…"}.get(self.status, self.status)
+
+
+class RunTableModel(QAbstractTableModel):
+    """The last runs, newest first."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.rows: list[RunRow] = []
+
+    def set_rows(self, rows: Sequence[RunRow]) -> None:
+        assert_gui_thread()
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.endResetModel()
+
+    def row_at(self, row: int) -> RunRow | None:
+        return self.rows[row] if 0 <= row < len(self.rows) else None
+
+    def undoable_id(self) -> int | None:
+        """The newest finished run that is not undone, if any."""
+        for r in self.rows:
+            if r.undone_at is None:
+                return r.id if r.finished else None
+        return None
+
+    def undo_state(self, row: int) -> tuple[bool, str]:
+        """(may undo, why or why not) for the run in ``row``."""
+        r = self.row_at(row)
+        if r is None:
+            return False, ""
+        if r.undone_at is not None:
+            return False, f"Run {r.id} was already undone on {when_text(r.undone_at)}."
+        if not r.finished:
+            return False, "This run is still going; wait for it to finish."
+        newest = self.undoable_id()
+        if newest == r.id:
+            return True, f"Undo everything run {r.id} changed."
+        later = [x.id for x in self.rows if x.id > r.id and x.undone_at is None]
+        return False, (f"Undo the newer run{'s' if len(later) > 1 else ''} "
+                       f"{', '.join(str(i) for i in sorted(later, reverse=True))} first: "
+                       "runs are undone newest first.")
+
+    # --- Qt model API -----------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 (Qt name)
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 (Qt name)
+        return 0 if parent.isValid() else len(Column)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 (Qt name)
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
+                and 0 <= section < len(Column)):
+            return HEADERS[Column(section)]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self.rows):
+            return None
+        r = self.rows[index.row()]
+        col = Column(index.column())
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col is Column.RUN:
+                return f"#{r.id}"
+            if col is Column.KIND:
+                return r.kind
+            if col is Column.STARTED:
+                return when_text(r.started_at)
+            if col is Column.CHANGES:
+                return counts_text(r.counts, limit=3) if r.finished else ""
+            if col is Column.STATUS:
+                return r.status_text
+            return None
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if col is Column.CHANGES and r.finished:
+                secs = f" in {r.seconds:.1f} s" if r.seconds is not None else ""
+                return f"Run {r.id}{secs}: {counts_text(r.counts)}"
+            if col is Column.UNDO:
+                return self.undo_state(index.row())[1]
+            return None
+        if role == Qt.ItemDataRole.TextAlignmentRole and col is Column.RUN:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable

@@ -1,0 +1,359 @@
+"""Consolidation page: what the last run changed, "Run now" with progress and cancel, the last
+runs with undo for the newest one, and the job schedule. Layer: ui. GUI thread; every vault
+call goes through ``ui.tasks``.
+
+Progress follows STYLE B5.4: the pipeline's progress callback runs on a pool thread and only
+stores the latest value under a lock; a 100 ms timer on the GUI thread paints it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.changes import Changes
+from app.services.consolidation import CancelToken
+from ui.models.run_table import Column, RunRow, RunTableModel, counts_text, when_text
+from ui.tasks import run_op, run_query
+
+log = logging.getLogger(__name__)
+
+RUNS_SHOWN = 10
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# What ``undo_run`` reports it reverted (change-log kinds) -> words; "" = not worth saying.
+UNDO_LABELS = {"created": ("memory it made removed", "memories it made removed"),
+               "status": ("memory state restored", "memory states restored"),
+               "link": ("link removed", "links removed"),
+               "confidence": ("confidence restored", "confidences restored"),
+               "contradiction": ("contradiction removed", "contradictions removed"),
+               "entity": ("person or project removed", "people and projects removed"),
+               "mention": ("mention removed", "mentions removed"),
+               "statistic": ("statistic restored", "statistics restored"),
+               "watermark": ("", "")}
+SCHEDULE_KEYS = ("consolidation.heartbeat_minutes", "consolidation.interval_minutes",
+                 "consolidation.decay_hour", "consolidation.synthesis_weekday")
+
+
+def minutes_text(minutes: int) -> str:
+    if minutes % 1440 == 0:
+        n = minutes // 1440
+        return "day" if n == 1 else f"{n} days"
+    if minutes % 60 == 0:
+        n = minutes // 60
+        return "hour" if n == 1 else f"{n} hours"
+    return "minute" if minutes == 1 else f"{minutes} minutes"
+
+
+class _ProgressBox:
+    """Latest (done, total) from the worker; read by the GUI timer. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: tuple[int, int] | None = None
+
+    def put(self, done: int, total: int) -> None:
+        with self._lock:
+            self._value = (done, total)
+
+    def get(self) -> tuple[int, int] | None:
+        with self._lock:
+            return self._value
+
+
+class ConsolidationView(QWidget):
+    """Owned by the main window's page stack; lives on the GUI thread."""
+
+    def __init__(self, window: Any) -> None:
+        super().__init__()
+        self.window_ = window
+        self._generation = 0
+        self._stale = False
+        self._running = False
+        self._cancel: CancelToken | None = None
+        self._progress = _ProgressBox()
+
+        title = QLabel("<h2>Consolidation</h2>")
+        intro = QLabel("In the background Kept turns conversations into facts, finds habits "
+                       "and contradictions, and lets unused memories fade. Every run is "
+                       "recorded and the newest one can be undone.")
+        intro.setWordWrap(True)
+
+        # --- status and Run now ----------------------------------------------------------
+        self.last_run = QLabel("Loading…")
+        self.last_run.setObjectName("lastRun")
+        self.last_changes = QLabel()
+        self.last_changes.setObjectName("lastChanges")
+        self.last_changes.setWordWrap(True)
+        self.run_btn = QPushButton("Run now")
+        self.run_btn.setToolTip("Run the whole pipeline once now (the window stays usable).")
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setToolTip("Stop after the current batch; what was finished is kept.")
+        self.cancel_btn.hide()
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumHeight(14)
+        self.progress.hide()
+        self.message = QLabel()
+        self.message.setObjectName("message")
+        self.message.setWordWrap(True)
+        self.message.hide()
+        run_row = QHBoxLayout()
+        run_row.addWidget(self.run_btn)
+        run_row.addWidget(self.cancel_btn)
+        run_row.addWidget(self.progress, 1)
+        status_box = QGroupBox("Status")
+        sl = QVBoxLayout(status_box)
+        sl.addWidget(self.last_run)
+        sl.addWidget(self.last_changes)
+        sl.addLayout(run_row)
+        sl.addWidget(self.message)
+
+        # --- recent runs -------------------------------------------------------------------
+        self.model = RunTableModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.verticalHeader().setDefaultSectionSize(30)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(Column.CHANGES, QHeaderView.ResizeMode.Stretch)
+        for col, width in ((Column.RUN, 50), (Column.KIND, 110), (Column.STARTED, 130),
+                           (Column.STATUS, 150), (Column.UNDO, 80)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(col, width)
+        self.undo_buttons: dict[int, QPushButton] = {}
+        self.runs_empty = QLabel("No runs yet. The first one starts on schedule, or press "
+                                 "Run now.")
+        self.runs_empty.hide()
+        runs_box = QGroupBox(f"Last {RUNS_SHOWN} runs")
+        rl = QVBoxLayout(runs_box)
+        rl.addWidget(self.runs_empty)
+        rl.addWidget(self.table)
+
+        # --- schedule ----------------------------------------------------------------------
+        self.schedule = {key: QLabel("…") for key in SCHEDULE_KEYS}
+        self.settings_btn = QPushButton("Change the schedule in Settings…")
+        schedule_box = QGroupBox("Schedule")
+        form = QFormLayout(schedule_box)
+        form.addRow("Heartbeat (new conversation → facts)", self.schedule[SCHEDULE_KEYS[0]])
+        form.addRow("Consolidation (merge, contradictions, habits)",
+                    self.schedule[SCHEDULE_KEYS[1]])
+        form.addRow("Decay and archival", self.schedule[SCHEDULE_KEYS[2]])
+        form.addRow("Weekly synthesis (summaries)", self.schedule[SCHEDULE_KEYS[3]])
+        form.addRow(self.settings_btn)
+
+        lay = QVBoxLayout(self)
+        lay.addWidget(title)
+        lay.addWidget(intro)
+        lay.addWidget(status_box)
+        lay.addWidget(runs_box, 1)
+        lay.addWidget(schedule_box)
+
+        self.poll = QTimer(self)
+        self.poll.setInterval(100)
+        self.poll.timeout.connect(self._on_poll_timeout)
+        self.run_btn.clicked.connect(self._on_run_btn_clicked)
+        self.cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
+        self.settings_btn.clicked.connect(self._on_settings_btn_clicked)
+        window.stack.currentChanged.connect(self._on_stack_current_changed)
+        window.run_action.changed.connect(self._on_run_action_changed)
+        window.bridge.job_finished.connect(self._on_bridge_job_finished)
+        self.refresh()
+
+    @property
+    def vault(self) -> Any:
+        return self.window_.vault
+
+    def _say(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    # --- loading ------------------------------------------------------------------------
+    def refresh(self) -> None:
+        self._stale = False
+        self._generation += 1
+        gen = self._generation
+        vault = self.vault
+
+        def load() -> tuple[list[RunRow], dict[str, int]]:
+            rows = [RunRow.from_dict(d) for d in vault.runs(RUNS_SHOWN)]
+            return rows, {k: int(vault.setting(k)) for k in SCHEDULE_KEYS}
+        run_query(self, load, lambda r: self._fill(gen, r))
+
+    def _fill(self, gen: int, result: tuple[list[RunRow], dict[str, int]]) -> None:
+        if gen != self._generation:
+            return
+        rows, schedule = result
+        self.model.set_rows(rows)
+        self._make_undo_buttons()
+        self.table.setVisible(bool(rows))
+        self.runs_empty.setVisible(not rows)
+        last = rows[0] if rows else None
+        if last is None:
+            self.last_run.setText("<b>Never run yet.</b>")
+            self.last_changes.clear()
+        elif not last.finished:
+            self.last_run.setText(f"<b>Run {last.id} ({last.kind}) is running</b>, started "
+                                  f"{when_text(last.started_at)}.")
+            self.last_changes.clear()
+        else:
+            secs = f" in {last.seconds:.1f} s" if last.seconds is not None else ""
+            self.last_run.setText(f"<b>Last run:</b> {when_text(last.started_at)}, "
+                                  f"{last.kind}{secs}, {last.status_text}.")
+            self.last_changes.setText(f"<b>What it changed:</b> {counts_text(last.counts)}.")
+        beat, interval, hour, weekday = (schedule[k] for k in SCHEDULE_KEYS)
+        self.schedule[SCHEDULE_KEYS[0]].setText(f"every {minutes_text(beat)}")
+        self.schedule[SCHEDULE_KEYS[1]].setText(f"every {minutes_text(interval)}, or from "
+                                                "Run now")
+        self.schedule[SCHEDULE_KEYS[2]].setText(f"daily at {hour:02d}:00 UTC")
+        self.schedule[SCHEDULE_KEYS[3]].setText(
+            f"{WEEKDAYS[weekday % 7]}s at 00:00 UTC")
+
+    def _make_undo_buttons(self) -> None:
+        self.undo_buttons.clear()
+        for row in range(self.model.rowCount()):
+            run = self.model.row_at(row)
+            assert run is not None
+            ok, why = self.model.undo_state(row)
+            btn = QPushButton("Undo")
+            btn.setEnabled(ok and not self._running)
+            btn.setToolTip(why)
+            btn.clicked.connect(lambda _c=False, rid=run.id: self.undo_run(rid))
+            self.table.setIndexWidget(self.model.index(row, Column.UNDO), btn)
+            self.undo_buttons[run.id] = btn
+
+    # --- refresh from change flags --------------------------------------------------------
+    def on_changes(self, changes: Any) -> None:
+        if not (changes.runs or changes.settings):
+            return
+        if self.window_.stack.currentWidget() is self:
+            self.refresh()
+        else:
+            self._stale = True
+
+    @Slot(int)
+    def _on_stack_current_changed(self, _index: int) -> None:
+        if self._stale and self.window_.stack.currentWidget() is self:
+            self.refresh()
+
+    @Slot(object)
+    def _on_bridge_job_finished(self, _outcome: Any) -> None:
+        self.on_changes(Changes(runs=True))
+
+    @Slot()
+    def _on_run_action_changed(self) -> None:
+        # The toolbar's "Run consolidation now" and this button never start two runs at once.
+        self.run_btn.setEnabled(not self._running and self.window_.run_action.isEnabled())
+
+    # --- Run now ----------------------------------------------------------------------------
+    @Slot()
+    def _on_run_btn_clicked(self) -> None:
+        if self._running:
+            return
+        self._set_running(True)
+        self._say("Running…")
+        self._progress = box = _ProgressBox()
+        self._cancel = cancel = CancelToken()
+        vault = self.vault
+        run_op(self, lambda: vault.consolidate(cancel=cancel, progress=box.put),
+               self._on_run_done, self.window_.bridge, self._on_run_failed)
+
+    @Slot()
+    def _on_cancel_btn_clicked(self) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+            self.cancel_btn.setEnabled(False)
+            self._say("Stopping after the current batch…")
+
+    def _set_running(self, on: bool) -> None:
+        self._running = on
+        self.run_btn.setText("Running…" if on else "Run now")
+        self.run_btn.setEnabled(not on)
+        self.window_.run_action.setEnabled(not on)
+        self.cancel_btn.setVisible(on)
+        self.cancel_btn.setEnabled(on)
+        self.progress.setVisible(on)
+        self.progress.setRange(0, 0)  # busy until the first step reports
+        for btn in self.undo_buttons.values():
+            if on:
+                btn.setEnabled(False)
+        if on:
+            self.poll.start()
+        else:
+            self.poll.stop()
+            self._cancel = None
+
+    @Slot()
+    def _on_poll_timeout(self) -> None:
+        value = self._progress.get()
+        if value is not None:
+            done, total = value
+            self.progress.setRange(0, max(total, 1))
+            self.progress.setValue(done)
+
+    def _on_run_done(self, result: Any) -> None:
+        r = result.value
+        self._set_running(False)
+        verb = "stopped early" if r.cancelled else "finished"
+        self._say(f"Run {r.run_id} {verb} in {r.seconds:.1f} s: "
+                             f"{counts_text(r.counts)}.")
+        # The run list refreshes from the change flags (on_changes), not from here.
+
+    def _on_run_failed(self, exc: BaseException) -> None:
+        from ui.errors import show_error
+        self._set_running(False)
+        self._say("The run did not finish; what was finished is kept.")
+        show_error(self, exc)
+        self.refresh()
+
+    # --- undo ---------------------------------------------------------------------------
+    def undo_run(self, run_id: int) -> None:
+        for btn in self.undo_buttons.values():
+            btn.setEnabled(False)
+        self.run_btn.setEnabled(False)
+        self._say(f"Undoing run {run_id}…")
+        vault = self.vault
+
+        def done(result: Any) -> None:
+            self.run_btn.setEnabled(self.window_.run_action.isEnabled())
+            reverted = counts_text(result.value or {}, labels=UNDO_LABELS)
+            self._say(f"Run {run_id} undone: {reverted}.")
+
+        def failed(exc: BaseException) -> None:
+            from app.errors import AppError
+            self.run_btn.setEnabled(self.window_.run_action.isEnabled())
+            if isinstance(exc, AppError):  # e.g. "undo the later runs first": inline
+                self._say(exc.user_message)
+            else:
+                from ui.errors import show_error
+                show_error(self, exc)
+            self.refresh()
+        run_op(self, lambda: vault.undo_run(run_id), done, self.window_.bridge, failed)
+
+    @Slot()
+    def _on_settings_btn_clicked(self) -> None:
+        nav = self.window_.nav
+        for i in range(nav.topLevelItemCount()):
+            item = nav.topLevelItem(i)
+            if item.data(0, Qt.ItemDataRole.UserRole) == ("page", "settings"):
+                nav.setCurrentItem(item)
+                return

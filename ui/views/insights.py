@@ -1,0 +1,220 @@
+"""Insights: memories by store and by tier (bar charts painted with QPainter), health
+(average strength and confidence, confirmed, archived, superseded, open contradictions), and
+the implicit statistics in words. Layer: ui. GUI thread; the numbers come from
+``Vault.insights()`` through ``ui.tasks``.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtCore import QRectF, QSize, Qt, Slot
+from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.tasks import run_query
+
+log = logging.getLogger(__name__)
+
+STORE_ORDER = (("short_term", "Short-term"), ("episodic", "Episodes"), ("semantic", "Facts"),
+               ("procedural", "Procedures"), ("implicit", "Statistics"))
+TIER_ORDER = (("hot", "Hot (used lately)"), ("warm", "Warm"), ("cold", "Cold (fading)"))
+STORE_COLORS = ("#7aa6d8", "#4f86c6", "#2f6db3", "#5c9e6e", "#c48a3a")
+TIER_COLORS = ("#d9534f", "#f0ad4e", "#6c9bd2")
+HEALTH_ROWS = (("avg_composite", "Average strength", "{:.2f}"),
+               ("avg_confidence", "Average confidence", "{:.2f}"),
+               ("confirmed", "Confirmed by you", "{:,}"),
+               ("archived", "Archived", "{:,}"),
+               ("superseded", "Superseded (earlier versions kept)", "{:,}"),
+               ("open_contradictions", "Open contradictions", "{:,}"),
+               ("total", "Memories in all (every status)", "{:,}"))
+
+
+class BarChart(QWidget):
+    """Horizontal bars with a label and the value, painted by hand (no QtCharts)."""
+
+    BAR_H = 22
+    GAP = 8
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bars: list[tuple[str, int, QColor]] = []
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_bars(self, bars: Sequence[tuple[str, int, str]]) -> None:
+        self._bars = [(label, int(value), QColor(color)) for label, value, color in bars]
+        self.setToolTip("\n".join(f"{label}: {value:,}" for label, value, _c in self._bars))
+        self.setAccessibleDescription(self.toolTip())
+        self.updateGeometry()
+        self.update()
+
+    def bars(self) -> list[tuple[str, int]]:
+        """What is drawn: (label, value) per bar, in order."""
+        return [(label, value) for label, value, _c in self._bars]
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        n = max(len(self._bars), 1)
+        return QSize(320, n * self.BAR_H + (n - 1) * self.GAP + 4)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        return QSize(200, self.sizeHint().height())
+
+    def paintEvent(self, _event: Any) -> None:  # noqa: N802 (Qt name)
+        if not self._bars:
+            return
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fm = p.fontMetrics()
+        text_color = self.palette().color(QPalette.ColorRole.WindowText)
+        label_w = max(fm.horizontalAdvance(label) for label, _v, _c in self._bars) + 12
+        value_w = max(fm.horizontalAdvance(f"{v:,}") for _l, v, _c in self._bars) + 10
+        top = max(v for _l, v, _c in self._bars) or 1
+        span = max(self.width() - label_w - value_w, 10)
+        y = 2.0
+        for label, value, color in self._bars:
+            p.setPen(text_color)
+            p.drawText(QRectF(0, y, label_w - 8, self.BAR_H),
+                       int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), label)
+            w = span * value / top
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(color)
+            if value:
+                p.drawRoundedRect(QRectF(label_w, y + 2, max(w, 2.0), self.BAR_H - 4), 3, 3)
+            p.setPen(text_color)
+            p.drawText(QRectF(label_w + w + 6, y, value_w, self.BAR_H),
+                       int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                       f"{value:,}")
+            y += self.BAR_H + self.GAP
+        p.end()
+
+
+class InsightsView(QWidget):
+    """Owned by the main window's page stack; lives on the GUI thread. Refreshes from change
+    flags when it is the current page, otherwise when it next becomes current."""
+
+    def __init__(self, window: Any) -> None:
+        super().__init__()
+        self.window_ = window
+        self._generation = 0
+        self._stale = False
+        self.insights: Any = None
+
+        title = QLabel("<h2>Insights</h2>")
+        self.summary = QLabel("Loading…")
+        self.summary.setObjectName("summary")
+        self.summary.setWordWrap(True)
+        self.store_chart = BarChart()
+        self.tier_chart = BarChart()
+        store_box = QGroupBox("Active memories by store")
+        QVBoxLayout(store_box).addWidget(self.store_chart)
+        tier_box = QGroupBox("Active memories by tier")
+        tl = QVBoxLayout(tier_box)
+        tl.addWidget(self.tier_chart)
+        tier_note = QLabel("Hot: used in the last days; cold: not touched for weeks, fading "
+                           "and later archived.")
+        tier_note.setWordWrap(True)
+        tier_note.setStyleSheet("color: palette(placeholder-text)")
+        tl.addWidget(tier_note)
+        tl.addStretch(1)
+        self.health: dict[str, QLabel] = {}
+        health_box = QGroupBox("Health")
+        form = QFormLayout(health_box)
+        for key, label, _fmt in HEALTH_ROWS:
+            value = QLabel("…")
+            value.setObjectName(f"health_{key}")
+            self.health[key] = value
+            form.addRow(label, value)
+        self.stats_box = QGroupBox("What Kept noticed (implicit statistics)")
+        self.stats_layout = QVBoxLayout(self.stats_box)
+        self.stat_labels: list[QLabel] = []
+        self.stats_empty = QLabel("Nothing yet: statistics appear after a few conversations "
+                                  "and a consolidation run.")
+        self.stats_empty.setWordWrap(True)
+        self.stats_layout.addWidget(self.stats_empty)
+
+        grid = QGridLayout()
+        grid.addWidget(store_box, 0, 0)
+        grid.addWidget(tier_box, 0, 1)
+        grid.addWidget(health_box, 1, 0)
+        grid.addWidget(self.stats_box, 1, 1)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(1, 1)
+        content = QWidget()
+        cl = QVBoxLayout(content)
+        cl.addWidget(title)
+        cl.addWidget(self.summary)
+        cl.addLayout(grid)
+        cl.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(content)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(scroll)
+        window.stack.currentChanged.connect(self._on_stack_current_changed)
+        self.refresh()
+
+    @property
+    def vault(self) -> Any:
+        return self.window_.vault
+
+    def refresh(self) -> None:
+        self._stale = False
+        self._generation += 1
+        gen = self._generation
+        run_query(self, self.vault.insights, lambda r: self._fill(gen, r))
+
+    def on_changes(self, changes: Any) -> None:
+        if not (changes.memories or changes.contradictions or changes.runs):
+            return
+        if self.window_.stack.currentWidget() is self:
+            self.refresh()
+        else:
+            self._stale = True  # insights read every active row: only when looked at
+
+    @Slot(int)
+    def _on_stack_current_changed(self, _index: int) -> None:
+        if self._stale and self.window_.stack.currentWidget() is self:
+            self.refresh()
+
+    def _fill(self, gen: int, ins: Any) -> None:
+        if gen != self._generation:
+            return
+        self.insights = ins
+        known = [k for k, _l in STORE_ORDER]
+        stores = [(label, ins.by_store.get(key, 0)) for key, label in STORE_ORDER]
+        stores += [(key, n) for key, n in sorted(ins.by_store.items()) if key not in known]
+        self.store_chart.set_bars([(label, n, STORE_COLORS[i % len(STORE_COLORS)])
+                                   for i, (label, n) in enumerate(stores)])
+        self.tier_chart.set_bars([(label, ins.by_tier.get(key, 0), TIER_COLORS[i])
+                                  for i, (key, label) in enumerate(TIER_ORDER)])
+        active = sum(ins.by_store.values())
+        self.summary.setText(f"{active:,} active memories. Strength combines importance, "
+                             "recency, use, feeling and people; confidence is how sure Kept is "
+                             "that a memory is right.")
+        for key, _label, fmt in HEALTH_ROWS:
+            value = ins.health.get(key)
+            self.health[key].setText(fmt.format(value) if value is not None else "–")
+        for lbl in self.stat_labels:
+            self.stats_layout.removeWidget(lbl)
+            lbl.deleteLater()
+        self.stat_labels = []
+        for _metric, _value, sample, text in ins.statistics:
+            lbl = QLabel(f"• {html.escape(text)} <span style='color:gray'>(from {sample:,} "
+                         f"memor{'y' if sample == 1 else 'ies'})</span>")
+            lbl.setWordWrap(True)
+            self.stats_layout.addWidget(lbl)
+            self.stat_labels.append(lbl)
+        self.stats_empty.setVisible(not ins.statistics)

@@ -1,0 +1,489 @@
+"""Settings: extraction provider and cloud consent, redaction, the job schedule, auto-lock,
+password change and "Remember on this device". Layer: ui. GUI thread; reads and writes go
+through ``ui.tasks`` (``Vault.set_setting``, ``change_password``, the keychain), validation is
+pure and inline (STYLE B8: no popups for expected failures).
+
+Consent (SECURITY.md requirement 19, threat model row C): an endpoint outside this computer is
+used only when ``extraction.cloud_consent`` holds exactly that (normalised) URL, so consent
+given for one endpoint never carries over to another: changing the URL unticks the box.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.errors import AppError, ValidationError
+from app.services.llm import consent_text, is_loopback, normalise_base_url
+from app.settings import BY_KEY
+from ui.tasks import run_op, run_query
+
+log = logging.getLogger(__name__)
+
+ERROR_STYLE = "color: #b00020"
+OK_STYLE = "color: #1b7f3b"
+NOTE_STYLE = "color: palette(placeholder-text)"
+WARNING_STYLE = "background: #fff4ce; border: 1px solid #e0c97a; padding: 6px"
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_model",
+             "extraction.cloud_consent", "extraction.redact",
+             "consolidation.heartbeat_minutes", "consolidation.interval_minutes",
+             "consolidation.decay_hour", "consolidation.synthesis_weekday", "lock.idle_minutes")
+MIN_PASSWORD = 8
+
+
+def _normalised(url: str) -> str | None:
+    try:
+        return normalise_base_url(url)
+    except ValidationError:
+        return None
+
+
+def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo, hi)
+    box.setSuffix(suffix)
+    box.setAccelerated(True)
+    box.setMaximumWidth(180)
+    return box
+
+
+class SettingsView(QWidget):
+    """Owned by the main window's page stack; lives on the GUI thread."""
+
+    def __init__(self, window: Any) -> None:
+        super().__init__()
+        self.window_ = window
+        self._generation = 0
+        self._loaded: dict[str, Any] | None = None
+        self._stored_consent = ""
+        self.keychain_available: bool | None = None  # None until probed
+
+        title = QLabel("<h2>Settings</h2>")
+
+        # --- extraction -------------------------------------------------------------------
+        self.provider = QComboBox()
+        self.provider.addItem("Rules, on this computer (default)", "rules")
+        self.provider.addItem("An LLM (OpenAI-compatible endpoint)", "llm")
+        self.base_url = QLineEdit()
+        self.base_url.setPlaceholderText("http://localhost:11434/v1  (Ollama, llama.cpp, "
+                                         "LM Studio…)")
+        self.model_name = QLineEdit()
+        self.model_name.setPlaceholderText("e.g. llama3.1:8b")
+        self.redact = QCheckBox("Replace names, emails and phone numbers before sending "
+                                "(restored in the results)")
+        self.endpoint_note = QLabel()
+        self.endpoint_note.setObjectName("endpointNote")
+        self.endpoint_note.setWordWrap(True)
+        self.endpoint_note.setStyleSheet(NOTE_STYLE)
+        self.consent_warning = QLabel()
+        self.consent_warning.setObjectName("consentWarning")
+        self.consent_warning.setWordWrap(True)
+        self.consent_warning.setStyleSheet(WARNING_STYLE)
+        self.consent = QCheckBox("I agree to send memory snippets to this endpoint")
+        self.consent.setObjectName("consent")
+        extraction = QGroupBox("Fact extraction")
+        ef = QFormLayout(extraction)
+        ef.addRow("Provider", self.provider)
+        ef.addRow("Endpoint (base URL)", self.base_url)
+        ef.addRow("Model", self.model_name)
+        ef.addRow(self.endpoint_note)
+        ef.addRow(self.consent_warning)
+        ef.addRow(self.consent)
+        ef.addRow(self.redact)
+
+        # --- schedule and lock ----------------------------------------------------------
+        self.heartbeat = _spin(1, 1440, " min")
+        self.interval = _spin(5, 10_080, " min")
+        self.decay_hour = _spin(0, 23, ":00 UTC")
+        self.weekday = QComboBox()
+        for day in WEEKDAYS:
+            self.weekday.addItem(day)
+        self.weekday.setMaximumWidth(180)
+        schedule = QGroupBox("Schedule")
+        sf = QFormLayout(schedule)
+        sf.addRow("Heartbeat (new conversation → facts) every", self.heartbeat)
+        sf.addRow("Consolidation every", self.interval)
+        sf.addRow("Daily decay and archival at", self.decay_hour)
+        sf.addRow("Weekly synthesis on (00:00 UTC)", self.weekday)
+        sched_note = QLabel("A changed schedule takes effect the next time the vault is "
+                            "unlocked.")
+        sched_note.setStyleSheet(NOTE_STYLE)
+        sf.addRow(sched_note)
+        self.idle_minutes = _spin(1, 1440, " min")
+        lock = QGroupBox("Auto-lock")
+        lf = QFormLayout(lock)
+        lf.addRow("Lock after this long without input", self.idle_minutes)
+
+        self.save_btn = QPushButton("Save")
+        self.save_btn.setDefault(True)
+        self.save_btn.setEnabled(False)  # until the stored values are in the form
+        self.revert_btn = QPushButton("Revert")
+        self.save_status = QLabel()
+        self.save_status.setObjectName("saveStatus")
+        self.save_status.setWordWrap(True)
+        save_row = QHBoxLayout()
+        save_row.addWidget(self.save_btn)
+        save_row.addWidget(self.revert_btn)
+        save_row.addWidget(self.save_status, 1)
+
+        # --- password -------------------------------------------------------------------
+        self.old_pw = QLineEdit()
+        self.new_pw = QLineEdit()
+        self.repeat_pw = QLineEdit()
+        for w in (self.old_pw, self.new_pw, self.repeat_pw):
+            w.setEchoMode(QLineEdit.EchoMode.Password)
+        self.pw_strength = QLabel()
+        self.pw_strength.setStyleSheet(NOTE_STYLE)
+        self.pw_btn = QPushButton("Change password")
+        self.pw_status = QLabel()
+        self.pw_status.setObjectName("passwordStatus")
+        self.pw_status.setWordWrap(True)
+        password = QGroupBox("Password")
+        pf = QFormLayout(password)
+        pf.addRow("Current password", self.old_pw)
+        pf.addRow("New password", self.new_pw)
+        pf.addRow("", self.pw_strength)
+        pf.addRow("Repeat new password", self.repeat_pw)
+        pw_row = QHBoxLayout()
+        pw_row.addWidget(self.pw_btn)
+        pw_row.addWidget(self.pw_status, 1)
+        pf.addRow(pw_row)
+
+        # --- keychain -------------------------------------------------------------------
+        self.remember = QCheckBox("Remember on this device")
+        self.remember.setObjectName("remember")
+        self.remember.hide()  # shown only once a real OS keychain is confirmed
+        self.keychain_note = QLabel("Checking for a system keychain…")
+        self.keychain_note.setObjectName("keychainNote")
+        self.keychain_note.setWordWrap(True)
+        self.keychain_note.setStyleSheet(NOTE_STYLE)
+        self.keychain_status = QLabel()
+        self.keychain_status.setWordWrap(True)
+        device = QGroupBox("This device")
+        dl = QVBoxLayout(device)
+        dl.addWidget(self.remember)
+        dl.addWidget(self.keychain_note)
+        dl.addWidget(self.keychain_status)
+
+        content = QWidget()
+        cl = QVBoxLayout(content)
+        cl.addWidget(title)
+        for group in (extraction, schedule, lock):
+            cl.addWidget(group)
+        cl.addLayout(save_row)
+        cl.addWidget(password)
+        cl.addWidget(device)
+        cl.addStretch(1)
+        content.setMaximumWidth(760)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(content)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(scroll)
+
+        self.provider.currentIndexChanged.connect(self._on_provider_current_index_changed)
+        self.base_url.textChanged.connect(self._on_base_url_text_changed)
+        self.save_btn.clicked.connect(self._on_save_btn_clicked)
+        self.revert_btn.clicked.connect(self._on_revert_btn_clicked)
+        self.new_pw.textChanged.connect(self._on_new_pw_text_changed)
+        self.pw_btn.clicked.connect(self._on_pw_btn_clicked)
+        self.remember.clicked.connect(self._on_remember_clicked)
+        self._update_endpoint()
+        self.refresh()
+        self._probe_keychain()
+
+    @property
+    def vault(self) -> Any:
+        return self.window_.vault
+
+    # --- loading ------------------------------------------------------------------------
+    def refresh(self) -> None:
+        self._generation += 1
+        gen = self._generation
+        vault = self.vault
+
+        def load() -> tuple[dict[str, Any], bool]:
+            values = {k: vault.setting(k) for k in FORM_KEYS}
+            return values, bool(vault.status().remember_device)
+        run_query(self, load, lambda r: self._fill(gen, r))
+
+    def _probe_keychain(self) -> None:
+        """Separate from the form: the first keyring import can take seconds (backend
+        discovery), and it may block or prompt, so it never delays the settings."""
+        def probe() -> bool:
+            from storage.crypto import keyring_available
+            return bool(keyring_available())
+        run_query(self, probe, self._fill_keychain, lambda _exc: self._fill_keychain(False))
+
+    def on_changes(self, changes: Any) -> None:
+        # Never overwrite edits the person has not saved yet.
+        if changes.settings and not self.dirty():
+            self.refresh()
+
+    def _fill(self, gen: int, result: tuple[dict[str, Any], bool]) -> None:
+        if gen != self._generation:
+            return
+        values, remembered = result
+        self._stored_consent = str(values["extraction.cloud_consent"] or "")
+        i = self.provider.findData(values["extraction.provider"])
+        self.provider.setCurrentIndex(max(i, 0))
+        self.base_url.setText(str(values["extraction.llm_base_url"] or ""))
+        self.model_name.setText(str(values["extraction.llm_model"] or ""))
+        self.redact.setChecked(bool(values["extraction.redact"]))
+        self.heartbeat.setValue(int(values["consolidation.heartbeat_minutes"]))
+        self.interval.setValue(int(values["consolidation.interval_minutes"]))
+        self.decay_hour.setValue(int(values["consolidation.decay_hour"]))
+        self.weekday.setCurrentIndex(int(values["consolidation.synthesis_weekday"]) % 7)
+        self.idle_minutes.setValue(int(values["lock.idle_minutes"]))
+        self._update_endpoint()
+        self._loaded = self.form_values()
+        self.save_btn.setEnabled(True)
+        self.remember.setChecked(remembered)
+
+    def _fill_keychain(self, available: bool) -> None:
+        self.keychain_available = available
+        self.remember.setVisible(available)
+        self.remember.setEnabled(available)
+        if available:
+            self.keychain_note.setText(
+                "Unlock on this computer without typing the password: a device key is kept in "
+                "the system keychain. Anyone who can use your account here can then open the "
+                "vault. Off by default.")
+        else:
+            self.keychain_note.setText(
+                "Remember on this device is not available: this computer has no secure system "
+                "keychain that Kept trusts, so the password is always needed to unlock.")
+
+    # --- the form -----------------------------------------------------------------------
+    def form_values(self) -> dict[str, Any]:
+        url = self.base_url.text().strip()
+        normalised = _normalised(url)
+        consent = ""
+        if normalised and not is_loopback(normalised) and self.consent.isChecked():
+            consent = normalised
+        return {
+            "extraction.provider": self.provider.currentData(),
+            "extraction.llm_base_url": url,
+            "extraction.llm_model": self.model_name.text().strip(),
+            "extraction.cloud_consent": consent,
+            "extraction.redact": self.redact.isChecked(),
+            "consolidation.heartbeat_minutes": self.heartbeat.value(),
+            "consolidation.interval_minutes": self.interval.value(),
+            "consolidation.decay_hour": self.decay_hour.value(),
+            "consolidation.synthesis_weekday": self.weekday.currentIndex(),
+            "lock.idle_minutes": self.idle_minutes.value(),
+        }
+
+    def dirty(self) -> bool:
+        return self._loaded is not None and self.form_values() != self._loaded
+
+    def _update_endpoint(self, *, url_changed: bool = True) -> None:
+        """Show the loopback note, or the consent warning and box, for the URL as typed."""
+        llm = self.provider.currentData() == "llm"
+        for w in (self.base_url, self.model_name, self.redact, self.consent):
+            w.setEnabled(llm)
+        url = self.base_url.text().strip()
+        normalised = _normalised(url)
+        remote = normalised is not None and not is_loopback(normalised)
+        if not url:
+            note = "Used only when the provider is an LLM." if not llm else \
+                "Give the endpoint's base URL."
+        elif normalised is None:
+            note = "Not an http:// or https:// URL with a host."
+        elif remote:
+            note = ""
+        else:
+            note = "This endpoint is on this computer: nothing leaves it."
+        self.endpoint_note.setText(note)
+        self.endpoint_note.setVisible(bool(note))
+        self.consent_warning.setVisible(remote)
+        self.consent.setVisible(remote)
+        if remote:
+            assert normalised is not None
+            self.consent_warning.setText(consent_text(normalised))
+        if url_changed:
+            # Consent belongs to exactly one endpoint: another URL starts unticked.
+            self.consent.setChecked(remote and normalised == _normalised(self._stored_consent))
+
+    @Slot(int)
+    def _on_provider_current_index_changed(self, _i: int) -> None:
+        self._update_endpoint(url_changed=False)
+
+    @Slot(str)
+    def _on_base_url_text_changed(self, _text: str) -> None:
+        self._update_endpoint()
+
+    def validate(self, values: dict[str, Any]) -> tuple[str, QWidget | None] | None:
+        """Pure, no I/O: (message, widget to focus) or None when the form may be saved."""
+        url = values["extraction.llm_base_url"]
+        normalised = _normalised(url) if url else None
+        if url and normalised is None:
+            return ("The endpoint must be an http:// or https:// URL with a host, without a "
+                    "user name or password.", self.base_url)
+        if values["extraction.provider"] == "llm":
+            if not url:
+                return "Give the LLM endpoint's base URL, or choose rules.", self.base_url
+            if not values["extraction.llm_model"]:
+                return "Give the model name at that endpoint.", self.model_name
+            assert normalised is not None
+            if not is_loopback(normalised) and values["extraction.cloud_consent"] != normalised:
+                return ("This endpoint is outside this computer: tick the consent box to send "
+                        "memories to it, or use a local endpoint.", self.consent)
+        return None
+
+    def _status(self, label: QLabel, text: str, *, error: bool = False) -> None:
+        label.setStyleSheet(ERROR_STYLE if error else OK_STYLE)
+        label.setText(text)
+
+    @Slot()
+    def _on_revert_btn_clicked(self) -> None:
+        self._status(self.save_status, "")
+        self.refresh()
+
+    @Slot()
+    def _on_save_btn_clicked(self) -> None:
+        values = self.form_values()
+        problem = self.validate(values)
+        if problem is not None:
+            message, widget = problem
+            self._status(self.save_status, message, error=True)
+            if widget is not None:
+                widget.setFocus()
+            return
+        loaded = self._loaded or {}
+        changed = {k: v for k, v in values.items() if loaded.get(k) != v}
+        if not changed:
+            self._status(self.save_status, "Nothing changed.")
+            return
+        self.save_btn.setEnabled(False)
+        self._status(self.save_status, "Saving…")
+        vault = self.vault
+
+        def save() -> Any:
+            from app.changes import NO_CHANGES, Result
+            changes = NO_CHANGES
+            for key, value in changed.items():
+                changes = changes.merge(vault.set_setting(key, value).changes)
+            return Result(None, changes)
+
+        def done(_result: Any) -> None:
+            self.save_btn.setEnabled(True)
+            self._loaded = values
+            self._stored_consent = values["extraction.cloud_consent"]
+            if "lock.idle_minutes" in changed:
+                self.window_.set_idle_minutes(values["lock.idle_minutes"])
+                self.window_.refresh_status()
+            names = ", ".join(BY_KEY[k].label.split(" (")[0].lower() for k in changed
+                              if k in BY_KEY)
+            self._status(self.save_status, f"Saved: {names}.")
+
+        def failed(exc: BaseException) -> None:
+            self.save_btn.setEnabled(True)
+            if isinstance(exc, AppError):
+                self._status(self.save_status, exc.user_message, error=True)
+            else:
+                from ui.errors import show_error
+                self._status(self.save_status, "Not saved.", error=True)
+                show_error(self, exc)
+        run_op(self, save, done, self.window_.bridge, failed)
+
+    # --- password -----------------------------------------------------------------------
+    @Slot(str)
+    def _on_new_pw_text_changed(self, text: str) -> None:
+        from ui.dialogs.unlock import strength
+        self._status(self.pw_status, "")
+        _bits, word = strength(text)
+        self.pw_strength.setText(f"Strength: {word}" if word else "")
+
+    def validate_password(self) -> tuple[str, QLineEdit] | None:
+        old, new, repeat = self.old_pw.text(), self.new_pw.text(), self.repeat_pw.text()
+        if not old:
+            return "Type your current password.", self.old_pw
+        if len(new) < MIN_PASSWORD:
+            return (f"Use at least {MIN_PASSWORD} characters for the new password; a few words "
+                    "are easiest."), self.new_pw
+        if new != repeat:
+            return "The two new passwords differ.", self.repeat_pw
+        if new == old:
+            return "The new password is the same as the current one.", self.new_pw
+        return None
+
+    @Slot()
+    def _on_pw_btn_clicked(self) -> None:
+        problem = self.validate_password()
+        if problem is not None:
+            message, widget = problem
+            self._status(self.pw_status, message, error=True)
+            widget.setFocus()
+            return
+        old, new = self.old_pw.text(), self.new_pw.text()
+        for w in (self.pw_btn, self.old_pw, self.new_pw, self.repeat_pw):
+            w.setEnabled(False)
+        self._status(self.pw_status, "Changing the password…")
+        vault = self.vault
+
+        def enable() -> None:
+            for w in (self.pw_btn, self.old_pw, self.new_pw, self.repeat_pw):
+                w.setEnabled(True)
+
+        def done(_result: Any) -> None:
+            enable()
+            for w in (self.old_pw, self.new_pw, self.repeat_pw):
+                w.clear()
+            self._status(self.pw_status, "Password changed. Use the new one from now on.")
+
+        def failed(exc: BaseException) -> None:
+            enable()
+            if isinstance(exc, AppError):  # WrongKey: nothing was changed
+                self._status(self.pw_status, exc.user_message, error=True)
+                self.old_pw.selectAll()
+                self.old_pw.setFocus()
+            else:
+                from ui.errors import show_error
+                self._status(self.pw_status, "The password was not changed.", error=True)
+                show_error(self, exc)
+        run_op(self, lambda: vault.change_password(old, new), done, self.window_.bridge, failed)
+
+    # --- keychain -----------------------------------------------------------------------
+    @Slot(bool)
+    def _on_remember_clicked(self, on: bool) -> None:
+        self.remember.setEnabled(False)
+        self.keychain_status.setStyleSheet(NOTE_STYLE)
+        self.keychain_status.setText("Asking the system keychain…")
+        vault = self.vault
+        fn = vault.remember_device if on else vault.forget_device
+
+        def done(_result: Any) -> None:
+            self.remember.setEnabled(True)
+            self._status(self.keychain_status, "This device now unlocks without the password."
+                         if on else "This device no longer remembers the vault.")
+
+        def failed(exc: BaseException) -> None:
+            self.remember.setEnabled(True)
+            self.remember.setChecked(not on)
+            if isinstance(exc, AppError):
+                self._status(self.keychain_status, exc.user_message, error=True)
+            else:
+                from ui.errors import show_error
+                self._status(self.keychain_status, "Nothing was changed.", error=True)
+                show_error(self, exc)
+        run_op(self, fn, done, self.window_.bridge, failed)
+
