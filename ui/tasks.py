@@ -14,7 +14,16 @@ from collections.abc import Callable
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThread, QThreadPool, Signal, Slot
+from PySide6.QtCore import (
+    QCoreApplication,
+    QObject,
+    QRunnable,
+    QThread,
+    QThreadPool,
+    QTimer,
+    Signal,
+    Slot,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +72,7 @@ class _Receiver(QObject):
             if shiboken6.isValid(self.parent()):
                 self._on_done(result)
         finally:
-            self.deleteLater()
+            self._finish()
 
     @Slot(object)
     def failed(self, exc: BaseException) -> None:
@@ -75,7 +84,24 @@ class _Receiver(QObject):
                 parent = self.parent()
                 show_error(parent if shiboken6.isValid(parent) else None, exc)
         finally:
-            self.deleteLater()
+            self._finish()
+
+    def _finish(self) -> None:
+        # The callbacks (bound methods, closures) may hold the last reference to a
+        # Python-owned parent. Released inside this receiver's destructor, they would delete
+        # the parent, which deletes this receiver a second time (a segfault). Release them on
+        # a later event-loop turn instead, then delete the receiver.
+        _release_later(self._on_done, self._on_error)
+        self._on_done = self._on_error = None  # type: ignore[assignment]
+        self.deleteLater()
+
+
+_released: list[Any] = []
+
+
+def _release_later(*objs: Any) -> None:
+    _released.append(objs)
+    QTimer.singleShot(0, _released.clear)
 
 
 def run_query(parent: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None],
