@@ -17,7 +17,13 @@ from app.domain.fact import EpisodeView, FactCandidate
 
 _NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
 _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
-_END = r"(?=\s*(?:[.,!?;]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|\bwhich\b|$))"
+# Where an object ends: punctuation (a full stop only before a space, so "D.C." and "3.5" stay
+# whole), a conjunction, a relative clause, a companion ("with my partner"), a purpose ("to be
+# closer to"), or a time or reason phrase ("after my injury", "for the new job").
+_END = (r"(?=\s*(?:[,!?;:]|\.(?=\s|$)|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|"
+        r"\bwhich\b|\bwho\b|\bwith\b|\bafter\b|\bbefore\b|\bduring\b|\bso\b|"
+        r"\bfor (?:the|a|an|my|our|his|her|their|work|school|a while)\b|"
+        r"\bto (?:be|get|start|study|work|join|live|help|take|see|spend|try|learn)\b|$))")
 RELATIONS = ("mother", "mom", "mum", "father", "dad", "sister", "brother", "wife", "husband",
              "partner", "girlfriend", "boyfriend", "son", "daughter", "friend", "best friend",
              "boss", "manager", "colleague", "roommate", "neighbour", "neighbor", "cousin",
@@ -32,7 +38,10 @@ _NEG = re.compile(r"\b(no longer|not anymore|don't|do not|never|stopped|quit)\b"
 # kind: "obj" -> object is group 'o'; qualifier in group 'q' when present.
 _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
     (re.compile(r"(?i:\bmy name is )(?P<o>" + _NAME + ")"), "name", "identity", .9, False),
-    (re.compile(r"\bi(?:'m| am) (?P<o>\d{1,3}) years old", re.I), "age", "identity", .85, False),
+    (re.compile(r"\bi(?:'m| am) (?P<o>\d{1,3})(?: years old| years of age|(?=\s*(?:[,!?;]|\.(?!\d)|"
+                r"$)))", re.I), "age", "identity", .85, False),
+    (re.compile(r"\bi(?:'ve)? (?:just )?turned (?P<o>\d{1,3})\b", re.I), "age", "identity", .85,
+     True),
     (re.compile(r"\bi(?:'ve| have)? ?(?:just |recently |finally )?(?:moved|relocated) "
                 r"(?:back )?to (?P<o>" + _OBJ + ")" + _END, re.I),
      "lives_in", "place", .85, True),
@@ -49,12 +58,13 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 r"(?P<at>" + _OBJ + ")" + _END, re.I), "job", "work", .75, False),
     (re.compile(r"\bi work as (?:a|an) (?P<o>[a-z][a-z\- ]{2,40}?)" + _END, re.I),
      "job", "work", .8, False),
-    (re.compile(r"(?i:\bmy (?P<q>" + _REL + r")(?:'s name)? (?:is |named |called )?)(?P<o>"
-                + _NAME + ")"), "relation", "relationship", .85, False),
+    (re.compile(r"(?i:\bmy (?:new |current |other )?(?P<q>" + _REL + r")(?:'s name)?,? "
+                r"(?:is (?:called |named )?|named |called )?)(?P<o>" + _NAME + ")"), "relation",
+     "relationship", .85, False),
     (re.compile(r"\b(?P<o>" + _NAME + r") is my (?P<q>" + _REL + r")\b"), "relation",
      "relationship", .85, False),
-    (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) is (?P<o>" + _OBJ + ")" + _END, re.I),
-     "favorite", "preference", .85, False),
+    (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) (?:is|'s|has always been|has been) "
+                r"(?P<o>" + _OBJ + ")" + _END, re.I), "favorite", "preference", .85, False),
     (re.compile(r"\bi (?:really |absolutely )?(?:love|adore|enjoy) (?P<o>" + _OBJ + ")" + _END,
                 re.I), "likes", "preference", .7, False),
     (re.compile(r"\bi (?:really )?like (?P<o>" + _OBJ + ")" + _END, re.I), "likes",
@@ -75,6 +85,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
      "date", .85, False),
     (re.compile(r"\b(?:the )?deadline (?:for (?P<q>[\w ]{2,40}?) )?is (?:on )?(?P<o>[\w ,]{3,30}?)"
                 + _END, re.I), "deadline", "date", .8, False),
+    (re.compile(r"\b(?:the|my|our) (?P<q>[a-z][\w ]{1,40}?) deadline (?:is (?:now )?(?:on )?|"
+                r"(?:got|has been|was|is being) (?:pushed|moved|extended|postponed|brought forward)"
+                r"(?: back)? (?:to|until) )(?P<o>[\w ,]{3,30}?)" + _END, re.I), "deadline", "date",
+     .8, False),
     (re.compile(r"\bi(?:'m| am) (?:married|single|engaged|divorced|dating someone)\b", re.I),
      "relationship_status", "relationship", .85, False),
     (re.compile(r"\bi (?:usually|always|normally|often|tend to) (?P<o>[a-z][\w'\- ]{3,60}?)"
@@ -88,8 +102,22 @@ _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", 
 _TRIM = re.compile(r"^(?:the|a|an|my|our)\s+", re.I)
 
 
+_LEAD = re.compile(r"^(?:definitely|honestly|probably|actually|really|still|now|currently|"
+                   r"always|also|just|obviously|totally)\s+", re.I)
+_SPELLING = {"colour": "color", "flavour": "flavor", "favourite": "favorite",
+             "theatre": "theater", "neighbour": "neighbor"}
+
+
+def _qualifier(q: str | None) -> str | None:
+    """'the grant proposal' -> 'grant proposal'; 'colour' -> 'color'."""
+    if not q:
+        return None
+    q = re.sub(r"^(?:the|a|an|my|our)\s+", "", q.strip().lower())
+    return " ".join(_SPELLING.get(w, w) for w in q.split()) or None
+
+
 def _clean(obj: str) -> str:
-    obj = obj.strip(" .,'\"")
+    obj = _LEAD.sub("", obj.strip(" .,'\""))
     obj = re.sub(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
                  r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend)|"
                  r"last (?:week|month|year|night|weekend|\w+day)|(?:a )?(?:few|couple of) "
@@ -167,7 +195,7 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
         for m in rx.finditer(text):
             groups = m.groupdict()
             subject = speaker
-            qualifier = (groups.get("q") or "").strip().lower() or None
+            qualifier = _qualifier(groups.get("q"))
             if predicate == "relationship_status":
                 obj = _STATUS.search(m.group(0)).group(1).lower()  # type: ignore[union-attr]
             elif predicate == "diet":
