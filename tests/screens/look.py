@@ -1,0 +1,137 @@
+"""A fixed look for screenshots (STYLE B9): Fusion, the bundled DejaVu Sans, an explicit light
+palette with the same colours active or not, no caret blinking; a demo vault at a fixed time;
+and a tolerant pixel comparison. Used by ``test_screens.py`` and ``make_readme_screenshots.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FONTS = ROOT / "assets" / "fonts"
+FIXED_NOW = 1_784_000_000.0  # 2026-07-14 03:33 UTC, three days after the last demo turn
+
+# Fusion's light palette, written out so a platform theme or dark mode cannot change it.
+PALETTE = {
+    "Window": "#efefef", "WindowText": "#000000", "Base": "#ffffff",
+    "AlternateBase": "#f7f7f7", "ToolTipBase": "#ffffdc", "ToolTipText": "#000000",
+    "PlaceholderText": "#7f7f7f", "Text": "#000000", "Button": "#efefef",
+    "ButtonText": "#000000", "BrightText": "#ffffff", "Light": "#ffffff",
+    "Midlight": "#cacaca", "Dark": "#9f9f9f", "Mid": "#b8b8b8", "Shadow": "#767676",
+    "Highlight": "#308cc6", "HighlightedText": "#ffffff", "Link": "#0000ff",
+    "LinkVisited": "#ff00ff",
+}
+DISABLED = {"WindowText": "#bebebe", "Text": "#bebebe", "ButtonText": "#bebebe",
+            "Base": "#efefef", "Highlight": "#919191", "Shadow": "#b1b1b1"}
+
+
+def fixed_palette() -> Any:
+    from PySide6.QtGui import QColor, QPalette
+    pal = QPalette()
+    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive,
+                  QPalette.ColorGroup.Disabled):
+        for role, color in PALETTE.items():
+            pal.setColor(group, getattr(QPalette.ColorRole, role), QColor(color))
+    for role, color in DISABLED.items():
+        pal.setColor(QPalette.ColorGroup.Disabled, getattr(QPalette.ColorRole, role),
+                     QColor(color))
+    return pal
+
+
+def apply_look(app: Any) -> Callable[[], None]:
+    """Fusion, bundled font, fixed palette; returns a function restoring the previous look."""
+    from PySide6.QtGui import QFont, QFontDatabase
+    old = (app.style().name(), app.palette(), app.font(), app.cursorFlashTime())
+    families = set()
+    for path in sorted(FONTS.glob("*.ttf")):
+        font_id = QFontDatabase.addApplicationFont(str(path))
+        assert font_id >= 0, f"cannot load {path}"
+        families.update(QFontDatabase.applicationFontFamilies(font_id))
+    assert "DejaVu Sans" in families, families
+    app.setStyle("Fusion")
+    app.setPalette(fixed_palette())
+    font = QFont("DejaVu Sans", 10)
+    font.setHintingPreference(QFont.HintingPreference.PreferNoHinting)
+    app.setFont(font)
+    app.setCursorFlashTime(0)  # the caret is drawn steadily, never mid-blink
+
+    def restore() -> None:
+        app.setStyle(old[0])
+        app.setPalette(old[1])
+        app.setFont(old[2])
+        app.setCursorFlashTime(old[3])
+    return restore
+
+
+def fixed_demo_vault(folder: Path, *, load_model: bool = True) -> Any:
+    """The real demo vault (``app.demo``) built as if the clock read FIXED_NOW, and kept at
+    that time, so dates, recency scores and tiers are the same on every run."""
+    from unittest import mock
+
+    import app.demo
+    from app.clock import FixedClock, SystemClock
+    from app.facade import Vault
+    if load_model:
+        with mock.patch.object(SystemClock, "now", lambda self: FIXED_NOW):
+            vault = app.demo.create_demo_vault(folder, threaded=True)
+    else:
+        real_create = Vault.create
+
+        def create(*args: Any, **kwargs: Any) -> Any:
+            return real_create(*args, **{**kwargs, "load_model": False})
+        with mock.patch.object(SystemClock, "now", lambda self: FIXED_NOW), \
+                mock.patch.object(Vault, "create", create):
+            vault = app.demo.create_demo_vault(folder, threaded=True)
+    vault.clock = FixedClock(FIXED_NOW)  # type: ignore[attr-defined]
+    return vault
+
+
+def find_memory(vault: Any, text: str, store: str | None = None) -> int:
+    from app.services.browse import MemoryQuery
+    rows = vault.page_memories(MemoryQuery(store=store), limit=1000).rows
+    return next(int(r.id) for r in rows if r.text == text)
+
+
+@dataclass
+class Diff:
+    percent: float
+    size_mismatch: bool
+    diff_image: Any
+
+
+def baseline_image(image: Any) -> Any:
+    """What a baseline stores: 8-bit grey (a third of the size of colour; a colour-only
+    change with the same luminance goes unnoticed, which is accepted)."""
+    from PySide6.QtGui import QImage
+    return image.convertToFormat(QImage.Format.Format_Grayscale8)
+
+
+def _grey(image: Any) -> Any:
+    import numpy as np
+    g = baseline_image(image)
+    w, h = g.width(), g.height()
+    return np.frombuffer(g.constBits(), np.uint8).reshape(h, g.bytesPerLine())[:, :w].astype(
+        np.int16)
+
+
+def compare_images(actual: Any, expected: Any, tolerance: int = 16) -> Diff:
+    """Share of pixels (percent) whose grey level differs by more than ``tolerance``."""
+    import numpy as np
+    from PySide6.QtGui import QImage
+    if actual.size() != expected.size():
+        return Diff(100.0, True, None)
+    bad = np.abs(_grey(actual) - _grey(expected)) > tolerance
+    out = actual.convertToFormat(QImage.Format.Format_RGB32)
+    w, h = out.width(), out.height()
+    marks = np.frombuffer(out.bits(), np.uint8).reshape(h, out.bytesPerLine())[
+        :, :w * 4].reshape(h, w, 4)
+    marks[bad] = (0, 0, 255, 255)  # BGRA: red where pixels differ
+    return Diff(100.0 * float(bad.mean()), False, out)
+
+
+def regen() -> bool:
+    return os.environ.get("KEPT_REGEN_SCREENS") == "1"

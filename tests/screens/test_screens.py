@@ -1,0 +1,154 @@
+"""Screenshot comparisons (STYLE B9): the main window on the demo vault, the forget dialog and
+the unlock and create dialogs, rendered offscreen with Fusion, the bundled DejaVu Sans, a fixed
+palette and fixed sizes, against the grey PNGs in ``baseline/`` with a tolerance (at most
+1.0 % of pixels may differ by more than 16 grey levels).
+
+Regenerate after an intended change with ``KEPT_REGEN_SCREENS=1`` (the test then writes the
+baseline and fails, so review the PNG diff before committing). On a mismatch the actual image
+and a diff (changed pixels in red) are written to ``tests/screens/failures/``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QEvent, QSize, QThreadPool
+from PySide6.QtWidgets import QApplication
+
+from tests.screens.look import (
+    baseline_image,
+    compare_images,
+    find_memory,
+    fixed_demo_vault,
+    regen,
+)
+
+pytestmark = [pytest.mark.screenshot, pytest.mark.gui,
+              pytest.mark.skipif(sys.platform != "linux", reason="baselines are Linux renders")]
+
+HERE = Path(__file__).resolve().parent
+BASELINE = HERE / "baseline"
+FAILURES = HERE / "failures"
+THRESHOLD = float(os.environ.get("KEPT_SCREEN_THRESHOLD", "1.0"))  # percent of pixels
+WAIT = 15_000
+
+
+@pytest.fixture(scope="module")
+def look(qapp: Any) -> Iterator[None]:
+    from tests.screens.look import apply_look
+    restore = apply_look(qapp)
+    yield
+    restore()
+
+
+@pytest.fixture(scope="module")
+def demo(look: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # No embedding model: the status line and the demo's consolidation must not depend on
+    # whether the model is installed.
+    vault = fixed_demo_vault(tmp_path_factory.mktemp("screens") / "demo", load_model=False)
+    yield vault
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    vault.lock()
+
+
+@pytest.fixture
+def window(qtbot: Any, demo: Any) -> Iterator[Any]:
+    from ui.bridge import CoreBridge
+    from ui.main_window import MainWindow
+    win = MainWindow(demo, CoreBridge(), idle_minutes=5)
+    qtbot.addWidget(win)
+    win.resize(QSize(1200, 760))
+    win.show()
+    yield win
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    qtbot.wait(10)
+
+
+def settle(qtbot: Any) -> None:
+    """Every background query delivered, every pending layout and paint done."""
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    qtbot.wait(50)
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+    qtbot.wait(50)
+
+
+def check(widget: Any, name: str) -> None:
+    image = widget.grab().toImage()
+    path = BASELINE / f"{name}.png"
+    if regen() or not path.exists():
+        BASELINE.mkdir(exist_ok=True)
+        baseline_image(image).save(str(path), "PNG", 0)  # quality 0: strongest compression
+        pytest.fail(f"baseline written to {path}: review it, then rerun")
+    from PySide6.QtGui import QImage
+    diff = compare_images(image, QImage(str(path)))
+    if diff.percent > THRESHOLD:
+        FAILURES.mkdir(exist_ok=True)
+        image.save(str(FAILURES / f"{name}.actual.png"))
+        if diff.diff_image is not None:
+            diff.diff_image.save(str(FAILURES / f"{name}.diff.png"))
+        pytest.fail(f"{name}: {diff.percent:.2f} % of pixels differ (size mismatch: "
+                    f"{diff.size_mismatch}); see {FAILURES}")
+
+
+def select(qtbot: Any, window: Any, mid: int) -> None:
+    browse = window.browse
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 0, timeout=WAIT)
+    row = next(n for n, r in enumerate(browse.model.rows) if int(r.id) == mid)
+    browse.table.setCurrentIndex(browse.model.index(row, 0))
+    qtbot.waitUntil(lambda: browse.detail.memory_id == mid, timeout=WAIT)
+
+
+def test_main_window(qtbot: Any, window: Any, demo: Any) -> None:
+    mid = find_memory(demo, "Sam lives in Porto", "semantic")
+    select(qtbot, window, mid)
+    qtbot.waitUntil(lambda: window.status_label.text() != "", timeout=WAIT)
+    qtbot.waitUntil(lambda: window.timeline_item.childCount() > 0, timeout=WAIT)
+    settle(qtbot)
+    assert window.size() == QSize(1200, 760)
+    check(window, "main_window")
+
+
+def test_forget_dialog(qtbot: Any, window: Any, demo: Any) -> None:
+    from ui.dialogs.forget import ForgetDialog
+    mid = find_memory(demo, "I moved to Porto; the Lisbon flat was too expensive.", "episodic")
+    dlg = ForgetDialog(window, ids=[mid])
+    dlg.resize(QSize(640, 520))
+    dlg.show()
+    qtbot.waitUntil(lambda: dlg.plan is not None, timeout=WAIT)
+    settle(qtbot)
+    assert not dlg.forget_btn.isEnabled()
+    check(dlg, "forget_dialog")
+    dlg.reject()
+
+
+def _dialog(qtbot: Any, folder: Path, create: bool) -> Any:
+    from ui.dialogs.unlock import UnlockDialog
+    dlg = UnlockDialog(folder, create=create)
+    qtbot.addWidget(dlg)
+    dlg.resize(QSize(460, 320 if create else 220))
+    dlg.show()
+    qtbot.waitUntil(lambda: dlg.remember_note.text() != "" or dlg.remember.isVisible(),
+                    timeout=WAIT)
+    return dlg
+
+
+def test_unlock_dialog(qtbot: Any, look: None, demo: Any) -> None:
+    dlg = _dialog(qtbot, demo.folder, create=False)
+    dlg.password.setText("not the password")
+    dlg.error.setText("Wrong password, or the key file was tampered with. Nothing was changed.")
+    settle(qtbot)
+    check(dlg, "unlock_dialog")
+
+
+def test_create_dialog(qtbot: Any, look: None, tmp_path: Path) -> None:
+    dlg = _dialog(qtbot, tmp_path / "new", create=True)
+    dlg.password.setText("river otter lantern 42")
+    settle(qtbot)
+    assert dlg.meter.value() > 0
+    check(dlg, "create_dialog")
