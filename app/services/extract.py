@@ -20,9 +20,10 @@ _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
 # Where an object ends: punctuation (a full stop only before a space, so "D.C." and "3.5" stay
 # whole), a conjunction, a relative clause, a companion ("with my partner"), a purpose ("to be
 # closer to"), or a time or reason phrase ("after my injury", "for the new job").
-_END = (r"(?=\s*(?:[,!?;:]|\.(?=\s|$)|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|"
+_END = (r"(?=\s*(?:[,!?;:]|(?<!\bSt)(?<!\bMt)(?<!\bDr)\.(?=\s|$)|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|"
         r"\bwhich\b|\bwho\b|\bwith\b|\bafter\b|\bbefore\b|\bduring\b|\bso\b|"
-        r"\bfor (?:the|a|an|my|our|his|her|their|work|school|a while)\b|"
+        r"\bfor (?:the|a|an|my|our|his|her|their|work|school|ages|long|about|over|nearly|"
+        r"almost|around|more than|less than|\w+ (?:years?|months?|weeks?|days?|decades?))\b|"
         r"\bto (?:be|get|start|study|work|join|live|help|take|see|spend|try|learn)\b|$))")
 RELATIONS = ("mother", "mom", "mum", "father", "dad", "sister", "brother", "wife", "husband",
              "partner", "girlfriend", "boyfriend", "son", "daughter", "friend", "best friend",
@@ -32,7 +33,17 @@ RELATIONS = ("mother", "mom", "mum", "father", "dad", "sister", "brother", "wife
 _REL = "|".join(sorted((re.escape(r) for r in RELATIONS), key=len, reverse=True))
 _HEDGE = re.compile(r"\b(maybe|might|perhaps|i think|probably|not sure|i guess|thinking "
                     r"about|considering|planning to|want to|wish)\b", re.I)
-_NEG = re.compile(r"\b(no longer|not anymore|don't|do not|never|stopped|quit)\b", re.I)
+# Negation is looked for in the fact's own clause only ("I'm not sure, but I live in X" is not a
+# negated fact). "No longer", "used to", "stopped" also state a change (see _CHANGE).
+_NEG = re.compile(r"\b(?:no longer|not|never|stopped|quit|gave up|used to)\b|n't\b", re.I)
+# Words anywhere in the sentence that state a change over time: the fact is then an update of
+# what was true before, not a contradiction. "For six years now" is a duration, not a change.
+_CHANGE = re.compile(
+    r"\b(?:(?<!years )(?<!months )(?<!weeks )(?<!while )(?<!ages )(?<!long )now|nowadays|"
+    r"these days|any ?more|no longer|again|used to|switched|moved|relocated|started|began|"
+    r"became|got (?:promoted|married|engaged|divorced|hired)|turned|(?:my|a|the|our) (?-i:new)|"
+    r"joined|quit|stopped|gave up|graduated|changed|pushed|postponed|extended|moved on)\b", re.I)
+_ADV = r"(?: (?:now|still|currently|also|actually|really|no longer|don't|do not|never|used to))*"
 
 # (regex, predicate, category, confidence, change, kind)
 # kind: "obj" -> object is group 'o'; qualifier in group 'q' when present.
@@ -42,17 +53,17 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 r"$)))", re.I), "age", "identity", .85, False),
     (re.compile(r"\bi(?:'ve)? (?:just )?turned (?P<o>\d{1,3})\b", re.I), "age", "identity", .85,
      True),
-    (re.compile(r"\bi(?:'ve| have)? ?(?:just |recently |finally )?(?:moved|relocated) "
-                r"(?:back )?to (?P<o>" + _OBJ + ")" + _END, re.I),
+    (re.compile(r"\b(?:i|we)(?:'ve| have)? ?(?:just |recently |finally )?(?:moved|relocated) "
+                r"(?:back |out )?(?:to|into [\w' ]{1,30}? in) (?P<o>" + _OBJ + ")" + _END, re.I),
      "lives_in", "place", .85, True),
-    (re.compile(r"\bi(?: now|'m now| am now| no longer| don't| do not)? ?"
-                r"(?:live|living|'m living|am living) in "
+    (re.compile(r"\b(?:i|we)(?:(?:'ve| have) lived|(?:'m|'re| am| are)(?: now| still| currently)? "
+                r"(?:living|based)|" + _ADV + r" live)(?: with [\w' ]{1,30}?)? in "
                 r"(?P<o>" + _OBJ + ")" + _END, re.I), "lives_in", "place", .8, False),
     (re.compile(r"\bi(?:'m| am) (?:originally )?from (?P<o>" + _OBJ + ")" + _END, re.I),
      "from", "place", .8, False),
     (re.compile(r"\bi(?: now| just)? ?(?:started|began) (?:working|a new job) (?:at|for) "
                 r"(?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work", .85, True),
-    (re.compile(r"\bi(?: now)? ?(?:work|am working|'m working) (?:at|for) (?P<o>" + _OBJ + ")"
+    (re.compile(r"\bi(?:'m| am)?" + _ADV + r" (?:work|working) (?:at|for) (?P<o>" + _OBJ + ")"
                 + _END, re.I), "works_at", "work", .8, False),
     (re.compile(r"\bi(?:'m| am) (?:a|an) (?P<o>[a-z][a-z\- ]{2,40}?) (?:at|for) "
                 r"(?P<at>" + _OBJ + ")" + _END, re.I), "job", "work", .75, False),
@@ -73,9 +84,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 + _END, re.I), "dislikes", "preference", .7, False),
     (re.compile(r"\bi prefer (?P<o>" + _OBJ + ")" + _END, re.I), "prefers", "preference", .7,
      False),
-    (re.compile(r"\bi(?:'m| am) allergic to (?P<o>" + _OBJ + ")" + _END, re.I), "allergic_to",
-     "health", .9, False),
-    (re.compile(r"\bi(?:'m| am) (?:vegetarian|vegan)\b", re.I), "diet", "health", .85, False),
+    (re.compile(r"\bi(?:'m| am)(?: not| no longer)?(?: also)? allergic to (?P<o>" + _OBJ + ")"
+                + _END, re.I), "allergic_to", "health", .9, False),
+    (re.compile(r"\bi(?:'m| am)(?: not| no longer)? (?:a )?(?:vegetarian|vegan|pescatarian)\b",
+                re.I), "diet", "health", .85, False),
     (re.compile(r"(?i:\bi(?: have|'ve got| got) (?:a|an) (?P<q>dog|cat|puppy|kitten|bird|"
                 r"rabbit|hamster|horse|fish|turtle) (?:named|called) )(?P<o>" + _NAME + ")"),
      "pet_name", "possession", .85, False),
@@ -89,13 +101,13 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 r"(?:got|has been|was|is being) (?:pushed|moved|extended|postponed|brought forward)"
                 r"(?: back)? (?:to|until) )(?P<o>[\w ,]{3,30}?)" + _END, re.I), "deadline", "date",
      .8, False),
-    (re.compile(r"\bi(?:'m| am) (?:married|single|engaged|divorced|dating someone)\b", re.I),
-     "relationship_status", "relationship", .85, False),
+    (re.compile(r"\bi(?:'m| am)(?: not| no longer| now)? (?:married|single|engaged|divorced|"
+                r"dating someone)\b", re.I), "relationship_status", "relationship", .85, False),
     (re.compile(r"\bi (?:usually|always|normally|often|tend to) (?P<o>[a-z][\w'\- ]{3,60}?)"
                 + _END, re.I), "habit", "habit", .75, False),
 ]
-_STATUS = re.compile(r"\bi(?:'m| am) (married|single|engaged|divorced|dating someone)\b", re.I)
-_DIET = re.compile(r"\bi(?:'m| am) (vegetarian|vegan)\b", re.I)
+_STATUS = re.compile(r"\b(married|single|engaged|divorced|dating someone)\b", re.I)
+_DIET = re.compile(r"\b(vegetarian|vegan|pescatarian)\b", re.I)
 
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
                 "september", "october", "november", "december")
@@ -166,6 +178,38 @@ def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) ->
     return f"{subject} {verbs.get(predicate, predicate.replace('_', ' '))} {obj}{tail}"
 
 
+def _negated_statement(subject: str, predicate: str, obj: str, qualifier: str | None,
+                       changed: bool) -> str:
+    """'Sam no longer lives in Lisbon' (a stated change) or 'Sam is not allergic to nuts'."""
+    positive = _statement(subject, predicate, obj, qualifier)
+    rest = positive[len(subject) + 1:] if positive.startswith(subject + " ") else None
+    if rest is None:  # "Sam's favorite book is Dune", "The deadline ..."
+        return f"{'No longer' if changed else 'Not'} true: {positive}"
+    verb, _, tail = rest.partition(" ")
+    if changed and verb not in ("is", "has"):
+        return f"{subject} no longer {rest}"
+    if verb in ("is", "has"):
+        return f"{subject} {verb} {'no longer' if changed else 'not'} {tail}".rstrip()
+    base = {"lives": "live", "works": "work", "likes": "like", "prefers": "prefer",
+            "usually": "usually"}.get(verb, verb.removesuffix("s"))
+    return f"{subject} does not {base} {tail}".rstrip()
+
+
+def _clause_start(text: str, pos: int) -> int:
+    cut = max(text.rfind(c, 0, pos) for c in ",;:.!?")
+    low = text.lower()
+    return max(cut, low.rfind(" but ", 0, pos), low.rfind(" and ", 0, pos)) + 1
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    return max(text.rfind(c, 0, pos) for c in ".!?\n") + 1
+
+
+def _sentence_end(text: str, pos: int) -> int:
+    m = re.compile(r"[!?\n]|\.(?=\s|$)").search(text, pos)
+    return m.start() if m else len(text)
+
+
 def third_person(phrase: str) -> str:
     """'run on Saturdays' -> 'runs on Saturdays' (enough for habit statements)."""
     first, _, rest = phrase.partition(" ")
@@ -217,8 +261,10 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             if key in seen:
                 continue
             seen.add(key)
-            window = text[max(0, m.start() - 25):m.end()]
-            negated = bool(_NEG.search(window)) and predicate not in ("dislikes",)
+            clause = text[_clause_start(text, m.start()):m.end()]
+            negated = bool(_NEG.search(clause)) and predicate not in ("dislikes",)
+            sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
+            changed = change or bool(_CHANGE.search(sentence))
             c = conf - (0.25 if hedged else 0.0)
             valid_from = ep.occurred_at if predicate in ("lives_in", "works_at", "job",
                                                           "relationship_status") else None
@@ -229,9 +275,9 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             store = "procedural" if predicate in ("habit", "prefers") else "semantic"
             out.append(FactCandidate(
                 subject=subject, predicate=predicate, object=obj,
-                statement=_statement(subject, predicate, obj, qualifier)
-                if not negated else f"{subject} no longer {predicate.replace('_', ' ')} {obj}",
-                category=category, confidence=round(max(0.1, c), 3), change=change,
+                statement=_statement(subject, predicate, obj, qualifier) if not negated
+                else _negated_statement(subject, predicate, obj, qualifier, changed),
+                category=category, confidence=round(max(0.1, c), 3), change=changed,
                 negated=negated, valid_from=valid_from, store=store,  # type: ignore[arg-type]
                 qualifier=qualifier, source_ids=(ep.id,)))
     return out
