@@ -4,7 +4,10 @@ classify(a, b) -> "duplicate" | "update" | "contradiction" | "compatible"
 - same subject and a single-valued predicate (or a relation that admits one person, or the
   same favourite) with a different object: an **update** when the newer one is stated as a
   change ("I moved to", "I no longer ..."), else a **contradiction**;
-- a statement and its negation, or likes vs dislikes of the same thing: likewise;
+- a statement and its negation ("I'm allergic to nuts" / "I'm not allergic to nuts"), or likes
+  vs dislikes of the same thing: likewise (an update only when the newer one states a change:
+  "no longer", "anymore", "started"). A negation also meets a more specific statement of the
+  same thing ("no longer at the bakery" / "at the bakery on Elm Street");
 - same subject, predicate and object: a **duplicate** (merged, corroborating).
 
 resolve(a, b) applies the 003 order: a user-validated fact wins; else the newer wins when its
@@ -55,6 +58,33 @@ def same_object(x: str, y: str) -> bool:
     return a == b or fuzz.token_sort_ratio(a, b) >= 90
 
 
+_STOP = frozenset("the a an my our his her their of on in at to for and with".split())
+
+
+def _stem(word: str) -> str:
+    """Crude, symmetric: smoking/smoke/smokes -> smok, running/run -> run."""
+    for suffix, repl in (("ing", ""), ("ies", "y"), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[:-len(suffix)] + repl
+            break
+    word = word.removesuffix("e") if len(word) > 3 else word
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiou":
+        word = word[:-1]
+    return word
+
+
+def _content(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in _norm(text).split() if w not in _STOP)
+
+
+def covers(x: str, y: str) -> bool:
+    """One object names the other's thing with less detail: 'bakery' / 'bakery on Elm Street',
+    'smoking' / 'smoke half a pack a day'."""
+    tx, ty = _content(x), _content(y)
+    small, big = (tx, ty) if len(tx) <= len(ty) else (ty, tx)
+    return bool(small) and any(len(w) >= 3 for w in small) and small <= big
+
+
 def _single(p: str, qualifier: str | None) -> bool:
     if p == "relation":
         return (qualifier or "") in SINGLE_RELATIONS
@@ -67,6 +97,8 @@ def classify(a: FactView, b: FactView) -> Verdict:
     older, newer = (a, b) if a.occurred_at <= b.occurred_at else (b, a)
     change = newer.change or (newer.negated and not older.negated)
     if (a.predicate, b.predicate) in OPPOSITES:
+        if a.negated or b.negated:
+            return "compatible"  # "I don't like X" agrees with "I dislike X"
         if same_object(a.object, b.object):
             return "update" if change or newer.occurred_at - older.occurred_at > 30 * 86400 \
                 else "contradiction"
@@ -80,12 +112,15 @@ def classify(a: FactView, b: FactView) -> Verdict:
             return "compatible"
     elif (a.qualifier or "") != (b.qualifier or ""):
         return "compatible"  # favourite book vs favourite colour
-    if same_object(a.object, b.object):
-        if a.negated != b.negated:
-            return "update" if newer.negated else "contradiction"
-        return "duplicate"
-    if a.negated or b.negated:
+    if a.negated != b.negated:
+        if same_object(a.object, b.object) or covers(a.object, b.object):
+            # "I'm not allergic to nuts" denies; "I'm no longer ..." / "I've started ..." changes.
+            return "update" if newer.change else "contradiction"
         return "compatible"  # "no longer in Lisbon" and "in Porto" agree
+    if same_object(a.object, b.object):
+        return "duplicate"
+    if a.negated:  # both negated, different things
+        return "compatible"
     if not _single(a.predicate, a.qualifier):
         return "compatible"
     return "update" if change else "contradiction"
