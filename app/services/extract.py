@@ -35,7 +35,8 @@ _HEDGE = re.compile(r"\b(maybe|might|perhaps|i think|probably|not sure|i guess|t
                     r"about|considering|planning to|want to|wish)\b", re.I)
 # Negation is looked for in the fact's own clause only ("I'm not sure, but I live in X" is not a
 # negated fact). "No longer", "used to", "stopped" also state a change (see _CHANGE).
-_NEG = re.compile(r"\b(?:no longer|not|never|stopped|quit|gave up|used to)\b|n't\b", re.I)
+_NEG = re.compile(r"\b(?:no longer|not|never|stopped|quit|gave up|used to|left my job|"
+                  r"left working)\b|n't\b", re.I)
 # Words anywhere in the sentence that state a change over time: the fact is then an update of
 # what was true before, not a contradiction. "For six years now" is a duration, not a change.
 _CHANGE = re.compile(
@@ -43,7 +44,24 @@ _CHANGE = re.compile(
     r"these days|any ?more|no longer|again|used to|switched|moved|relocated|started|began|"
     r"became|got (?:promoted|married|engaged|divorced|hired)|turned|(?:my|a|the|our) (?-i:new)|"
     r"joined|quit|stopped|gave up|graduated|changed|pushed|postponed|extended|moved on)\b", re.I)
-_ADV = r"(?: (?:now|still|currently|also|actually|really|no longer|don't|do not|never|used to))*"
+_ADV = (r"(?: (?:now|still|currently|also|actually|really|not|no longer|don't|do not|never|"
+        r"used to))*")
+# Heads of job titles, for "I'm a nurse" without an employer ("I'm a morning person" is not one).
+_ROLES = (r"(?:nurse|teacher|doctor|physician|surgeon|dentist|pharmacist|therapist|psychologist|"
+          r"engineer|developer|programmer|designer|architect|lawyer|attorney|accountant|student|"
+          r"chef|cook|baker|barista|waiter|waitress|bartender|pilot|scientist|researcher|"
+          r"professor|lecturer|librarian|writer|author|journalist|editor|photographer|artist|"
+          r"musician|actor|actress|manager|consultant|analyst|electrician|plumber|carpenter|"
+          r"mechanic|firefighter|paramedic|police officer|soldier|farmer|cashier|driver|"
+          r"freelancer|entrepreneur|intern|vet|veterinarian|translator|producer|social worker|"
+          r"nanny|receptionist|secretary|banker|economist|director|founder|officer|technician|"
+          r"assistant|coordinator|administrator|specialist|clerk|tutor|coach|trainer)")
+# "I'm a regular at the pub", "a big fan of ...": not jobs.
+_NOT_ROLE = r"(?!(?:[a-z\-]+ ){0,2}(?:fan|regular|member|guest|customer|patient|client|visitor|user|subscriber)\b)"
+_ROLE_AT = r"(?P<role>(?:[a-z\-]+ ){0,2}[a-z\-]+)"
+# Places that employ people, for "I joined a startup called X".
+_ORG = (r"(?:startup|start-up|company|firm|agency|practice|studio|lab|bank|hospital|clinic|"
+        r"school|council|charity|ngo|consultancy|nonprofit|non-profit|publisher|newspaper)")
 
 # (regex, predicate, category, confidence, change, kind)
 # kind: "obj" -> object is group 'o'; qualifier in group 'q' when present.
@@ -61,14 +79,30 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 r"(?P<o>" + _OBJ + ")" + _END, re.I), "lives_in", "place", .8, False),
     (re.compile(r"\bi(?:'m| am) (?:originally )?from (?P<o>" + _OBJ + ")" + _END, re.I),
      "from", "place", .8, False),
-    (re.compile(r"\bi(?: now| just)? ?(?:started|began) (?:working|a new job) (?:at|for) "
-                r"(?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work", .85, True),
+    (re.compile(r"\bi(?:'ve| have)?(?: now| just| recently)? ?(?:started|began) (?:working|a new "
+                r"job|a job) (?:at|for|with) (?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work",
+     .85, True),
+    (re.compile(r"\bi(?:'ve| have)?(?: just| recently)? joined (?P<o>(?:an? |the )?(?:[\w\-]+ )?"
+                + _ORG + r"\b(?: (?:called|named) " + _NAME + r")?|" + _NAME + r"(?= as (?:a|an) ))",
+                re.I), "works_at", "work", .8, True),
+    (re.compile(r"\bi(?:'ve| have)?(?: just| finally| recently)? (?:left|quit) (?:my job (?:at|with)"
+                r"|working (?:at|for)) (?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work", .8,
+     True),
     (re.compile(r"\bi(?:'m| am)?" + _ADV + r" (?:work|working) (?:at|for) (?P<o>" + _OBJ + ")"
                 + _END, re.I), "works_at", "work", .8, False),
-    (re.compile(r"\bi(?:'m| am) (?:a|an) (?P<o>[a-z][a-z\- ]{2,40}?) (?:at|for) "
-                r"(?P<at>" + _OBJ + ")" + _END, re.I), "job", "work", .75, False),
-    (re.compile(r"\bi work as (?:a|an) (?P<o>[a-z][a-z\- ]{2,40}?)" + _END, re.I),
-     "job", "work", .8, False),
+    # "I'm a junior designer at Figma": the job, and where (a school for students).
+    (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an) " + _NOT_ROLE + r"(?P<o>(?:[a-z\-]+ ){0,2}"
+                r"[a-z\-]+) (?:at|for|with) [A-Za-z0-9]", re.I), "job", "work", .75, False),
+    (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an) (?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES
+                + r")\b", re.I), "job", "work", .75, False),
+    (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an) " + _NOT_ROLE
+                + r"(?!(?:[a-z\-]+ ){0,2}student\b)" + _ROLE_AT + r" (?:at|for|with) (?P<o>" + _OBJ
+                + ")" + _END, re.I), "works_at", "work", .75, False),
+    (re.compile(r"\b(?:i(?:'m| am)" + _ADV + r" (?:a |an )?(?:[a-z\-]+ ){0,2}student (?:at|of)|"
+                r"i(?:'m| am)?" + _ADV + r" (?:study|studying|enrolled) at) (?P<o>" + _OBJ + ")"
+                + _END, re.I), "school", "education", .8, False),
+    (re.compile(r"\bi(?:'m| am)?" + _ADV + r" (?:work|working) as (?:a|an) "
+                r"(?P<o>[a-z][a-z\- ]{2,40}?)" + _END, re.I), "job", "work", .8, False),
     (re.compile(r"(?i:\bmy (?:new |current |other )?(?P<q>" + _REL + r")(?:'s name)?,? "
                 r"(?:is (?:called |named )?|named |called )?)(?P<o>" + _NAME + ")"), "relation",
      "relationship", .85, False),
@@ -130,6 +164,8 @@ def _qualifier(q: str | None) -> str | None:
 
 def _clean(obj: str) -> str:
     obj = _LEAD.sub("", obj.strip(" .,'\""))
+    # "a startup called Brightwave" -> "Brightwave"
+    obj = re.sub(r"^(?:an? |the )?(?:[\w\-]+ ){0,3}?(?:called|named) (?=[A-Z])", "", obj)
     obj = re.sub(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
                  r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend)|"
                  r"last (?:week|month|year|night|weekend|\w+day)|(?:a )?(?:few|couple of) "
@@ -168,6 +204,10 @@ def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) ->
         return f"{subject}'s birthday is {obj}"
     if predicate == "deadline":
         return f"The deadline{' for ' + qualifier if qualifier else ''} is {obj}"
+    if predicate == "job":
+        return f"{subject} is {'an' if obj[:1].lower() in 'aeiou' else 'a'} {obj}"
+    if predicate == "school":
+        return f"{subject} studies at {obj}"
     verbs = {"lives_in": "lives in", "from": "is from", "works_at": "works at", "job": "is a",
              "likes": "likes", "dislikes": "dislikes", "prefers": "prefers",
              "allergic_to": "is allergic to", "age": "is", "name": "is called",
@@ -253,9 +293,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             if predicate == "relation":
                 qualifier = {"mom": "mother", "mum": "mother", "dad": "father",
                              "neighbor": "neighbour"}.get(qualifier or "", qualifier)
-            if predicate == "job" and groups.get("at"):
-                obj = f"{obj} at {_clean(groups['at'])}"
-            if predicate in ("likes", "dislikes", "prefers", "lives_in", "works_at", "from"):
+            if predicate in ("likes", "dislikes", "prefers", "lives_in", "works_at", "from",
+                             "school"):
                 obj = _TRIM.sub("", obj)
             key = (predicate, qualifier or "", obj.casefold())
             if key in seen:
