@@ -86,6 +86,8 @@ def covers(x: str, y: str) -> bool:
 
 
 def _single(p: str, qualifier: str | None) -> bool:
+    if p == "prefers":  # "tea vs coffee": one of the two
+        return qualifier is not None
     if p == "relation":
         return (qualifier or "") in SINGLE_RELATIONS
     return p in SINGLE_VALUED

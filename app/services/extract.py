@@ -58,6 +58,9 @@ _ROLES = (r"(?:nurse|teacher|doctor|physician|surgeon|dentist|pharmacist|therapi
           r"assistant|coordinator|administrator|specialist|clerk|tutor|coach|trainer)")
 # "I'm a regular at the pub", "a big fan of ...": not jobs.
 _NOT_ROLE = r"(?!(?:[a-z\-]+ ){0,2}(?:fan|regular|member|guest|customer|patient|client|visitor|user|subscriber)\b)"
+# "I'm not a morning person at all", "for now": not an employer.
+_NOT_ORG = (r"(?!(?:all|the moment|home|night|work|times|least|first|once|heart|ease|best|worst|"
+            r"now|the same time|the time|a while)\b)")
 _ROLE_AT = r"(?P<role>(?:[a-z\-]+ ){0,2}[a-z\-]+)"
 # Places that employ people, for "I joined a startup called X".
 _ORG = (r"(?:startup|start-up|company|firm|agency|practice|studio|lab|bank|hospital|clinic|"
@@ -92,11 +95,13 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 + _END, re.I), "works_at", "work", .8, False),
     # "I'm a junior designer at Figma": the job, and where (a school for students).
     (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an) " + _NOT_ROLE + r"(?P<o>(?:[a-z\-]+ ){0,2}"
-                r"[a-z\-]+) (?:at|for|with) [A-Za-z0-9]", re.I), "job", "work", .75, False),
+                r"[a-z\-]+) (?:at|for|with) " + _NOT_ORG + "[A-Za-z0-9]", re.I), "job", "work", .75,
+     False),
     (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an) (?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES
                 + r")\b", re.I), "job", "work", .75, False),
     (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an) " + _NOT_ROLE
-                + r"(?!(?:[a-z\-]+ ){0,2}student\b)" + _ROLE_AT + r" (?:at|for|with) (?P<o>" + _OBJ
+                + r"(?!(?:[a-z\-]+ ){0,2}student\b)" + _ROLE_AT + r" (?:at|for|with) " + _NOT_ORG
+                + r"(?P<o>" + _OBJ
                 + ")" + _END, re.I), "works_at", "work", .75, False),
     (re.compile(r"\b(?:i(?:'m| am)" + _ADV + r" (?:a |an )?(?:[a-z\-]+ ){0,2}student (?:at|of)|"
                 r"i(?:'m| am)?" + _ADV + r" (?:study|studying|enrolled) at) (?P<o>" + _OBJ + ")"
@@ -108,16 +113,31 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
      "relationship", .85, False),
     (re.compile(r"\b(?P<o>" + _NAME + r") is my (?P<q>" + _REL + r")\b"), "relation",
      "relationship", .85, False),
+    # "My favorite food used to be sushi, but now it's ramen": the new one, then the old one
+    # (negated and a change through "used to").
+    (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) used to be [^.!?]{1,60}?,? but (?:now )?"
+                r"(?:it's|it is|its) (?:now )?(?P<o>" + _OBJ + ")" + _END, re.I), "favorite",
+     "preference", .85, True),
+    (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) used to be (?P<o>" + _OBJ + ")" + _END,
+                re.I), "favorite", "preference", .85, True),
     (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) (?:is|'s|has always been|has been) "
                 r"(?P<o>" + _OBJ + ")" + _END, re.I), "favorite", "preference", .85, False),
-    (re.compile(r"\bi (?:really |absolutely )?(?:love|adore|enjoy) (?P<o>" + _OBJ + ")" + _END,
+    (re.compile(r"\bi" + _ADV + r" (?:absolutely )?(?:love|adore|enjoy) (?P<o>" + _OBJ + ")" + _END,
                 re.I), "likes", "preference", .7, False),
-    (re.compile(r"\bi (?:really )?like (?P<o>" + _OBJ + ")" + _END, re.I), "likes",
+    (re.compile(r"\bi" + _ADV + r" like (?P<o>" + _OBJ + ")" + _END, re.I), "likes",
      "preference", .65, False),
-    (re.compile(r"\bi (?:really )?(?:hate|can't stand|cannot stand|dislike) (?P<o>" + _OBJ + ")"
-                + _END, re.I), "dislikes", "preference", .7, False),
-    (re.compile(r"\bi prefer (?P<o>" + _OBJ + ")" + _END, re.I), "prefers", "preference", .7,
+    (re.compile(r"\bi(?: (?:really|actually|absolutely|still|also|just|honestly))* (?:hate|"
+                r"can't stand|cannot stand|dislike|detest) (?P<o>" + _OBJ + ")" + _END, re.I),
+     "dislikes", "preference", .7, False),
+    # "I prefer tea over coffee": which of the two, so the reverse disagrees.
+    (re.compile(r"\bi" + _ADV + r" prefer (?P<o>" + _OBJ + r") (?:over|to|rather than|more than|"
+                r"instead of) (?P<alt>" + _OBJ + ")" + _END, re.I), "prefers", "preference", .7,
      False),
+    (re.compile(r"\bi" + _ADV + r" prefer (?P<o>" + _OBJ + ")" + _END, re.I), "prefers",
+     "preference", .7, False),
+    (re.compile(r"\bi(?:'m| am)" + _ADV + r" (?:a|an|such an?) (?P<o>[a-z\-]+ person|night owl|"
+                r"early bird|introvert|extrovert|homebody|perfectionist)\b", re.I), "trait",
+     "identity", .75, False),
     (re.compile(r"\bi(?:'m| am)(?: not| no longer)?(?: also)? allergic to (?P<o>" + _OBJ + ")"
                 + _END, re.I), "allergic_to", "health", .9, False),
     (re.compile(r"\bi(?:'m| am)(?: not| no longer)? (?:a )?(?:vegetarian|vegan|pescatarian)\b",
@@ -204,7 +224,10 @@ def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) ->
         return f"{subject}'s birthday is {obj}"
     if predicate == "deadline":
         return f"The deadline{' for ' + qualifier if qualifier else ''} is {obj}"
-    if predicate == "job":
+    if predicate == "prefers" and qualifier and " vs " in qualifier:
+        other = next((x for x in qualifier.split(" vs ") if x != obj.casefold()), "")
+        return f"{subject} prefers {obj} to {other}".rstrip(" to")
+    if predicate in ("job", "trait"):
         return f"{subject} is {'an' if obj[:1].lower() in 'aeiou' else 'a'} {obj}"
     if predicate == "school":
         return f"{subject} studies at {obj}"
@@ -223,7 +246,9 @@ def _negated_statement(subject: str, predicate: str, obj: str, qualifier: str | 
     """'Sam no longer lives in Lisbon' (a stated change) or 'Sam is not allergic to nuts'."""
     positive = _statement(subject, predicate, obj, qualifier)
     rest = positive[len(subject) + 1:] if positive.startswith(subject + " ") else None
-    if rest is None:  # "Sam's favorite book is Dune", "The deadline ..."
+    if rest is None:  # "Sam's favorite book is (no longer) Dune", "The deadline ..."
+        if " is " in positive:
+            return positive.replace(" is ", " is no longer " if changed else " is not ", 1)
         return f"{'No longer' if changed else 'Not'} true: {positive}"
     verb, _, tail = rest.partition(" ")
     if changed and verb not in ("is", "has"):
@@ -275,6 +300,9 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
     hedged = bool(_HEDGE.search(text))
     out: list[FactCandidate] = []
     seen: set[tuple[str, str, str]] = set()
+    # Object spans taken per predicate: a more specific pattern (listed first) wins over a
+    # general one reading the same words ("prefer tea over coffee" vs "prefer <anything>").
+    taken: dict[str, list[tuple[int, int]]] = {}
     for rx, predicate, category, conf, change in _PATTERNS:
         for m in rx.finditer(text):
             groups = m.groupdict()
@@ -290,6 +318,12 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 subject = groups["s"]
             if not obj or len(obj) < 2:
                 continue
+            span = m.span("o") if groups.get("o") is not None else m.span()
+            if any(span[0] < e and s < span[1] for s, e in taken.get(predicate, ())):
+                continue
+            if groups.get("alt"):
+                alt = _TRIM.sub("", _clean(groups["alt"]))
+                qualifier = " vs ".join(sorted((_TRIM.sub("", obj).casefold(), alt.casefold())))
             if predicate == "relation":
                 qualifier = {"mom": "mother", "mum": "mother", "dad": "father",
                              "neighbor": "neighbour"}.get(qualifier or "", qualifier)
@@ -300,7 +334,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             if key in seen:
                 continue
             seen.add(key)
-            clause = text[_clause_start(text, m.start()):m.end()]
+            taken.setdefault(predicate, []).append(span)
+            clause = text[_clause_start(text, span[0]):m.end()]  # the object's own clause
             negated = bool(_NEG.search(clause)) and predicate not in ("dislikes",)
             sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
             changed = change or bool(_CHANGE.search(sentence))
