@@ -62,6 +62,30 @@ _NOT_ROLE = r"(?!(?:[a-z\-]+ ){0,2}(?:fan|regular|member|guest|customer|patient|
 _NOT_ORG = (r"(?!(?:all|the moment|home|night|work|times|least|first|once|heart|ease|best|worst|"
             r"now|the same time|the time|a while)\b)")
 _ROLE_AT = r"(?P<role>(?:[a-z\-]+ ){0,2}[a-z\-]+)"
+# Everyday activities: "I smoke", "I don't drink coffee", "I quit smoking" are habits.
+_ACTIVITIES = ("drink", "eat", "smoke", "vape", "run", "jog", "swim", "cycle", "bike", "ride",
+               "play", "practise", "practice", "meditate", "cook", "drive", "walk", "hike",
+               "climb", "read", "watch", "take", "go", "do", "work out", "exercise", "train",
+               "wake up", "get up", "sleep", "skip", "attend", "surf", "ski", "dance", "sing",
+               "paint", "write", "bake", "knit", "garden", "fish", "box", "lift", "row")
+_DOUBLED = frozenset({"run", "jog", "swim", "skip", "get", "shop", "stop", "sit"})
+
+
+def _gerund(verb: str) -> str:
+    head, _, rest = verb.partition(" ")
+    if head in _DOUBLED:
+        g = head + head[-1] + "ing"
+    elif head.endswith("e") and not head.endswith(("ee", "ye", "oe")) and head != "be":
+        g = head[:-1] + "ing"
+    else:
+        g = head + "ing"
+    return f"{g} {rest}".strip()
+
+
+_BASE = {_gerund(v).split()[0]: v.split()[0] for v in _ACTIVITIES}
+_ACT = "|".join(sorted((re.escape(v) for v in _ACTIVITIES), key=len, reverse=True))
+_ACTING = "|".join(sorted((re.escape(_gerund(v)) for v in _ACTIVITIES), key=len, reverse=True))
+_FREQ = r"(?: (?:usually|always|normally|often|sometimes|regularly|generally|mostly|rarely))*"
 # Places that employ people, for "I joined a startup called X".
 _ORG = (r"(?:startup|start-up|company|firm|agency|practice|studio|lab|bank|hospital|clinic|"
         r"school|council|charity|ngo|consultancy|nonprofit|non-profit|publisher|newspaper)")
@@ -157,6 +181,17 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
      .8, False),
     (re.compile(r"\bi(?:'m| am)(?: not| no longer| now)? (?:married|single|engaged|divorced|"
                 r"dating someone)\b", re.I), "relationship_status", "relationship", .85, False),
+    # Habits of everyday activities: "I smoke about half a pack a day", "I don't drink coffee",
+    # "I quit smoking", "I've started running", "I switched from tennis to padel".
+    (re.compile(r"\bi" + _ADV + _FREQ + r" (?P<o>(?:" + _ACT + r")\b[\w'\- ]{0,50}?)" + _END,
+                re.I), "habit", "habit", .75, False),
+    (re.compile(r"\bi(?:'ve| have)?(?: just| recently| finally)? (?:started|began|took up|quit|"
+                r"stopped|gave up) (?P<o>(?:" + _ACTING + r")\b[\w'\- ]{0,50}?)" + _END, re.I),
+     "habit", "habit", .75, True),
+    (re.compile(r"\bi(?:'ve| have)?(?: just| recently)? (?P<neg>(?P<noun>switched)) from (?P<o>" + _OBJ
+                + r") to ", re.I), "habit", "habit", .7, True),
+    (re.compile(r"\bi(?:'ve| have)?(?: just| recently)? (?P<noun>switched) (?:from [^,.!?]{1,40}? )?to "
+                r"(?P<o>" + _OBJ + ")" + _END, re.I), "habit", "habit", .7, True),
     (re.compile(r"\bi (?:usually|always|normally|often|tend to) (?P<o>[a-z][\w'\- ]{3,60}?)"
                 + _END, re.I), "habit", "habit", .75, False),
 ]
@@ -250,6 +285,9 @@ def _negated_statement(subject: str, predicate: str, obj: str, qualifier: str | 
         if " is " in positive:
             return positive.replace(" is ", " is no longer " if changed else " is not ", 1)
         return f"{'No longer' if changed else 'Not'} true: {positive}"
+    if predicate == "habit":
+        return (f"{subject} no longer {third_person(obj)}" if changed
+                else f"{subject} does not {obj}")
     verb, _, tail = rest.partition(" ")
     if changed and verb not in ("is", "has"):
         return f"{subject} no longer {rest}"
@@ -321,6 +359,9 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             span = m.span("o") if groups.get("o") is not None else m.span()
             if any(span[0] < e and s < span[1] for s, e in taken.get(predicate, ())):
                 continue
+            if predicate == "habit":  # "quitting smoking" -> "smoke"
+                first, _, rest = obj.partition(" ")
+                obj = f"{_BASE.get(first.lower(), first)} {rest}".strip()
             if groups.get("alt"):
                 alt = _TRIM.sub("", _clean(groups["alt"]))
                 qualifier = " vs ".join(sorted((_TRIM.sub("", obj).casefold(), alt.casefold())))
@@ -336,7 +377,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             seen.add(key)
             taken.setdefault(predicate, []).append(span)
             clause = text[_clause_start(text, span[0]):m.end()]  # the object's own clause
-            negated = bool(_NEG.search(clause)) and predicate not in ("dislikes",)
+            negated = (bool(groups.get("neg")) or bool(_NEG.search(clause))) and \
+                predicate not in ("dislikes",)
             sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
             changed = change or bool(_CHANGE.search(sentence))
             c = conf - (0.25 if hedged else 0.0)
@@ -347,10 +389,13 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 if resolved:
                     obj = f"{obj} ({resolved})" if not re.match(r"\d{4}-", obj) else obj
             store = "procedural" if predicate in ("habit", "prefers") else "semantic"
+            statement = _statement(subject, predicate, obj, qualifier) if not negated \
+                else _negated_statement(subject, predicate, obj, qualifier, changed)
+            if groups.get("noun"):  # "switched from tennis to padel": things, not verbs
+                statement = f"{subject} {'no longer does' if negated else 'does'} {obj}"
             out.append(FactCandidate(
                 subject=subject, predicate=predicate, object=obj,
-                statement=_statement(subject, predicate, obj, qualifier) if not negated
-                else _negated_statement(subject, predicate, obj, qualifier, changed),
+                statement=statement,
                 category=category, confidence=round(max(0.1, c), 3), change=changed,
                 negated=negated, valid_from=valid_from, store=store,  # type: ignore[arg-type]
                 qualifier=qualifier, source_ids=(ep.id,)))
