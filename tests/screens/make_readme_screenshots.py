@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Render the README screenshots from the real app on the demo vault (offscreen, Fusion, the
+bundled font, the fixed palette, 1200x760), into ``assets/screenshots/``:
+
+    QT_QPA_PLATFORM=offscreen python tests/screens/make_readme_screenshots.py
+
+main.png: the main window with a fact selected in the detail pane; inbox.png: the Inbox with
+the demo's open contradiction; forget.png: the forget dialog showing a plan.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_SCALE_FACTOR", "1")
+MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
+if "KEPT_MODEL_DIR" not in os.environ and MODEL.is_dir():
+    os.environ["KEPT_MODEL_DIR"] = str(MODEL)
+OUT = ROOT / "assets" / "screenshots"
+BANNER = ("This is a demo vault with made-up memories (password: demo). "
+          "Start Kept with --vault FOLDER to create your own.")  # as ui.main.Controller
+
+
+def pump(app: Any, pred: Any = lambda: True, timeout: float = 30.0, settle: float = 0.3) -> None:
+    from PySide6.QtCore import QEventLoop, QThreadPool, QTimer
+    deadline = time.monotonic() + timeout
+    quiet = [time.monotonic()]
+    loop = QEventLoop()
+
+    def tick() -> None:
+        now = time.monotonic()
+        if QThreadPool.globalInstance().activeThreadCount() or not pred():
+            quiet[0] = now
+        if now - quiet[0] >= settle or now > deadline:
+            loop.quit()
+    timer = QTimer()
+    timer.timeout.connect(tick)
+    timer.start(20)
+    loop.exec()
+    timer.stop()
+    if not pred():
+        raise TimeoutError("the window did not get there")
+
+
+def save(widget: Any, name: str) -> Path:
+    path = OUT / name
+    widget.grab().toImage().save(str(path), "PNG", 0)
+    return path
+
+
+def main() -> int:
+    from PySide6.QtCore import QSize
+    from PySide6.QtWidgets import QApplication
+
+    from storage.paths import private_umask
+    from tests.screens.look import apply_look, find_memory, fixed_demo_vault
+    private_umask()
+    app = QApplication([sys.argv[0]])
+    apply_look(app)
+    OUT.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="kept-shots-")) / "demo"
+    vault = fixed_demo_vault(folder)
+    from ui.bridge import CoreBridge
+    from ui.dialogs.forget import ForgetDialog
+    from ui.main_window import MainWindow
+    win = MainWindow(vault, CoreBridge(), idle_minutes=5)
+    win.show_banner(BANNER)
+    win.resize(QSize(1200, 760))
+    win.show()
+    browse = win.browse
+    pump(app, lambda: browse.model.rowCount() > 0 and win.status_label.text() != "")
+    mid = find_memory(vault, "Sam lives in Porto", "semantic")
+    row = next(n for n, r in enumerate(browse.model.rows) if int(r.id) == mid)
+    browse.table.setCurrentIndex(browse.model.index(row, 0))
+    pump(app, lambda: browse.detail.memory_id == mid)
+    written = [save(win, "main.png")]
+
+    try:
+        from ui.views.inbox import InboxView  # noqa: F401
+    except ImportError:
+        print("ui/views/inbox.py is missing: no inbox.png", file=sys.stderr)
+    else:
+        win.nav.setCurrentItem(win.inbox_item)
+        page = win.page("inbox")
+        pump(app, lambda: bool(getattr(page, "cards", None))
+             and page.summary.text() != "Loading…")
+        written.append(save(win, "inbox.png"))
+        win.nav.setCurrentItem(win.nav.topLevelItem(0).child(0))
+        pump(app, lambda: browse.model.rowCount() > 0)
+
+    episode = find_memory(vault, "I moved to Porto; the Lisbon flat was too expensive.",
+                          "episodic")
+    dlg = ForgetDialog(win, ids=[episode])
+    dlg.resize(QSize(640, 520))
+    dlg.show()
+    pump(app, lambda: dlg.plan is not None)
+    written.append(save(dlg, "forget.png"))
+    dlg.reject()
+
+    win.clear_for_lock()
+    win.close()
+    pump(app)
+    vault.lock()
+    for path in written:
+        print(f"{path} {path.stat().st_size // 1024} KB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
