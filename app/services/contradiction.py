@@ -51,7 +51,13 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9 ]+", " ", text).strip()
 
 
+_ISO = re.compile(r"\((\d{4})-(\d\d-\d\d)\)")
+
+
 def same_object(x: str, y: str) -> bool:
+    dx, dy = _ISO.search(x), _ISO.search(y)
+    if dx and dy and dx.group(2) == dy.group(2):
+        return True  # "the 3rd of May (2026-05-03)" / "May 3 (2025-05-03)": the same day
     a, b = _norm(x), _norm(y)
     if not a or not b:
         return a == b

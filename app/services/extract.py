@@ -171,14 +171,19 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
      "pet_name", "possession", .85, False),
     (re.compile(r"\b(?P<s>" + _NAME + r")'s birthday is (?:on )?(?P<o>[\w ,]{3,30}?)" + _END),
      "birthday", "date", .85, False),
-    (re.compile(r"\bmy birthday is (?:on )?(?P<o>[\w ,]{3,30}?)" + _END, re.I), "birthday",
-     "date", .85, False),
-    (re.compile(r"\b(?:the )?deadline (?:for (?P<q>[\w ]{2,40}?) )?is (?:on )?(?P<o>[\w ,]{3,30}?)"
-                + _END, re.I), "deadline", "date", .8, False),
+    (re.compile(r"\bmy birthday(?: is|'s|s)(?: on)? (?P<o>[\w ,]{3,30}?)" + _END, re.I),
+     "birthday", "date", .85, False),
+    # Dates of events a person has once: "our wedding anniversary is June 3rd".
+    (re.compile(r"\b(?:my|our) (?P<q>(?:wedding |engagement )?anniversary|wedding|graduation|"
+                r"due date)(?: is|'s)(?: on)? (?P<o>[\w ,]{3,30}?)" + _END, re.I), "date_of",
+     "date", .8, False),
+    # "The report deadline is / got pushed to May 19" before the general "deadline is".
     (re.compile(r"\b(?:the|my|our) (?P<q>[a-z][\w ]{1,40}?) deadline (?:is (?:now )?(?:on )?|"
                 r"(?:got|has been|was|is being) (?:pushed|moved|extended|postponed|brought forward)"
                 r"(?: back)? (?:to|until) )(?P<o>[\w ,]{3,30}?)" + _END, re.I), "deadline", "date",
      .8, False),
+    (re.compile(r"\b(?:the )?deadline (?:for (?P<q>[\w ]{2,40}?) )?is (?:on )?(?P<o>[\w ,]{3,30}?)"
+                + _END, re.I), "deadline", "date", .8, False),
     (re.compile(r"\bi(?:'m| am)(?: not| no longer| now)? (?:married|single|engaged|divorced|"
                 r"dating someone)\b", re.I), "relationship_status", "relationship", .85, False),
     # Habits of everyday activities: "I smoke about half a pack a day", "I don't drink coffee",
@@ -236,11 +241,26 @@ def _dateparser() -> object:
     return dateparser
 
 
+_DATEISH = re.compile(r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|"
+                      r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:today|tonight|"
+                      r"tomorrow|next|this|end of|midnight|noon)\b", re.I)
+_DAY_ONLY = re.compile(r"^(?:[a-z]+day,? )?(?:the )?(\d{1,2})(?:st|nd|rd|th)?$", re.I)
+
+
 def resolve_date(text: str, at: float) -> str | None:
     """A date phrase read relative to when it was said ("next Friday" -> 2026-05-08)."""
+    base = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
+    day = _DAY_ONLY.match(text.strip())
+    if day:  # "the 12th", "Friday the 12th": dateparser reads a lone 12 as December
+        n, year, month = int(day.group(1)), base.year, base.month
+        if n < base.day:
+            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        try:
+            return datetime(year, month, n).date().isoformat()
+        except ValueError:
+            return None
     try:
         dp = _dateparser()
-        base = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
         d = dp.parse(text, settings={"RELATIVE_BASE": base,  # type: ignore[attr-defined]
                                      "PREFER_DATES_FROM": "future", "STRICT_PARSING": False})
     except Exception:  # dateparser has many failure modes on free text; a date is optional
@@ -257,8 +277,10 @@ def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) ->
         return f"{subject} has a {qualifier} named {obj}"
     if predicate == "birthday":
         return f"{subject}'s birthday is {obj}"
+    if predicate == "date_of":
+        return f"{subject}'s {qualifier or 'date'} is {obj}"
     if predicate == "deadline":
-        return f"The deadline{' for ' + qualifier if qualifier else ''} is {obj}"
+        return f"The {qualifier + ' ' if qualifier else ''}deadline is {obj}"
     if predicate == "prefers" and qualifier and " vs " in qualifier:
         other = next((x for x in qualifier.split(" vs ") if x != obj.casefold()), "")
         return f"{subject} prefers {obj} to {other}".rstrip(" to")
@@ -384,7 +406,11 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             c = conf - (0.25 if hedged else 0.0)
             valid_from = ep.occurred_at if predicate in ("lives_in", "works_at", "job",
                                                           "relationship_status") else None
-            if predicate in ("birthday", "deadline"):
+            if predicate in ("birthday", "deadline", "date_of"):
+                if not _DATEISH.search(obj):
+                    continue  # "the deadline is tight"
+                if predicate == "date_of" and qualifier and qualifier.endswith("anniversary"):
+                    qualifier = "anniversary"  # wedding anniversary = our anniversary
                 resolved = resolve_date(obj, ep.occurred_at)
                 if resolved:
                     obj = f"{obj} ({resolved})" if not re.match(r"\d{4}-", obj) else obj
