@@ -86,6 +86,10 @@ _BASE = {_gerund(v).split()[0]: v.split()[0] for v in _ACTIVITIES}
 _ACT = "|".join(sorted((re.escape(v) for v in _ACTIVITIES), key=len, reverse=True))
 _ACTING = "|".join(sorted((re.escape(_gerund(v)) for v in _ACTIVITIES), key=len, reverse=True))
 _FREQ = r"(?: (?:usually|always|normally|often|sometimes|regularly|generally|mostly|rarely))*"
+# A job held only at some times ("on weekends I work at a bar") does not exclude another one.
+_SCOPE = re.compile(r"\b(?:on|at|during|over|in) (?:the )?(weekends?|weekdays?|week|nights?|"
+                    r"evenings?|summers?|winters?|holidays)\b|\b(part[- ]time|on the side)\b",
+                    re.I)
 # Places that employ people, for "I joined a startup called X".
 _ORG = (r"(?:startup|start-up|company|firm|agency|practice|studio|lab|bank|hospital|clinic|"
         r"school|council|charity|ngo|consultancy|nonprofit|non-profit|publisher|newspaper)")
@@ -109,7 +113,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
     (re.compile(r"\bi(?:'ve| have)?(?: now| just| recently)? ?(?:started|began) (?:working|a new "
                 r"job|a job) (?:at|for|with) (?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work",
      .85, True),
-    (re.compile(r"\bi(?:'ve| have)?(?: just| recently)? joined (?P<o>(?:an? |the )?(?:[\w\-]+ )?"
+    (re.compile(r"(?:\bi(?:'ve| have)?(?: just| recently)?|\bi\b[^.!?]{1,60}?\band(?: then| just)?)"
+                r" joined (?P<o>(?:an? |the )?(?:[\w\-]+ )?"
                 + _ORG + r"\b(?: (?:called|named) " + _NAME + r")?|" + _NAME + r"(?= as (?:a|an) ))",
                 re.I), "works_at", "work", .8, True),
     (re.compile(r"\bi(?:'ve| have)?(?: just| finally| recently)? (?:left|quit) (?:my job (?:at|with)"
@@ -326,6 +331,11 @@ def _clause_start(text: str, pos: int) -> int:
     return max(cut, low.rfind(" but ", 0, pos), low.rfind(" and ", 0, pos)) + 1
 
 
+def _clause_end(text: str, pos: int) -> int:
+    m = re.compile(r"[,;:!?\n]|\.(?=\s|$)|\s(?:but|and)\s", re.I).search(text, pos)
+    return m.start() if m else len(text)
+
+
 def _sentence_start(text: str, pos: int) -> int:
     return max(text.rfind(c, 0, pos) for c in ".!?\n") + 1
 
@@ -404,6 +414,11 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
             changed = change or bool(_CHANGE.search(sentence))
             c = conf - (0.25 if hedged else 0.0)
+            if predicate in ("works_at", "job") and not qualifier:
+                whole = text[_clause_start(text, span[0]):_clause_end(text, m.end())]
+                scope = _SCOPE.search(whole)
+                if scope:
+                    qualifier = (scope.group(1) or scope.group(2)).lower().rstrip("s")
             valid_from = ep.occurred_at if predicate in ("lives_in", "works_at", "job",
                                                           "relationship_status") else None
             if predicate in ("birthday", "deadline", "date_of"):
@@ -417,6 +432,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             store = "procedural" if predicate in ("habit", "prefers") else "semantic"
             statement = _statement(subject, predicate, obj, qualifier) if not negated \
                 else _negated_statement(subject, predicate, obj, qualifier, changed)
+            if predicate in ("works_at", "job") and qualifier:
+                statement += f" ({qualifier})"  # "Sam works at the bar (weekend)"
             if groups.get("noun"):  # "switched from tennis to padel": things, not verbs
                 statement = f"{subject} {'no longer does' if negated else 'does'} {obj}"
             out.append(FactCandidate(
