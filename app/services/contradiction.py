@@ -27,7 +27,21 @@ from app.domain.fact import SINGLE_VALUED
 
 Verdict = Literal["duplicate", "update", "contradiction", "compatible"]
 SINGLE_RELATIONS = frozenset({"mother", "father", "wife", "husband", "partner", "girlfriend",
-                              "boyfriend", "boss", "manager", "fiance", "fiancee"})
+                              "boyfriend", "boss", "manager", "fiance", "fiancee", "spouse"})
+# A general word for a kind of relation (or pet) covers the specific ones: "Lucas and I broke up"
+# (partner) meets "my boyfriend is Lucas"; "I'm an only child" (sibling) meets "my sister Ana".
+GENERIC = {
+    "partner": frozenset({"boyfriend", "girlfriend", "husband", "wife", "fiance", "fiancee",
+                          "spouse"}),
+    "spouse": frozenset({"husband", "wife"}),
+    "sibling": frozenset({"sister", "brother"}),
+    "child": frozenset({"son", "daughter"}),
+    "pet": frozenset({"dog", "cat", "puppy", "kitten", "bird", "rabbit", "hamster", "horse",
+                      "fish", "turtle"}),
+}
+# The object of "I have no pets", "I'm an only child", "I don't own a car": none at all, so any
+# stated one disagrees.
+NONE = "(none)"
 OPPOSITES = {("likes", "dislikes"), ("dislikes", "likes"), ("prefers", "dislikes"),
              ("dislikes", "prefers")}
 
@@ -91,6 +105,11 @@ def covers(x: str, y: str) -> bool:
     return bool(small) and any(len(w) >= 3 for w in small) and small <= big
 
 
+def qualifiers_meet(x: str | None, y: str | None) -> bool:
+    a, b = x or "", y or ""
+    return a == b or b in GENERIC.get(a, ()) or a in GENERIC.get(b, ())
+
+
 def _single(p: str, qualifier: str | None) -> bool:
     if p == "prefers":  # "tea vs coffee": one of the two
         return qualifier is not None
@@ -113,15 +132,13 @@ def classify(a: FactView, b: FactView) -> Verdict:
         return "compatible"
     if a.predicate != b.predicate:
         return "compatible"
-    if a.predicate == "relation":
-        if (a.qualifier or "") != (b.qualifier or ""):
-            # Ana is my sister / Ana is my friend: one person, two relations, both can hold,
-            # except when one of them admits only one person and names someone else.
-            return "compatible"
-    elif (a.qualifier or "") != (b.qualifier or ""):
-        return "compatible"  # favourite book vs favourite colour
+    if not qualifiers_meet(a.qualifier, b.qualifier):
+        # Ana is my sister / Ana is my friend: one person, two relations, both can hold;
+        # favourite book vs favourite colour.
+        return "compatible"
     if a.negated != b.negated:
-        if same_object(a.object, b.object) or covers(a.object, b.object):
+        if NONE in (a.object, b.object) or same_object(a.object, b.object) \
+                or covers(a.object, b.object):
             # "I'm not allergic to nuts" denies; "I'm no longer ..." / "I've started ..." changes.
             return "update" if newer.change else "contradiction"
         return "compatible"  # "no longer in Lisbon" and "in Porto" agree

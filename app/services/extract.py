@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from app.domain.fact import EpisodeView, FactCandidate
+from app.services.contradiction import NONE
 
 _NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
 _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
@@ -90,6 +91,23 @@ _FREQ = r"(?: (?:usually|always|normally|often|sometimes|regularly|generally|mos
 _SCOPE = re.compile(r"\b(?:on|at|during|over|in) (?:the )?(weekends?|weekdays?|week|nights?|"
                     r"evenings?|summers?|winters?|holidays)\b|\b(part[- ]time|on the side)\b",
                     re.I)
+# Having none: "I'm an only child", "I don't have any pets", "I have no kids", "I don't own a
+# car". (predicate, qualifier, what the statement says)
+_NONE_KINDS = {"sibling": ("relation", "sibling", "siblings"), "brother": ("relation", "sibling",
+               "siblings"), "kid": ("relation", "child", "children"),
+               "child": ("relation", "child", "children"), "pet": ("pet_name", "pet", "pets"),
+               "car": ("car", None, "car"), "partner": ("relation", "partner", "partner"),
+               "boyfriend": ("relation", "partner", "partner"),
+               "girlfriend": ("relation", "partner", "partner")}
+_HAVE_NONE = re.compile(
+    r"\bi(?:'m| am) an only child\b|\bi(?: (?:don't|do not|no longer|never))(?: really| even)? "
+    r"(?:have|own|had)(?: any| a| an)? (?P<k>siblings?|brothers? or sisters?|kids?|children|"
+    r"child|pets?|car|partner|boyfriend|girlfriend)\b|\bi(?:'ve| have) (?:got )?no (?P<k2>"
+    r"siblings|brothers or sisters|kids|children|pets|car|partner|boyfriend|girlfriend)\b", re.I)
+# "Lucas and I broke up", "I broke up with Lucas": a partner no longer.
+_BROKE_UP = re.compile(r"(?i:\b(?:i (?:broke|split) up with|i(?:'m| am) divorced from) )(?P<o>"
+                       + _NAME + r")\b|\b(?P<o2>" + _NAME + r") and [Ii] (?i:broke up|split up|"
+                       r"separated|got divorced|divorced)\b")
 # Places that employ people, for "I joined a startup called X".
 _ORG = (r"(?:startup|start-up|company|firm|agency|practice|studio|lab|bank|hospital|clinic|"
         r"school|council|charity|ngo|consultancy|nonprofit|non-profit|publisher|newspaper)")
@@ -189,6 +207,14 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
      .8, False),
     (re.compile(r"\b(?:the )?deadline (?:for (?P<q>[\w ]{2,40}?) )?is (?:on )?(?P<o>[\w ,]{3,30}?)"
                 + _END, re.I), "deadline", "date", .8, False),
+    # "I'm seeing someone called Theo", "I'm dating Ana", "I'm engaged to Chris".
+    (re.compile(r"(?i:\bi(?:'m| am)(?: now| currently)? (?:seeing|dating|going out with) "
+                r"(?:someone |a (?:guy|girl|man|woman) )?(?:called |named )?)(?P<o>" + _NAME + ")"),
+     "relation", "relationship", .75, False),
+    (re.compile(r"(?i:\bi(?:'m| am)(?: now)? (?P<q>engaged|married) to )(?P<o>" + _NAME + ")"),
+     "relation", "relationship", .85, False),
+    (re.compile(r"(?i:\bi (?:drive|own)(?: a| an)(?: old| new)? )(?P<o>[A-Z][\w\-]+"
+                r"(?: [A-Z0-9][\w\-]*){0,2})"), "car", "possession", .75, False),
     (re.compile(r"\bi(?:'m| am)(?: not| no longer| now)? (?:married|single|engaged|divorced|"
                 r"dating someone)\b", re.I), "relationship_status", "relationship", .85, False),
     # Habits of everyday activities: "I smoke about half a pack a day", "I don't drink coffee",
@@ -276,6 +302,8 @@ def resolve_date(text: str, at: float) -> str | None:
 def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) -> str:
     if predicate == "relation":
         return f"{obj} is {subject}'s {qualifier}"
+    if predicate == "car":
+        return f"{subject} drives a {obj}"
     if predicate == "favorite":
         return f"{subject}'s favorite {qualifier} is {obj}"
     if predicate == "pet_name":
@@ -399,7 +427,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 qualifier = " vs ".join(sorted((_TRIM.sub("", obj).casefold(), alt.casefold())))
             if predicate == "relation":
                 qualifier = {"mom": "mother", "mum": "mother", "dad": "father",
-                             "neighbor": "neighbour"}.get(qualifier or "", qualifier)
+                             "neighbor": "neighbour", "engaged": "fiance", "married": "spouse",
+                             None: "partner"}.get(qualifier, qualifier)
             if predicate in ("likes", "dislikes", "prefers", "lives_in", "works_at", "from",
                              "school"):
                 obj = _TRIM.sub("", obj)
@@ -442,6 +471,35 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 category=category, confidence=round(max(0.1, c), 3), change=changed,
                 negated=negated, valid_from=valid_from, store=store,  # type: ignore[arg-type]
                 qualifier=qualifier, source_ids=(ep.id,)))
+    out.extend(_having_none(text, speaker, ep, hedged))
+    return out
+
+
+def _having_none(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCandidate]:
+    """'I have no pets', 'I'm an only child', 'Lucas and I broke up': negated facts whose
+    object is NONE (any stated one disagrees) or the former partner."""
+    out: list[FactCandidate] = []
+    for m in _HAVE_NONE.finditer(text):
+        kind = (m.group("k") or m.group("k2") or "sibling").lower()
+        kind = re.sub(r"(?:ren|s)$", "", kind.split()[0]) if kind != "children" else "child"
+        predicate, qualifier, noun = _NONE_KINDS.get(kind, ("relation", "sibling", "siblings"))
+        sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
+        changed = bool(_CHANGE.search(sentence))
+        noun = f"a {noun}" if noun in ("car", "partner") else noun
+        out.append(FactCandidate(
+            subject=speaker, predicate=predicate, object=NONE,
+            statement=f"{speaker} {'no longer has' if changed else 'has no'} "
+                      f"{noun.removeprefix('a ') if not changed else noun}",
+            category="possession" if predicate != "relation" else "relationship",
+            confidence=round(.8 - (.25 if hedged else 0), 3), change=changed, negated=True,
+            qualifier=qualifier, source_ids=(ep.id,)))
+    for m in _BROKE_UP.finditer(text):
+        name = m.group("o") or m.group("o2")
+        out.append(FactCandidate(
+            subject=speaker, predicate="relation", object=name,
+            statement=f"{name} is no longer {speaker}'s partner", category="relationship",
+            confidence=round(.8 - (.25 if hedged else 0), 3), change=True, negated=True,
+            qualifier="partner", source_ids=(ep.id,)))
     return out
 
 
