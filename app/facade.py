@@ -473,8 +473,11 @@ class Vault:
                 now: float | None = None) -> Any:
         from app.services.context import assemble
         now = self.clock.now() if now is None else now
-        hits = self.recall(query, k=40, now=now)
-        return assemble(self, query, hits, budget=budget, now=now)
+        hits = self.recall(query, k=40, now=now, touch=False)
+        ctx = assemble(self, query, hits, budget=budget, now=now)
+        # Only what made it into the context was "returned" (DESIGN 6.5).
+        self.recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
+        return ctx
 
     def explain(self, mid: int, query: str | None = None, now: float | None = None) -> Any:
         from app.services.context import explain
@@ -496,7 +499,7 @@ class Vault:
             # Implicit statistics are recomputed from what is left (their text may name
             # what was forgotten).
             from app.services.consolidation import recompute_statistics
-            recompute_statistics(self, self.clock.now())
+            recompute_statistics(self, self.clock.now(), create=False)
             self.db.checkpoint()
         changes = Changes(memories=True, entities=True, contradictions=True, history=True,
                           index=True, runs=True)

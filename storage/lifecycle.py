@@ -207,6 +207,12 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
         conn, "SELECT memory_id FROM llm_reply_source WHERE reply_id = ?", [r]) <= ids}
     for chunk in _chunked(sorted(gone_replies)):
         conn.execute(f"DELETE FROM llm_reply WHERE id IN ({_marks(len(chunk))})", chunk)
+    # Neighbours quote a turn in their ``ctx`` full-text column: rewrite them afterwards.
+    places: set[tuple[str, str, int]] = set()
+    for chunk in _chunked(sorted(ids)):
+        places |= {(r[0], r[1], r[2]) for r in conn.execute(
+            f"SELECT session, store, seq FROM memory WHERE id IN ({_marks(len(chunk))}) "
+            "AND session IS NOT NULL AND seq IS NOT NULL", chunk)}
     for chunk in _chunked(sorted(ids)):
         m = _marks(len(chunk))
         conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({m})", chunk)
@@ -214,6 +220,9 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
         conn.execute(f"UPDATE memory SET superseded_by = NULL WHERE superseded_by IN ({m})",
                      chunk)
         conn.execute(f"DELETE FROM memory WHERE id IN ({m})", chunk)
+    from storage.repo import refresh_context
+    for session, store, seq in sorted(places):
+        refresh_context(conn, session, store, seq)
     for chunk in _chunked(sorted(gone_entities)):
         conn.execute(f"DELETE FROM entity WHERE id IN ({_marks(len(chunk))})", chunk)
     # Summaries may quote what went: clear them; the weekly synthesis writes them anew.

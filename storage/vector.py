@@ -130,6 +130,28 @@ class VectorIndex:
                 return out[:k]
             want = min(n, want * 4)
 
+    def similarities(self, q: np.ndarray, ids: list[int]) -> dict[int, float]:
+        """Cosines of ``q`` with the given ids (those in the index)."""
+        with self._lock:
+            rows = [(int(i), self._row[int(i)]) for i in ids if int(i) in self._row]
+            if not rows:
+                return {}
+            sims = self._mat[[r for _, r in rows]] @ np.asarray(q, dtype=np.float32)
+        return {i: float(x) for (i, _), x in zip(rows, sims, strict=True)}
+
+    def min_similarity(self, q: np.ndarray, sample: int = 8192) -> float:
+        """The lowest cosine of ``q`` over the store (exact up to ``sample`` rows, else over an
+        even sample): the floor that dense scores are scaled from."""
+        with self._lock:
+            n = self._n
+            if n == 0:
+                return 0.0
+            step = max(1, n // sample)
+            rows = self._mat[:n:step]
+            live = self._ids[:n:step] >= 0
+            sims = rows[live] @ np.asarray(q, dtype=np.float32)
+        return float(sims.min()) if len(sims) else 0.0
+
     def _search_chroma(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None
                        ) -> list[tuple[int, float]] | None:
         want = k if keep is None else max(4 * k, k + 64)

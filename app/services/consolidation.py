@@ -199,6 +199,10 @@ class ConsolidationService:
         return lambda eps: [f for e in eps for f in extract(e)]
 
     def _llm_extractor(self) -> Callable[[list[EpisodeView]], list[FactCandidate]]:
+        """The optional LLM extractor. When it cannot help (no consent for a cloud endpoint,
+        the endpoint is down, a reply stays malformed after one retry: its raw text is kept
+        encrypted in llm_reply), the batch falls back to the rules, so consolidation always
+        progresses; the run report counts those batches."""
         from app.services.llm import LlmConfig, LlmExtractor
 
         def setting(key: str) -> Any:
@@ -209,6 +213,7 @@ class ConsolidationService:
                         redact=bool(setting("extraction.redact")))
         llm = LlmExtractor(cfg)
         names = self.vault.recall_service.known_people()
+        self.llm_fallbacks = 0
 
         def run(eps: list[EpisodeView]) -> list[FactCandidate]:
             def save_raw(raw: str, error: str) -> None:
@@ -218,14 +223,40 @@ class ConsolidationService:
                     conn.executemany("INSERT OR IGNORE INTO llm_reply_source VALUES (?, ?)",
                                      [(rid, e.id) for e in eps])
                 self.db.write_sync(w)
-            facts, deletes = llm.extract(eps, names, save_raw)
+            try:
+                facts, deletes = llm.extract(eps, names, save_raw)
+            except AppError as exc:
+                log.warning("LLM extraction unavailable (%s); rules used for this batch",
+                            type(exc).__name__)
+                self.llm_fallbacks += 1
+                return [f for e in eps for f in extract(e)]
             for d in deletes:
-                # An LLM DELETE never deletes: it becomes an inbox item for the person.
-                if d.memory_id is not None:
-                    self._review_request(d.memory_id, d.reason or "the assistant thinks this "
-                                         "is no longer true")
+                # An LLM DELETE never deletes: the memory it means goes to the person's inbox.
+                target = d.memory_id if d.memory_id is not None else self._match_fact(
+                    d.statement)
+                if target is not None:
+                    self._review_request(target, d.reason or "the assistant thinks this is no "
+                                         "longer true")
             return facts
         return run
+
+    def _match_fact(self, statement: str) -> int | None:
+        """The active fact a free-text statement most likely means, if one clearly matches."""
+        from rapidfuzz import fuzz
+
+        from app.services.recall import query_tokens
+        match = repo.fts_query(query_tokens(statement))
+        if not match:
+            return None
+
+        def read(conn: Any) -> int | None:
+            for mid, _score in repo.fts_search(conn, match, 5):
+                row = conn.execute("SELECT text FROM memory WHERE id = ? AND status = 'active' "
+                                   "AND store IN ('semantic','procedural')", (mid,)).fetchone()
+                if row and fuzz.token_set_ratio(row[0], statement) >= 80:
+                    return int(mid)
+            return None
+        return self.db.read(read)  # type: ignore[no-any-return]
 
     def _review_request(self, mid: int, reason: str) -> None:
         def w(conn: Any) -> None:
@@ -730,8 +761,10 @@ def _supersede(conn: Any, rl: RunLog | None, loser: int, winner: int, now: float
         rl.change(conn, "link", winner, src=winner, dst=loser, kind="SUPERSEDES")
 
 
-def recompute_statistics(vault: Any, now: float, rl: RunLog | None = None) -> int:
-    """Implicit store: aggregate behaviour statistics, recomputed (also after a forget)."""
+def recompute_statistics(vault: Any, now: float, rl: RunLog | None = None, *,
+                         create: bool = True) -> int:
+    """Implicit store: aggregate behaviour statistics, recomputed (also after a forget, then
+    with ``create=False``: existing ones are updated or removed, none are added)."""
     from app.services.habits import statistics
 
     def write(conn: Any) -> int:
@@ -752,12 +785,15 @@ def recompute_statistics(vault: Any, now: float, rl: RunLog | None = None) -> in
                                  " WHERE memory_id = ?", (value, sample, now, mid))
                     conn.execute("UPDATE memory SET text = ? WHERE id = ?", (text, mid))
                     conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (mid,))
-                    conn.execute("INSERT INTO memory_fts (rowid, text, keys) VALUES (?, ?, '')",
+                    conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES "
+                                 "(?, ?, '', '')",
                                  (mid, text))
                     if rl is not None:
                         rl.change(conn, "statistic", mid, value=old_value,
                                   sample_size=old_sample)
                     n += 1
+                continue
+            if not create:
                 continue
             d = Draft(text=text, store=Store.IMPLICIT, occurred_at=now, importance=0.4,
                       extra={"metric": metric, "value": value, "sample_size": sample,

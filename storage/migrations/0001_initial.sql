@@ -34,6 +34,7 @@ CREATE TABLE memory (
 CREATE INDEX memory_store_order ON memory(store, status, occurred_at, id);
 CREATE INDEX memory_occurred ON memory(occurred_at, id);
 CREATE INDEX memory_session_ref ON memory(session, ref);
+CREATE INDEX memory_session_seq ON memory(session, store, seq);
 CREATE INDEX memory_superseded_by ON memory(superseded_by);
 
 -- Store-specific columns.
@@ -131,8 +132,10 @@ CREATE TABLE vector (
     vec       BLOB NOT NULL
 );
 
--- Full text; rowid = memory.id. ``keys`` holds extra lexical keys (speaker, dates).
-CREATE VIRTUAL TABLE memory_fts USING fts5(text, keys, tokenize = 'porter unicode61 remove_diacritics 2');
+-- Full text; rowid = memory.id. ``keys``: who said it and when, written out; ``ctx``: the
+-- same-session turns within 2 of it (a question's words are often in the turn before the
+-- answer: +.09 R@10 on LoCoMo dev).
+CREATE VIRTUAL TABLE memory_fts USING fts5(text, keys, ctx, tokenize = 'porter unicode61 remove_diacritics 2');
 INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 1);
 
 -- Consolidation runs and their undo log.

@@ -12,7 +12,8 @@ from app.services.context import SECTIONS
 from app.services.text import approx_tokens
 from tests.app.conftest import DAY, HOUR, T0, neutral, remember, row, turn
 
-BREAKDOWN_KEYS = {"lexical", "dense", "relevance", "boost", "composite", "final", "importance",
+BREAKDOWN_KEYS = {"lexical", "dense", "relevance", "session", "person", "boost", "composite",
+                  "final", "importance",
                   "recency", "frequency", "emotional", "social"}
 
 
