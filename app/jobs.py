@@ -93,6 +93,19 @@ def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
     return sched
 
 
+def reschedule(sched: Any, settings: Callable[[str], Any]) -> None:
+    """Apply changed intervals to a running scheduler at once (no restart, no waiting)."""
+    sched.reschedule_job("heartbeat", trigger="interval",
+                         minutes=int(settings("consolidation.heartbeat_minutes")))
+    sched.reschedule_job("consolidation", trigger="interval",
+                         minutes=int(settings("consolidation.interval_minutes")))
+    sched.reschedule_job("decay", trigger="cron", hour=int(settings("consolidation.decay_hour")),
+                         minute=0)
+    sched.reschedule_job("synthesis", trigger="cron",
+                         day_of_week=int(settings("consolidation.synthesis_weekday")), hour=0,
+                         minute=0)
+
+
 def shutdown(sched: Any, jobs: Jobs) -> None:
     """Cancel the running job at its next batch boundary and wait for it (B5.8 order)."""
     jobs.cancel.cancel()

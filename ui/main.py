@@ -111,9 +111,24 @@ class Controller:
         self.jobs = Jobs(self.vault, SystemClock(), on_done=self.bridge.job_listener)
         self.scheduler = build_scheduler(self.jobs, self.vault.setting)
         self.scheduler.start()
+        self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
+
+    def _on_bridge_changes_applied(self, changes: Any, _initiator: Any) -> None:
+        """Changed schedules apply at once; the settings are read off the GUI thread."""
+        if not getattr(changes, "settings", False) or self.scheduler is None:
+            return
+        from app.jobs import reschedule
+        from ui.tasks import run_query
+        vault, sched = self.vault, self.scheduler
+        if self.window is not None:
+            run_query(self.window, lambda: reschedule(sched, vault.setting), lambda _r: None)
 
     def _stop_scheduler(self) -> None:
         from app.jobs import shutdown
+        try:
+            self.bridge.changes_applied.disconnect(self._on_bridge_changes_applied)
+        except (RuntimeError, TypeError):
+            pass
         if self.scheduler is not None:
             shutdown(self.scheduler, self.jobs)
         self.scheduler = self.jobs = None

@@ -233,6 +233,15 @@ def test_scheduler_wiring_adds_the_jobs(vault: Vault) -> None:
     vault.set_setting("consolidation.heartbeat_minutes", 5)
     sched2 = build_scheduler(jobs, vault.setting)
     assert sched2.get_job("heartbeat").trigger.interval.total_seconds() == 300
+    # A running scheduler picks up a change at once.
+    from app.jobs import reschedule
+    sched2.start(paused=True)
+    try:
+        vault.set_setting("consolidation.heartbeat_minutes", 7)
+        reschedule(sched2, vault.setting)
+        assert sched2.get_job("heartbeat").trigger.interval.total_seconds() == 420
+    finally:
+        sched2.shutdown(wait=False)
 
 
 def test_jobs_never_overlap_and_survive_failures(vault_dir: Path, fast_kdf: object,
