@@ -98,12 +98,14 @@ _NONE_KINDS = {"sibling": ("relation", "sibling", "siblings"), "brother": ("rela
                "child": ("relation", "child", "children"), "pet": ("pet_name", "pet", "pets"),
                "car": ("car", None, "car"), "partner": ("relation", "partner", "partner"),
                "boyfriend": ("relation", "partner", "partner"),
-               "girlfriend": ("relation", "partner", "partner")}
+               "girlfriend": ("relation", "partner", "partner"),
+               "live": ("lives_with", None, "one living with them")}
 _HAVE_NONE = re.compile(
     r"\bi(?:'m| am) an only child\b|\bi(?: (?:don't|do not|no longer|never))(?: really| even)? "
     r"(?:have|own|had)(?: any| a| an)? (?P<k>siblings?|brothers? or sisters?|kids?|children|"
     r"child|pets?|car|partner|boyfriend|girlfriend)\b|\bi(?:'ve| have) (?:got )?no (?P<k2>"
-    r"siblings|brothers or sisters|kids|children|pets|car|partner|boyfriend|girlfriend)\b", re.I)
+    r"siblings|brothers or sisters|kids|children|pets|car|partner|boyfriend|girlfriend)\b|"
+    r"\bi(?: now| still| currently)? (?P<alone>live) (?:alone|by myself|on my own)\b", re.I)
 # "Lucas and I broke up", "I broke up with Lucas": a partner no longer.
 _BROKE_UP = re.compile(r"(?i:\b(?:i (?:broke|split) up with|i(?:'m| am) divorced from) )(?P<o>"
                        + _NAME + r")\b|\b(?P<o2>" + _NAME + r") and [Ii] (?i:broke up|split up|"
@@ -213,6 +215,15 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
      "relation", "relationship", .75, False),
     (re.compile(r"(?i:\bi(?:'m| am)(?: now)? (?P<q>engaged|married) to )(?P<o>" + _NAME + ")"),
      "relation", "relationship", .85, False),
+    # "I live with my partner and our kids" (any number of people; "I live alone" says none).
+    (re.compile(r"\b(?:i|we)(?:'ve| have)?" + _ADV + r" (?:live|living|lived) with (?P<o>"
+                + _OBJ + ")" + _END, re.I), "lives_with", "relationship", .75, False),
+    # Places been to: "I've (never) been to Japan", "I went to Japan last year".
+    (re.compile(r"(?i:\b(?:i(?:'ve| have)" + _ADV + r" been|i(?: once| already)? (?:went|travell?ed|"
+                r"flew)|i(?:'ve| have)?" + _ADV + r" visited) to )(?P<o>" + _NAME + ")"),
+     "visited", "place", .7, False),
+    (re.compile(r"(?i:\bi(?:'ve| have)?" + _ADV + r" visited )(?P<o>" + _NAME + ")"),
+     "visited", "place", .7, False),
     (re.compile(r"(?i:\bi (?:drive|own)(?: a| an)(?: old| new)? )(?P<o>[A-Z][\w\-]+"
                 r"(?: [A-Z0-9][\w\-]*){0,2})"), "car", "possession", .75, False),
     (re.compile(r"\bi(?:'m| am)(?: not| no longer| now)? (?:married|single|engaged|divorced|"
@@ -304,6 +315,10 @@ def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) ->
         return f"{obj} is {subject}'s {qualifier}"
     if predicate == "car":
         return f"{subject} drives a {obj}"
+    if predicate == "visited":
+        return f"{subject} has been to {obj}"
+    if predicate == "lives_with":
+        return f"{subject} lives with {obj}"
     if predicate == "favorite":
         return f"{subject}'s favorite {qualifier} is {obj}"
     if predicate == "pet_name":
@@ -419,6 +434,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             span = m.span("o") if groups.get("o") is not None else m.span()
             if any(span[0] < e and s < span[1] for s, e in taken.get(predicate, ())):
                 continue
+            if predicate == "lives_with":  # "my parents in Glasgow" -> "their parents"
+                obj = re.sub(r"^my\b", "their", re.split(r"\s+in\s+", obj)[0], flags=re.I)
             if predicate == "habit":  # "quitting smoking" -> "smoke"
                 first, _, rest = obj.partition(" ")
                 obj = f"{_BASE.get(first.lower(), first)} {rest}".strip()
@@ -480,12 +497,19 @@ def _having_none(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list
     object is NONE (any stated one disagrees) or the former partner."""
     out: list[FactCandidate] = []
     for m in _HAVE_NONE.finditer(text):
-        kind = (m.group("k") or m.group("k2") or "sibling").lower()
+        kind = (m.group("k") or m.group("k2") or m.group("alone") or "sibling").lower()
         kind = re.sub(r"(?:ren|s)$", "", kind.split()[0]) if kind != "children" else "child"
         predicate, qualifier, noun = _NONE_KINDS.get(kind, ("relation", "sibling", "siblings"))
         sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
         changed = bool(_CHANGE.search(sentence))
         noun = f"a {noun}" if noun in ("car", "partner") else noun
+        if predicate == "lives_with":
+            out.append(FactCandidate(
+                subject=speaker, predicate=predicate, object=NONE,
+                statement=f"{speaker} lives alone", category="relationship",
+                confidence=round(.8 - (.25 if hedged else 0), 3), change=changed, negated=True,
+                source_ids=(ep.id,)))
+            continue
         out.append(FactCandidate(
             subject=speaker, predicate=predicate, object=NONE,
             statement=f"{speaker} {'no longer has' if changed else 'has no'} "
