@@ -179,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     private_umask()
     harden_process()
     setup_logging(args.debug)
+    if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
+        print("kept-app: no screen found (DISPLAY is not set). Run it on a desktop, or under "
+              "a virtual screen: xvfb-run -a kept-app. The CLI works without one: kept demo.",
+              file=sys.stderr)
+        return 2
     from ui.application import KeptApplication
     app = KeptApplication(sys.argv[:1])
     if not app.claim_single_instance():
