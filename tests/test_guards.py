@@ -1,0 +1,51 @@
+"""Guard tests (STYLE B9): layering, error messages, documented settings."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import app.errors
+from app.settings import SETTINGS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_app_and_storage_never_import_qt() -> None:
+    offenders = []
+    for folder in ("app", "storage"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text("utf-8"))
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                if any(n.split(".")[0] in ("PySide6", "shiboken6", "ui") for n in names):
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_every_app_error_has_its_own_user_message() -> None:
+    classes = [c for _n, c in inspect.getmembers(app.errors, inspect.isclass)
+               if issubclass(c, app.errors.AppError) and c is not app.errors.AppError]
+    assert len(classes) >= 10
+    for cls in classes:
+        assert cls.user_message and cls.user_message != app.errors.AppError.user_message, cls
+
+
+def test_every_setting_is_documented_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    missing = [s.key for s in SETTINGS if f"`{s.key}`" not in readme]
+    assert missing == []
+
+
+def test_chroma_never_persistent_outside_tests() -> None:
+    for folder in ("app", "storage", "ui"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text("utf-8"))
+            used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} | {
+                n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            assert "PersistentClient" not in used, path  # docstrings may name it; code may not
