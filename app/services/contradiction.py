@@ -105,6 +105,23 @@ def covers(x: str, y: str) -> bool:
     return bool(small) and any(len(w) >= 3 for w in small) and small <= big
 
 
+# A diet rules out eating some things: "I'm vegetarian" vs "I eat meat pretty much every day".
+_MEAT = "meat beef pork chicken steak bacon ham lamb sausage turkey veal burger"
+_DIET_EXCLUDES = {
+    "vegetarian": frozenset(f"{_MEAT} fish seafood".split()),
+    "pescatarian": frozenset(_MEAT.split()),
+    "vegan": frozenset(f"{_MEAT} fish seafood cheese egg dairy milk butter honey yogurt".split()),
+}
+
+
+def _diet_clash(diet: FactView, habit: FactView) -> bool:
+    if diet.predicate != "diet" or habit.predicate != "habit" or diet.negated or habit.negated:
+        return False
+    words = _content(habit.object)
+    banned = {_stem(w) for w in _DIET_EXCLUDES.get(_norm(diet.object), ())}
+    return bool(words & {_stem(v) for v in ("eat", "drink", "have")}) and bool(words & banned)
+
+
 def qualifiers_meet(x: str | None, y: str | None) -> bool:
     a, b = x or "", y or ""
     return a == b or b in GENERIC.get(a, ()) or a in GENERIC.get(b, ())
@@ -130,6 +147,8 @@ def classify(a: FactView, b: FactView) -> Verdict:
             return "update" if change or newer.occurred_at - older.occurred_at > 30 * 86400 \
                 else "contradiction"
         return "compatible"
+    if _diet_clash(a, b) or _diet_clash(b, a):
+        return "update" if change else "contradiction"
     if a.predicate != b.predicate:
         return "compatible"
     if not qualifiers_meet(a.qualifier, b.qualifier):
