@@ -11,6 +11,8 @@ an update or a contradiction; its predicted type is ``update`` if any fact pair 
     python -m tests.consolidation.contradiction_eval --errors # with every miss and false alarm
     python -m tests.consolidation.contradiction_eval --holdout # the 24 pairs written before
                                                                # the rules were tuned
+    python -m tests.consolidation.contradiction_eval --stress  # 32 pairs written after tuning,
+                                                               # mostly compatible near-misses
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from app.services.extract import extract
 DATA = Path(__file__).resolve().parents[1] / "data" / "fact_pairs.jsonl"
 # Written at the same time as DATA, before any rule was changed, and never used to tune them.
 HOLDOUT = DATA.with_name("fact_pairs_holdout.jsonl")
+# Written after the rules were tuned, before running them: near-misses for precision.
+STRESS = DATA.with_name("fact_pairs_stress.jsonl")
 LABELS = ("contradiction", "update", "compatible")
 CONFLICT = ("contradiction", "update")
 
@@ -130,7 +134,8 @@ def evaluate(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    report = evaluate(load(HOLDOUT) if "--holdout" in argv else None)
+    path = HOLDOUT if "--holdout" in argv else STRESS if "--stress" in argv else DATA
+    report = evaluate(load(path))
     if "--errors" not in argv:
         report["errors"] = [f"{e['id']}: {e['label']} -> {e['predicted']}"
                             for e in report["errors"]]
