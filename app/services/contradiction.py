@@ -8,7 +8,8 @@ classify(a, b) -> "duplicate" | "update" | "contradiction" | "compatible"
   vs dislikes of the same thing: likewise (an update only when the newer one states a change:
   "no longer", "anymore", "started"). A negation also meets a more specific statement of the
   same thing ("no longer at the bakery" / "at the bakery on Elm Street");
-- same subject, predicate and object: a **duplicate** (merged, corroborating).
+- same subject, predicate and object: a **duplicate** (merged, corroborating); one object a
+  more detailed form of the other ("New York" / "New York City") is compatible.
 
 resolve(a, b) applies the 003 order: a user-validated fact wins; else the newer wins when its
 confidence > .7; else a confidence margin > .2 wins; else the person decides (inbox).
@@ -167,6 +168,8 @@ def classify(a: FactView, b: FactView) -> Verdict:
         return "compatible"
     if not _single(a.predicate, a.qualifier):
         return "compatible"
+    if covers(a.object, b.object):
+        return "compatible"  # "New York" / "New York City", "Google" / "Google's London office"
     return "update" if change else "contradiction"
 
 
