@@ -130,6 +130,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 r"(?P<o>" + _OBJ + ")" + _END, re.I), "lives_in", "place", .8, False),
     (re.compile(r"\bi(?:'m| am) (?:originally )?from (?P<o>" + _OBJ + ")" + _END, re.I),
      "from", "place", .8, False),
+    # "I grew up in Ohio": one childhood place, but not the same claim as "I'm from X".
+    (re.compile(r"\bi (?P<q>grew up) in (?P<o>" + _OBJ + ")" + _END, re.I), "from", "place", .8,
+     False),
     (re.compile(r"\bi(?:'ve| have)?(?: now| just| recently)? ?(?:started|began) (?:working|a new "
                 r"job|a job) (?:at|for|with) (?P<o>" + _OBJ + ")" + _END, re.I), "works_at", "work",
      .85, True),
@@ -313,6 +316,8 @@ def resolve_date(text: str, at: float) -> str | None:
 def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) -> str:
     if predicate == "relation":
         return f"{obj} is {subject}'s {qualifier}"
+    if predicate == "from" and qualifier == "grew up":
+        return f"{subject} grew up in {obj}"
     if predicate == "car":
         return f"{subject} drives a {obj}"
     if predicate == "visited":
