@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 import random
 from typing import Any
@@ -154,7 +155,9 @@ valid_fact = st.fixed_dictionaries({
 def test_valid_replies_parse_back(facts: list[dict[str, Any]], kind: str) -> None:
     out, deletes = parse_reply(wrap(kind, json.dumps({"facts": facts, "deletes": []})))
     assert deletes == []
+    # Predicates come back in the parser's documented normal form (snake_case).
+    snake = [re.sub(r"[^a-z0-9]+", "_", f["predicate"].lower()).strip("_") for f in facts]
     assert [(f.predicate, f.confidence, f.store, f.change) for f in out] == \
-        [(f["predicate"], f["confidence"], f["store"], f["change"]) for f in facts]
+        [(p, f["confidence"], f["store"], f["change"]) for p, f in zip(snake, facts, strict=True)]
     assert [f.source_ids for f in out] == [tuple(dict.fromkeys(f["source_ids"])) for f in facts]
     check(out, deletes)
