@@ -125,11 +125,11 @@ class Controller:
 
     def _stop_scheduler(self) -> None:
         from app.jobs import shutdown
-        try:
-            self.bridge.changes_applied.disconnect(self._on_bridge_changes_applied)
-        except (RuntimeError, TypeError):
-            pass
-        if self.scheduler is not None:
+        if self.scheduler is not None:  # connected only while a scheduler runs
+            try:
+                self.bridge.changes_applied.disconnect(self._on_bridge_changes_applied)
+            except (RuntimeError, TypeError):
+                pass
             shutdown(self.scheduler, self.jobs)
         self.scheduler = self.jobs = None
 

@@ -516,9 +516,18 @@ def _plant_canary(vault: Any) -> tuple[bytes, int]:
 def test_auto_lock_controller_memory_hygiene(qtbot: Any, qapp: Any, tmp_path: Path,
                                              template: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.jobs
     from ui.dialogs.unlock import UnlockDialog
     from ui.main import Controller
-    monkeypatch.setattr(Controller, "_start_scheduler", lambda self: None)  # STYLE B9
+    real_build = app.jobs.build_scheduler
+
+    def build_unstarted(*args: Any, **kwargs: Any) -> Any:
+        # The real wiring (jobs added, bridge connected), but never a started
+        # BackgroundScheduler in a test (STYLE B9).
+        sched = real_build(*args, **kwargs)
+        sched.start = lambda *a, **k: None
+        return sched
+    monkeypatch.setattr(app.jobs, "build_scheduler", build_unstarted)
     monkeypatch.setattr(qapp, "quit", lambda: None)
     folder = tmp_path / "vault"
     vault = open_copy(template, folder)
@@ -544,6 +553,9 @@ def test_auto_lock_controller_memory_hygiene(qtbot: Any, qapp: Any, tmp_path: Pa
         drain()
         db = vault._opened.db
         assert vault.locked and db.closed and db.open_connection_count == 0
+        keys = vault._opened.keys
+        assert not any(keys.dek) and not any(keys.db_key) and not any(keys.file_key)
+        assert len(vault.index) == 0 and vault.embedder is None
         assert controller.window is None and controller.vault is None
         assert isinstance(controller.dialog, UnlockDialog) and controller.dialog.isVisible()
         from PySide6.QtWidgets import QApplication
