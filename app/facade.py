@@ -390,14 +390,19 @@ class Vault:
                 def run(conn: Any, prepared: list[Any] = prepared, vecs: Any = vecs
                         ) -> list[MemoryId]:
                     derived_ids = []
+                    texts = []  # full-text rows, written once per batch (repo.index_texts)
                     for d, ss, sc, sf, e, keys in prepared:
                         tid = repo.insert_memory(conn, d, now=now, decay_class=sc, scores=ss,
-                                                 confidence=sf, fts_keys=keys)
+                                                 confidence=sf, fts_keys=keys, index_text=False)
+                        texts.append((tid, d.text, keys, d.session, d.store.value, d.seq))
                         if e is not None:
                             ed, es, ec, ef = e
-                            derived_ids.append(repo.insert_memory(
+                            eid = repo.insert_memory(
                                 conn, replace(ed, derived_from=(tid,)), now=now, decay_class=ec,
-                                scores=es, confidence=ef, fts_keys=keys))
+                                scores=es, confidence=ef, fts_keys=keys, index_text=False)
+                            texts.append((eid, ed.text, keys, ed.session, ed.store.value, ed.seq))
+                            derived_ids.append(eid)
+                    repo.index_texts(conn, texts)
                     if vecs is not None:
                         repo.put_vectors(conn, derived_ids, vecs, model)
                     return derived_ids

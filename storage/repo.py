@@ -47,7 +47,9 @@ def row_to_memory(row: Sequence[Any], extra: dict[str, object] | None = None) ->
 
 
 def insert_memory(conn: Connection, d: Draft, *, now: float, decay_class: str, scores: Scores,
-                  confidence: float, fts_keys: str = "") -> MemoryId:
+                  confidence: float, fts_keys: str = "", index_text: bool = True) -> MemoryId:
+    """``index_text=False``: no full-text row yet; the caller passes the memory to
+    ``index_texts`` before the transaction ends (batch imports)."""
     occurred = d.occurred_at if d.occurred_at is not None else now
     cur = conn.execute(
         "INSERT INTO memory (store, text, created_at, occurred_at, agent, context, importance, "
@@ -59,10 +61,11 @@ def insert_memory(conn: Connection, d: Draft, *, now: float, decay_class: str, s
          confidence, decay_class, d.valid_from, d.valid_until, int(d.user_validated), d.session,
          d.speaker, d.seq, d.ref))
     mid = MemoryId(int(cur.lastrowid or 0))
-    conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, ?, ?)",
-                 (mid, d.text, fts_keys, ""))
-    if d.session is not None and d.seq is not None:
-        refresh_context(conn, d.session, d.store.value, d.seq)
+    if index_text:
+        conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, ?, ?)",
+                     (mid, d.text, fts_keys, ""))
+        if d.session is not None and d.seq is not None:
+            refresh_context(conn, d.session, d.store.value, d.seq)
     table = SIDE_TABLES.get(d.store)
     cols = [c for c in SIDE_COLUMNS[table] if c in d.extra] if table else []
     # Statistics have required columns; the other side tables accept a bare row.
@@ -94,6 +97,48 @@ def refresh_context(conn: Connection, session: str, store: str, seq: int) -> Non
         ctx = " ".join(by_seq[j] for j in range(s - CTX_RADIUS, s + CTX_RADIUS + 1)
                        if j != s and j in by_seq)
         conn.execute("UPDATE memory_fts SET ctx = ? WHERE rowid = ?", (ctx, mid))
+
+
+def index_texts(conn: Connection,
+                rows: Sequence[tuple[int, str, str, str | None, str, int | None]]) -> None:
+    """Full-text rows for memories inserted with ``index_text=False``: (id, text, keys,
+    session, store, seq). Gives every row, and every older neighbour, the ``ctx`` it would have
+    after ``refresh_context`` ran once per insert in id order, but writes each row once: one
+    INSERT per new memory and one UPDATE per older neighbour within reach. (Per insert,
+    refresh_context rewrites up to three FTS5 rows, each an FTS5 secure delete plus insert:
+    ~10 ms apiece, which made it the whole cost of an import.)"""
+    new = {int(r[0]): r for r in rows}
+    inserts: dict[int, tuple[int, str, str, str]] = {}
+    updates: list[tuple[str, int]] = []
+    groups: dict[tuple[str, str], set[int]] = {}
+    for mid, text, keys, session, store, seq in rows:
+        if session is None or seq is None:
+            inserts[int(mid)] = (int(mid), text, keys, "")
+        else:
+            groups.setdefault((session, store), set()).add(int(seq))
+    for (session, store), seqs in groups.items():
+        touched = {q + d for q in seqs for d in range(-CTX_RADIUS, CTX_RADIUS + 1)}
+        found = conn.execute(
+            "SELECT id, seq, text FROM memory WHERE session = ? AND store = ? AND seq BETWEEN ? "
+            "AND ? AND status != 'superseded' ORDER BY seq, id",
+            (session, store, min(seqs) - 2 * CTX_RADIUS, max(seqs) + 2 * CTX_RADIUS)).fetchall()
+        by_seq = {r[1]: r[2] for r in found}
+        for mid, s, _text in found:
+            if s not in touched:
+                continue
+            ctx = " ".join(by_seq[j] for j in range(s - CTX_RADIUS, s + CTX_RADIUS + 1)
+                           if j != s and j in by_seq)
+            if mid in new:
+                inserts[mid] = (mid, new[mid][1], new[mid][2], ctx)
+            else:
+                updates.append((ctx, mid))
+    missing = set(new) - set(inserts)  # e.g. superseded before this call: as refresh would
+    for mid in missing:
+        inserts[mid] = (mid, new[mid][1], new[mid][2], "")
+    conn.executemany("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, ?, ?)",
+                     [inserts[m] for m in sorted(inserts)])
+    if updates:
+        conn.executemany("UPDATE memory_fts SET ctx = ? WHERE rowid = ?", updates)
 
 
 def _side_value(value: object) -> object:
