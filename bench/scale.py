@@ -1,0 +1,705 @@
+#!/usr/bin/env python3
+"""Scale benchmark: Kept at 10k and 100k synthetic memories, next to "Chroma alone". Prints JSON.
+
+    export KEPT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2/onnx
+    python bench/scale.py                      # --n 10000 and --n 100000 (builds are cached)
+    python bench/scale.py --n 10000            # one size
+    python bench/scale.py --quick              # 2k smoke run
+
+Per size, each part runs in its own subprocess so peak RSS figures are separate:
+
+- ``kept-build``: a vault created with the default KDF (Argon2id 256 MiB); ``import_turns`` of
+  n/2 synthetic turns (each turn is stored as a short-term memory plus an episodic memory, so n
+  memories, n/2 vectors). The built vault is cached in ``--cache`` and reused by later runs
+  (``--rebuild`` builds again; ingest figures of a reused build are those of its build run).
+- ``kept-read``: on a copy of the cached vault: unlock (``Vault.open``: KDF, SQLCipher open,
+  model load, vector load) until the first ``recall`` returns (exact search serves while the
+  Chroma index builds), then until Chroma is ready; recall latency p50/p95 over the queries
+  (query embedding included, ``touch=False``) with Chroma and with exact search, interleaved
+  query by query so machine noise hits both alike; then ``remember()`` one at a time.
+- ``chroma``: what a developer would do with Chroma alone: a ``PersistentClient`` with Chroma's
+  default embedding function (``ONNXMiniLM_L6_V2``, pointed at the same model files, never
+  downloading) ingesting the same turn texts as documents; query with ``query_texts``.
+  Chroma's function embeds about 11 texts/s here, so only ``--chroma-embed-docs`` documents go
+  through it (ingest rate and a flagged extrapolation); the rest of the collection is added with
+  Kept's vectors of the same texts (identical vectors: same model, same pooling) so query
+  latency is measured on a full-size collection.
+
+Synthetic data: templates filled with random names, places, dates and activities (fixed seed),
+10-25 words per turn, sessions of 10-30 turns between the user and one person, spread over 3
+years. Queries are questions built from the same vocabularies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
+PASSWORD = "scale-bench-password"
+GEN_VERSION = 1  # bump when the generator changes: cached vaults are keyed by it
+TARGETS = {"ingest_memories_per_s": 200.0, "recall_p95_ms_at_100k": 50.0,
+           "unlock_to_searchable_s_at_100k": 2.0, "peak_rss_mb_at_100k": 1536.0}
+
+# --- synthetic data --------------------------------------------------------------------------
+
+NAMES = """Anna Marco Priya Tom Lucia Kenji Sofia Daniel Amara Jonas Elena Omar Grace Mateo Hana
+Lars Chloe Ravi Nadia Felix Ingrid Samuel Yuki Leo Maya Tariq Olivia Pablo Zoe Ethan Mira Hugo
+Aisha Noah Clara Diego Freya Ibrahim Julia Kofi Lena Mohammed Nora Oscar Rosa Stefan Talia Victor
+Wen Xavier Yara Aditi Bruno Carmen Dmitri Esther Finn Gabriela Henrik Isla""".split()
+PLACES = """Lisbon|Kyoto|Berlin|the lake house|Brooklyn|the farmers market|Barcelona|the cabin|
+Montreal|grandma's place|the coast|Vienna|the climbing gym|Oslo|the community garden|Edinburgh|
+the old bookstore|Marrakech|the hospital|Seattle|the beach in Porto|the mountains|Prague|
+Istanbul|the office downtown|Copenhagen|the park by the river|Dublin|Mexico City|the library|
+Amsterdam|the vineyard|Buenos Aires|the ski resort|Helsinki|the pottery studio|Athens|
+the jazz bar|Tokyo|Reykjavik|the dentist|Melbourne|the train station|Cape Town|the yoga studio|
+Vancouver""".replace("\n", "").split("|")
+ACTIVITIES = """went hiking|cooked a big paella|painted a sunrise|ran a half marathon|
+learned to make sourdough|went to a pottery class|played chess all afternoon|visited a museum|
+went kayaking|volunteered at the food bank|started learning Portuguese|fixed the old bike|
+planted tomatoes|watched a documentary about whales|went to a jazz concert|baked a lemon cake|
+went camping|tried rock climbing|practised the guitar|read a novel about Iceland|
+went birdwatching|took a photography walk|joined a book club|went ice skating|
+built a bookshelf|went to a wine tasting|adopted a puppy|went to a job interview|
+had a long video call|organised a surprise party|went swimming in the sea|
+started a vegetable garden|signed up for a marathon|went to a comedy show|
+repainted the kitchen|made dumplings from scratch|went to the dentist|got a new tattoo|
+finished a knitting project|went to a yoga retreat|moved into a new flat|
+started therapy|went to a wedding|took a cooking class|went on a road trip""".replace(
+    "\n", "").split("|")
+FEELINGS = """happy|exhausted|proud|nervous|relieved|a bit sad|excited|grateful|stressed|
+calm|frustrated|inspired|lonely|thrilled|worried|content""".replace("\n", "").split("|")
+FOODS = """ramen|tacos|a mushroom risotto|pancakes|green curry|falafel|lasagna|sushi|
+a tomato salad|pho|apple pie|dumplings|grilled fish|a lentil soup""".replace("\n", "").split("|")
+RELATIONS = """my sister|my brother|my mom|my dad|my partner|my best friend|my boss|
+my neighbour|my cousin|my daughter|my son|my grandmother|my colleague|my aunt""".replace(
+    "\n", "").split("|")
+WHEN = """last weekend|on Saturday|yesterday|this morning|last Tuesday|over the holidays|
+two weeks ago|on my birthday|after work|during the summer|in early spring|on Sunday night|
+last month|the day before the trip""".replace("\n", "").split("|")
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December"]
+
+TEMPLATES = [
+    "{when} I {act} in {place} with {name}, and honestly I felt {feel} the whole time.",
+    "{name} told me {rel} {act} in {place} {when}, which surprised everyone at dinner.",
+    "I {act} {when} because {name} kept insisting, and it turned out to be so much fun.",
+    "We had {food} at a tiny place in {place} {when}; {name} says it was the best ever.",
+    "{rel} called {when} to say they {act}, and I could hear how {feel} they were.",
+    "Remind me that {name}'s birthday is on {month} {day}, and they love {food}.",
+    "I'm {feel} about the trip to {place} in {month}; {name} is coming along with {rel}.",
+    "{when} {name} and I {act}, then we grabbed {food} near {place} before heading home.",
+    "My goal for {month} is to {act_base} at least twice a week, maybe with {name}.",
+    "I felt {feel} after {name} cancelled our plans in {place} {when}, but we rescheduled.",
+    "{name} recommended a doctor near {place}; the appointment is on {month} {day} at {hour}.",
+    "Note to self: {rel} prefers {food} over pizza, and hates when we are late.",
+    "{when} was rough, I {act} to clear my head and felt {feel} afterwards.",
+    "{name} finally {act} in {place}! They sent photos and looked really {feel}.",
+    "I keep thinking about the conversation with {rel} {when} about moving to {place}.",
+    "In {month} {year} {name} and {rel} {act} together, and we still laugh about it.",
+    "Booked tickets to {place} for {month} {day}; {name} will water the plants while I'm away.",
+    "{name} lent me a book about {place}; I promised to give it back by {month} {day}.",
+    "Budget check: spent too much on {food} deliveries in {month}, cook more with {name}.",
+    "{rel} and {name} finally met {when} at {place}, and they got along really well.",
+]
+QUESTIONS = [
+    "When did I go to {place} with {name}?",
+    "What did {name} do in {place}?",
+    "How did I feel after I {act}?",
+    "What food does {name} love?",
+    "When is {name}'s birthday?",
+    "Who {act} {when}?",
+    "What did {rel} say about {place}?",
+    "Which doctor did {name} recommend?",
+    "What happened in {month} {year} with {name}?",
+    "Did {name} and {rel} ever meet?",
+    "What are my goals for {month}?",
+    "Where did we eat {food}?",
+    "What book did {name} lend me?",
+    "When is the trip to {place}?",
+    "What did I do to clear my head?",
+]
+
+
+def _fill(rng: random.Random, template: str, year: int) -> str:
+    act = rng.choice(ACTIVITIES)
+    return template.format(
+        name=rng.choice(NAMES), place=rng.choice(PLACES), act=act,
+        act_base=_base_verb(act), feel=rng.choice(FEELINGS), food=rng.choice(FOODS),
+        rel=rng.choice(RELATIONS), when=rng.choice(WHEN), month=rng.choice(MONTHS),
+        day=rng.randint(1, 28), hour=f"{rng.randint(8, 18)}:{rng.choice(['00', '15', '30'])}",
+        year=year)
+
+
+_IRREGULAR = {"went": "go", "cooked": "cook", "painted": "paint", "ran": "run",
+              "learned": "learn", "played": "play", "visited": "visit", "volunteered":
+              "volunteer", "started": "start", "fixed": "fix", "planted": "plant",
+              "watched": "watch", "baked": "bake", "tried": "try", "practised": "practise",
+              "read": "read", "took": "take", "joined": "join", "built": "build",
+              "adopted": "adopt", "had": "have", "organised": "organise", "signed": "sign",
+              "repainted": "repaint", "made": "make", "got": "get", "finished": "finish",
+              "moved": "move"}
+
+
+def _base_verb(act: str) -> str:
+    first, _, rest = act.partition(" ")
+    return f"{_IRREGULAR.get(first, first)} {rest}".strip()
+
+
+def make_turns(n_turns: int, seed: int) -> list[dict[str, Any]]:
+    """n_turns turns in sessions of 10-30 between the user ("Me") and one person."""
+    rng = random.Random(seed)
+    start = datetime(2022, 1, 1, tzinfo=UTC)
+    span_s = 3 * 365 * 86400
+    out: list[dict[str, Any]] = []
+    s = 0
+    while len(out) < n_turns:
+        s += 1
+        other = rng.choice(NAMES)
+        at0 = start + timedelta(seconds=int(span_s * len(out) / max(1, n_turns))
+                                + rng.randint(0, 3600 * 6))
+        for i in range(rng.randint(10, 30)):
+            if len(out) >= n_turns:
+                break
+            text = _fill(rng, rng.choice(TEMPLATES), at0.year)
+            text = text[0].upper() + text[1:]
+            out.append({"session": f"S{s:06d}", "speaker": "Me" if i % 2 == 0 else other,
+                        "text": text, "at": (at0 + timedelta(seconds=45 * i)).timestamp(),
+                        "ref": f"S{s:06d}:{i}"})
+    return out
+
+
+def make_queries(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed + 7919)
+    return [_fill(rng, rng.choice(QUESTIONS), rng.choice([2022, 2023, 2024]))
+            for _ in range(n)]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def lat(values_s: list[float], cpu_s: list[float] | None = None) -> dict[str, float]:
+    """Wall-clock percentiles; with ``cpu_s``, also the process CPU time per call (on a busy
+    machine wall time includes waiting for a core; CPU time is what the call itself costs)."""
+    ms = [v * 1000 for v in values_s]
+    out = {"p50_ms": round(pct(ms, .5), 2), "p95_ms": round(pct(ms, .95), 2),
+           "mean_ms": round(statistics.fmean(ms), 2), "max_ms": round(max(ms), 2),
+           "count": len(ms)}
+    if cpu_s is not None:
+        cms = [v * 1000 for v in cpu_s]
+        out.update({"cpu_p50_ms": round(pct(cms, .5), 2), "cpu_p95_ms": round(pct(cms, .95), 2)})
+    return out
+
+
+def timed_call(fn: Any, *a: Any, **k: Any) -> tuple[Any, float, float]:
+    """(result, wall seconds, process CPU seconds)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = fn(*a, **k)
+    return r, time.perf_counter() - t0, time.process_time() - c0
+
+
+def dir_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20, 1)
+
+
+def emit(obj: Any) -> None:
+    sys.stdout.write("\n@@RESULT@@" + json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def cache_dir(args: argparse.Namespace) -> Path:
+    """Keyed by size, seed, generator and schema (a schema change means a rebuild)."""
+    import hashlib
+    h = hashlib.sha256()
+    for sql in sorted((ROOT / "storage" / "migrations").glob("*.sql")):
+        h.update(sql.name.encode() + sql.read_bytes())
+    return Path(args.cache) / f"n{args.n}-seed{args.seed}-g{GEN_VERSION}-s{h.hexdigest()[:8]}"
+
+
+# --- role: kept-build ------------------------------------------------------------------------
+
+def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+
+    from app.domain.memory import Store
+    from app.facade import Turn, Vault
+    from storage.crypto import KdfParams
+    cdir = cache_dir(args)
+    done = cdir / "build.json"
+    if done.exists() and not args.rebuild:
+        report = json.loads(done.read_text())
+        report["reused_cached_build"] = True
+        return report
+    if cdir.exists():
+        shutil.rmtree(cdir)
+    cdir.mkdir(parents=True)
+    folder = cdir / "vault"
+    n_turns = args.n // 2
+    turns = [Turn(session=t["session"], speaker=t["speaker"], text=t["text"], at=t["at"],
+                  ref=t["ref"]) for t in make_turns(n_turns, args.seed)]
+    t0 = time.perf_counter()
+    created = Vault.create(folder, PASSWORD, kdf=KdfParams(), use_chroma=False)  # 256 MiB
+    t_create = time.perf_counter() - t0
+    vault = created.vault
+    rss_before = peak_rss_mb()
+    load_before = os.getloadavg()
+    t0, c0 = time.perf_counter(), time.process_time()
+    if args.profile:
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        prof.enable()
+    report_ = vault.import_turns(turns).value
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if args.profile:
+        prof.disable()
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+    assert report_.added == n_turns, report_
+    mems = sum(sum(v.values()) for v in vault.status().counts.values())
+    # Kept's vectors of the turn texts, in turn order, for the Chroma-alone collection.
+    ids, mat = vault.db.read(lambda c: __import__("storage.repo", fromlist=["x"]).load_vectors(
+        c, vault.embedder.model_name))
+    order = vault.db.read(lambda c: [r[0] for r in c.execute(
+        "SELECT id FROM memory WHERE store = ? ORDER BY id", (Store.EPISODIC.value,))])
+    row = {int(i): r for r, i in enumerate(ids)}
+    np.save(cdir / "turn_vectors.npy", mat[[row[i] for i in order]])
+    vault.lock()
+    out = {
+        "n_memories": mems, "n_turns": n_turns, "n_vectors": len(ids),
+        "create_seconds_default_kdf": round(t_create, 3),
+        "import_turns_seconds": round(seconds, 2),
+        "turns_per_s": round(n_turns / seconds, 1),
+        "memories_per_s": round(mems / seconds, 1),
+        "import_cpu_seconds": round(cpu, 1),
+        "memories_per_cpu_s": round(mems / cpu, 1),
+        "cpu_utilisation_of_2_cores": round(cpu / seconds / 2, 2),
+        "load_avg_1m_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+        "peak_rss_mb": round(peak_rss_mb(), 1), "peak_rss_mb_before_import": round(rss_before, 1),
+        "vault_size_mb": dir_mb(folder),
+        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "reused_cached_build": False,
+    }
+    done.write_text(json.dumps(out, indent=1))
+    return out
+
+
+# --- role: kept-read -------------------------------------------------------------------------
+
+class ExactOnly:
+    """Wraps the VectorIndex so recall uses exact search even when Chroma is ready."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getattr__(self, name: str) -> Any:  # everything else as the real index
+        return getattr(self._index, name)
+
+    def search(self, q: Any, k: int, keep: Any = None) -> Any:
+        return self._index.search_exact(q, k, keep)
+
+
+def _timed(obj: Any, name: str, sink: dict[str, float], key: str) -> Any:
+    """Wrap ``obj.name`` to add its wall time to ``sink[key]``; returns the undo."""
+    raw = obj.__dict__[name]  # keeps a staticmethod a staticmethod when put back
+    fn = getattr(obj, name)
+
+    def wrapper(*a: Any, **k: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            sink[key] = sink.get(key, 0.0) + time.perf_counter() - t0
+    setattr(obj, name, staticmethod(wrapper) if isinstance(raw, staticmethod) else wrapper)
+    return lambda: setattr(obj, name, raw)
+
+
+STAGES = (("repo", "fts_search"), ("repo", "recall_meta"), ("repo", "refs_of"),
+          ("repo", "texts"), ("service", "known_people"), ("index", "search"),
+          ("index", "search_exact"), ("index", "similarities"), ("index", "min_similarity"),
+          ("embedder", "embed_one"))
+
+
+def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
+    """Process CPU ms per recall stage (median, p95 over the queries), by wrapping the functions
+    recall calls; "rest" is everything else (query analysis, ranking, Python glue)."""
+    from app.services import recall as recall_mod
+    from storage import repo
+    owners = {"repo": repo, "service": recall_mod.RecallService,
+              "index": type(vault.index), "embedder": type(vault.embedder)}
+    acc: dict[str, float] = {}
+    depth = [0]
+    saved = []
+    for owner, name in STAGES:
+        obj = owners[owner]
+        fn = getattr(obj, name, None)
+        if fn is None:
+            continue
+        saved.append((obj, name, fn))
+
+        def wrapper(*a: Any, __fn: Any = fn, __key: str = name, **k: Any) -> Any:
+            if depth[0]:
+                return __fn(*a, **k)
+            depth[0] += 1
+            c0 = time.process_time()
+            try:
+                return __fn(*a, **k)
+            finally:
+                acc[__key] = acc.get(__key, 0.0) + time.process_time() - c0
+                depth[0] -= 1
+        setattr(obj, name, wrapper)
+    per: dict[str, list[float]] = {}
+    try:
+        for q in queries:
+            acc.clear()
+            c0 = time.process_time()
+            vault.recall(q, k=10, touch=False)
+            total = time.process_time() - c0
+            for key, v in acc.items():
+                per.setdefault(key, []).append(v)
+            per.setdefault("rest", []).append(total - sum(acc.values()))
+            per.setdefault("total", []).append(total)
+    finally:
+        for obj, name, fn in saved:
+            setattr(obj, name, fn)
+    return {k: {"cpu_p50_ms": round(pct(v, .5) * 1000, 2), "cpu_p95_ms": round(pct(v, .95) * 1000, 2),
+                "calls": len(v)} for k, v in per.items()}
+
+
+def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
+    import storage.vector
+    from app.domain.memory import Draft, Store
+    from app.facade import Vault
+    from storage import crypto, repo
+    from storage.db import Database
+    src = cache_dir(args) / "vault"
+    work = Path(tempfile.mkdtemp(prefix="kept-scale-"))
+    folder = work / "vault"
+    shutil.copytree(src, folder)
+    os.chmod(folder, 0o700)
+    queries = make_queries(args.queries, args.seed)
+    out: dict[str, Any] = {"n_queries": len(queries), "load_avg_at_start": os.getloadavg()}
+    try:
+        # 1. Unlock to searchable (default KDF), then to Chroma ready.
+        parts: dict[str, float] = {}
+        undo = [_timed(crypto, "unwrap", parts, "kdf_unwrap_s")]
+        orig_init = Database.__init__
+
+        def db_init(self: Any, *a: Any, **k: Any) -> None:
+            t0 = time.perf_counter()
+            orig_init(self, *a, **k)
+            parts["db_open_s"] = parts.get("db_open_s", 0.0) + time.perf_counter() - t0
+        Database.__init__ = db_init  # type: ignore[method-assign]
+        undo.append(_timed(Vault, "_embedder", parts, "model_load_s"))
+        undo.append(_timed(repo, "load_vectors", parts, "load_vectors_s"))
+        t0, c0 = time.perf_counter(), time.process_time()
+        vault = Vault.open(folder, PASSWORD)
+        t_open, c_open = time.perf_counter() - t0, time.process_time() - c0
+        vault.recall(queries[0], k=10, touch=False)
+        t_first, c_first = time.perf_counter() - t0, time.process_time() - c0
+        Database.__init__ = orig_init  # type: ignore[method-assign]
+        for u in undo:
+            u()
+        builds = vault.index._build_thread is not None
+        during: list[float] = []
+        during_cpu: list[float] = []
+        j = 1
+        while builds and not vault.index.chroma_ready and j < len(queries):
+            _, w, c = timed_call(vault.recall, queries[j], k=10, touch=False)
+            during.append(w)
+            during_cpu.append(c)
+            j += 1
+        ready = vault.index.wait_ready(900) if builds else False
+        t_ready = time.perf_counter() - t0
+        out["unlock"] = {
+            "kdf_mib": vault._opened.key_file.kdf.m // 1024,
+            "open_s": round(t_open, 3), "unlock_to_first_recall_s": round(t_first, 3),
+            "unlock_to_first_recall_process_cpu_s": round(c_first, 3),
+            "open_process_cpu_s": round(c_open, 3),
+            "unlock_to_chroma_ready_s": round(t_ready, 3) if ready else None,
+            "chroma_built": bool(ready),
+            **{k: round(v, 3) for k, v in parts.items()},
+            "vectors": len(vault.index),
+            "note": ("open_s = KDF + SQLCipher open (integrity check, migrations) + model load + "
+                     "vector load; first recall is served by exact search while Chroma builds"),
+        }
+        if during:
+            out["recall_while_chroma_builds"] = lat(during, during_cpu)
+        if not builds:
+            out["unlock"]["note_chroma"] = (
+                f"{len(vault.index)} vectors < CHROMA_MIN_ROWS {storage.vector.CHROMA_MIN_ROWS}: "
+                "exact search only, by design; the Chroma latency below uses a forced build")
+            vault.lock()
+            storage.vector.CHROMA_MIN_ROWS = 0
+            vault = Vault.open(folder, PASSWORD)
+            vault.index.wait_ready(900)
+            out["chroma_forced_below_min_rows"] = True
+        # 2. Recall latency, Chroma vs exact, interleaved query by query.
+        real = vault.index
+        exact = ExactOnly(real)
+        for q in queries[:5]:  # warm both paths
+            vault.recall(q, k=10, touch=False)
+        times: dict[str, list[float]] = {"chroma": [], "exact": []}
+        cpus: dict[str, list[float]] = {"chroma": [], "exact": []}
+        agree = []
+        for j, q in enumerate(queries):
+            res = {}
+            for mode in (("chroma", "exact") if j % 2 == 0 else ("exact", "chroma")):
+                vault.index = real if mode == "chroma" else exact
+                hits, w, c = timed_call(vault.recall, q, k=10, touch=False)
+                times[mode].append(w)
+                cpus[mode].append(c)
+                res[mode] = [h.id for h in hits]
+            vault.index = real
+            if res["exact"]:
+                agree.append(len(set(res["exact"]) & set(res["chroma"])) / len(res["exact"]))
+        emb, emb_cpu = [], []
+        for q in queries:
+            _, w, c = timed_call(vault.embedder.embed_one, q)
+            emb.append(w)
+            emb_cpu.append(c)
+        out["recall"] = {"chroma": lat(times["chroma"], cpus["chroma"]),
+                         "exact": lat(times["exact"], cpus["exact"]),
+                         "query_embedding_only": lat(emb, emb_cpu),
+                         "top10_overlap_chroma_vs_exact": round(statistics.fmean(agree), 3)}
+        out["recall_stages_cpu_ms"] = stage_profile(vault, queries[:min(len(queries), 100)])
+        # 3. remember() one at a time.
+        rng = random.Random(args.seed + 1)
+        texts = [_fill(rng, rng.choice(TEMPLATES), 2024) for _ in range(args.remember)]
+        t0, c0 = time.perf_counter(), time.process_time()
+        for t in texts:
+            vault.remember(Draft(text=t, store=Store.EPISODIC, speaker="Me"))
+        sec, cpu = time.perf_counter() - t0, time.process_time() - c0
+        out["remember_one_at_a_time"] = {"count": len(texts), "seconds": round(sec, 2),
+                                         "memories_per_s": round(len(texts) / sec, 1),
+                                         "cpu_ms_per_memory": round(cpu / len(texts) * 1000, 2),
+                                         "note": "one transaction (fsync) per memory"}
+        vault.lock()
+        out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        out["load_avg_at_end"] = os.getloadavg()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+# --- role: chroma (Chroma alone) -------------------------------------------------------------
+
+def role_chroma(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+    model_dir = Path(os.environ.get("KEPT_MODEL_DIR") or DEFAULT_MODEL)
+    import chromadb
+    from chromadb.config import Settings
+    from chromadb.utils.embedding_functions import onnx_mini_lm_l6_v2 as ef_mod
+    cls = ef_mod.ONNXMiniLM_L6_V2
+
+    def no_download(*_a: Any, **_k: Any) -> None:
+        raise RuntimeError("the benchmark never downloads a model")
+    # Chroma reads <DOWNLOAD_PATH>/onnx/*: point it at the same model files, offline.
+    cls.DOWNLOAD_PATH = model_dir.parent
+    cls.EXTRACTED_FOLDER_NAME = model_dir.name
+    cls._download = no_download  # type: ignore[method-assign]
+    ef = cls()
+    n_turns = args.n // 2
+    texts = [t["text"] for t in make_turns(n_turns, args.seed)]
+    vecs = np.load(cache_dir(args) / "turn_vectors.npy", mmap_mode="r")
+    assert len(vecs) == n_turns
+    queries = make_queries(args.queries, args.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="chroma-alone-"))
+    out: dict[str, Any] = {"n_documents": n_turns}
+    try:
+        client = chromadb.PersistentClient(path=str(tmp),
+                                           settings=Settings(anonymized_telemetry=False))
+        col = client.create_collection("memories", embedding_function=ef)
+        m = min(args.chroma_embed_docs, n_turns)
+        batch = 100
+        t0 = time.perf_counter()
+        for s in range(0, m, batch):
+            col.add(ids=[str(i) for i in range(s, min(m, s + batch))],
+                    documents=texts[s:min(m, s + batch)])
+        sec = time.perf_counter() - t0
+        rate = m / sec
+        out["ingest"] = {
+            "documents_embedded_by_chroma": m, "seconds": round(sec, 2),
+            "docs_per_s": round(rate, 2),
+            "note": ("measured on a subset: the default embedding function embeds every text "
+                     "padded to 256 tokens" if m < n_turns else "all documents"),
+            "extrapolated_full_ingest_s": round(n_turns / rate, 0) if m < n_turns else None,
+            "extrapolated": m < n_turns,
+        }
+        # Fill the rest with precomputed vectors of the same texts (Kept's embedder).
+        t0 = time.perf_counter()
+        bmax = min(5000, int(client.get_max_batch_size()))
+        for s in range(m, n_turns, bmax):
+            e = min(n_turns, s + bmax)
+            col.add(ids=[str(i) for i in range(s, e)], documents=texts[s:e],
+                    embeddings=np.asarray(vecs[s:e]))
+        out["ingest"]["rest_added_with_precomputed_vectors"] = n_turns - m
+        out["ingest"]["precomputed_add_docs_per_s"] = (
+            round((n_turns - m) / (time.perf_counter() - t0), 1) if n_turns > m else None)
+        assert col.count() == n_turns
+        for q in queries[:5]:
+            col.query(query_texts=[q], n_results=10)
+        times = []
+        for q in queries:
+            t0 = time.perf_counter()
+            col.query(query_texts=[q], n_results=10)
+            times.append(time.perf_counter() - t0)
+        out["query"] = lat(times)
+        # Query with a precomputed query vector: Chroma's HNSW alone, no embedding.
+        qv = [ef([q])[0] for q in queries]
+        times = []
+        for v in qv:
+            t0 = time.perf_counter()
+            col.query(query_embeddings=[v], n_results=10)
+            times.append(time.perf_counter() - t0)
+        out["query_hnsw_only"] = lat(times)
+        out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        out["note_rss"] = ("includes the memory-mapped precomputed vectors file "
+                           f"({vecs.nbytes / 2**20:.0f} MiB) used to fill the collection")
+        out["disk_mb_plaintext"] = dir_mb(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+# --- driver ----------------------------------------------------------------------------------
+
+def run_role(role: str, args: argparse.Namespace, n: int) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--role", role, "--n", str(n),
+           "--seed", str(args.seed), "--queries", str(args.queries), "--cache", args.cache,
+           "--chroma-embed-docs", str(args.chroma_embed_docs), "--remember", str(args.remember)]
+    if args.rebuild:
+        cmd.append("--rebuild")
+    if args.profile:
+        cmd.append("--profile")
+    print(f"[scale] n={n} {role} ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr[-4000:])
+        raise SystemExit(f"{role} n={n} failed")
+    if args.profile and p.stderr:
+        sys.stderr.write(p.stderr)
+    line = [x for x in p.stdout.splitlines() if x.startswith("@@RESULT@@")][-1]
+    print(f"[scale] n={n} {role} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+          flush=True)
+    return json.loads(line[len("@@RESULT@@"):])
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def one_size(args: argparse.Namespace, n: int) -> dict[str, Any]:
+    build = run_role("kept-build", args, n)
+    read = run_role("kept-read", args, n)
+    chroma = run_role("chroma", args, n)
+    big = n >= 100_000
+    rec = read["recall"]
+    served = rec["chroma"] if read["unlock"]["chroma_built"] else rec["exact"]
+    kept_rss = max(build["peak_rss_mb"], read["peak_rss_mb"])
+    vs = {
+        "ingest_memories_per_s": {"value": build["memories_per_s"],
+                                  "target": TARGETS["ingest_memories_per_s"],
+                                  "met": build["memories_per_s"] >= 200},
+        "recall_p95_ms": {"value": max(rec["chroma"]["p95_ms"], rec["exact"]["p95_ms"]),
+                          "target": TARGETS["recall_p95_ms_at_100k"],
+                          "met": max(rec["chroma"]["p95_ms"], rec["exact"]["p95_ms"]) <= 50,
+                          "applies": "at 100k" if big else "target is stated at 100k"},
+        "unlock_to_searchable_s": {"value": read["unlock"]["unlock_to_first_recall_s"],
+                                   "target": TARGETS["unlock_to_searchable_s_at_100k"],
+                                   "met": read["unlock"]["unlock_to_first_recall_s"] <= 2.0},
+        "peak_rss_mb": {"value": kept_rss, "target": TARGETS["peak_rss_mb_at_100k"],
+                        "met": kept_rss <= TARGETS["peak_rss_mb_at_100k"]},
+    }
+    ratios = {
+        "ingest_turns_per_s_kept_over_chroma": ratio(build["turns_per_s"],
+                                                     chroma["ingest"]["docs_per_s"]),
+        "ingest_memories_per_s_kept_over_chroma_docs_per_s": ratio(
+            build["memories_per_s"], chroma["ingest"]["docs_per_s"]),
+        "query_p50_kept_recall_over_chroma_query": ratio(served["p50_ms"],
+                                                         chroma["query"]["p50_ms"]),
+        "query_p95_kept_recall_over_chroma_query": ratio(served["p95_ms"],
+                                                         chroma["query"]["p95_ms"]),
+        "peak_rss_kept_over_chroma": ratio(kept_rss, chroma["peak_rss_mb"]),
+        "note": ("Kept recall is hybrid (BM25 + dense + ranking + SQL metadata) and its served "
+                 "index is the one the vault uses at that size; Chroma alone is a pure vector "
+                 "query. A Chroma document is one turn; Kept stores each turn twice "
+                 "(short-term + episodic), so turns/s is the like-for-like ingest ratio."),
+    }
+    return {"n": n, "kept": {"build": build, "read": read}, "chroma_alone": chroma,
+            "targets": vs, "ratios_kept_over_chroma_alone": ratios}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, action="append", help="memories (repeatable)")
+    ap.add_argument("--quick", action="store_true", help="2k smoke run")
+    ap.add_argument("--seed", type=int, default=20240611)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--remember", type=int, default=200)
+    ap.add_argument("--chroma-embed-docs", type=int, default=1000,
+                    help="documents embedded by Chroma's default function (ingest rate)")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "kept-scale-cache"))
+    ap.add_argument("--rebuild", action="store_true", help="rebuild cached vaults")
+    ap.add_argument("--profile", action="store_true", help="cProfile the import to stderr")
+    ap.add_argument("--out", help="also write the JSON here")
+    ap.add_argument("--role", choices=["kept-build", "kept-read", "chroma"], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.environ.setdefault("KEPT_MODEL_DIR", str(DEFAULT_MODEL))
+    if args.role:
+        args.n = args.n[0]
+        fn = {"kept-build": role_kept_build, "kept-read": role_kept_read,
+              "chroma": role_chroma}[args.role]
+        emit(fn(args))
+        return
+    if args.quick:
+        sizes, args.queries, args.remember = [2000], min(args.queries, 50), 50
+        args.chroma_embed_docs = min(args.chroma_embed_docs, 100)
+    else:
+        sizes = args.n or [10_000, 100_000]
+    import platform
+    result = {
+        "bench": "kept scale", "machine": {"cpus": os.cpu_count(), "python":
+                                           platform.python_version(),
+                                           "load_avg_at_start": os.getloadavg()},
+        "model_dir": os.environ["KEPT_MODEL_DIR"], "seed": args.seed,
+        "sizes": [one_size(args, n) for n in sizes],
+    }
+    result["machine"]["load_avg_at_end"] = os.getloadavg()
+    text = json.dumps(result, indent=1)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
