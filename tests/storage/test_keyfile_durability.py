@@ -60,10 +60,20 @@ def _kill_loop(folder: Path, iterations: int, seed: int) -> dict[str, int]:
             if first.strip() != "READY":
                 proc.kill()
                 raise AssertionError(f"child failed to start: {first!r} {proc.stderr.read()}")
+            early = ""
+            if i == 0:
+                # However slow the machine, at least one change completes before a kill, so
+                # the test is never vacuous.
+                while not early.startswith("A "):
+                    line = proc.stdout.readline()
+                    if not line:
+                        break
+                    early = line
             # The kill moment is the randomised variable under test, not a synchronisation.
             time.sleep(rng.uniform(0.0, 1.2))
             os.kill(proc.pid, signal.SIGKILL)
             out, err = proc.communicate(timeout=30)
+            out = early + out
         finally:
             if proc.poll() is None:
                 proc.kill()
