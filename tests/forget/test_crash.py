@@ -92,6 +92,7 @@ def test_kill9_loop_short(tmp_path: Path, fast_kdf: object) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_kill9_loop_200(tmp_path: Path, fast_kdf: object) -> None:
     stats = run_loop(tmp_path / "v", 200, fast_kdf)
     print(stats)

@@ -136,8 +136,9 @@ def test_state_machine_short() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_state_machine_500() -> None:
     run = VaultMachine.TestCase
-    run.settings = settings(max_examples=500, stateful_step_count=10, deadline=None,
+    run.settings = settings(max_examples=500, stateful_step_count=8, deadline=None,
                             suppress_health_check=list(HealthCheck))
     run().runTest()

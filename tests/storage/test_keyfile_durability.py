@@ -122,6 +122,7 @@ def test_password_change_survives_kill9(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_password_change_survives_kill9_200(tmp_path: Path) -> None:
     _run(tmp_path, 200)
 

@@ -111,6 +111,7 @@ def test_change_password_requires_old_and_nonempty_new(clone_vault: Callable[...
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_password_change_is_rewrap_only_1gb(tmp_path: Path, fast_kdf: KdfParams) -> None:
     folder = tmp_path / "vault"
     v = OpenVault.create(folder, "old one", kdf=fast_kdf)
