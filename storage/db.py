@@ -42,7 +42,10 @@ class Database:
         self._closed = False
         self._readers: list[sqlcipher.Connection] = []
         self._readers_lock = threading.Lock()
-        self._local = threading.local()
+        # One reader per OS thread, keyed by thread id rather than threading.local(): a
+        # QThreadPool thread gets a fresh Python thread state (and so fresh thread-locals)
+        # for every task, which opened and leaked a connection per task.
+        self._by_thread: dict[int, sqlcipher.Connection] = {}
         # The write connection is opened here first so a wrong key or damage fails fast,
         # on the caller's thread, before any thread starts.
         wal = path.with_name(path.name + "-wal")
@@ -138,12 +141,14 @@ class Database:
         if not self.threaded:
             assert self._write_conn is not None
             return self._write_conn
-        conn: sqlcipher.Connection | None = getattr(self._local, "conn", None)
+        ident = threading.get_ident()
+        with self._readers_lock:
+            conn: sqlcipher.Connection | None = self._by_thread.get(ident)
         if conn is None:
             conn = sqlcipher.open_connection(self.path, self._key, query_only=True,
                                              check_same_thread=False)
-            self._local.conn = conn
             with self._readers_lock:
+                self._by_thread[ident] = conn
                 self._readers.append(conn)
         return conn
 
@@ -190,7 +195,7 @@ class Database:
                 except sqlcipher.DatabaseError:
                     log.warning("reader close failed")
             self._readers.clear()
-        self._local = threading.local()
+            self._by_thread.clear()
 
     def close(self) -> None:
         """Drain the writer queue, close every connection (this checkpoints the WAL), wipe the key."""
