@@ -25,7 +25,7 @@ from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
 from app.errors import NotFound, ValidationError, VaultLocked
 from app.services import scoring
 from app.services.text import emotional_score, social_score
-from storage import repo
+from storage import lexicon, repo
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,12 @@ class Vault:
         self.embedder = embedder
         self.model_dir = model_dir
         self.index = VectorIndex(use_chroma=use_chroma)
+        self.lexicon = lexicon.Lexicon(repo.FTS_WEIGHTS)
+        self.db.after_write.append(self.lexicon.on_write)
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._load_index()
+        self._start_lexicon()
 
     # --- construction ------------------------------------------------------------------
     @staticmethod
@@ -162,6 +165,13 @@ class Vault:
         self.index.load(ids, mat)
         self.index.start_chroma_build()
 
+    def _start_lexicon(self) -> None:
+        """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
+        background; FTS5 answers until it is ready and on small vaults."""
+        rows = self.db.read(lambda c: c.execute("SELECT count(*) FROM memory").fetchone()[0])
+        if rows >= lexicon.MIN_ROWS:
+            self.lexicon.build_in_background(self.db.read)
+
     # --- plumbing ----------------------------------------------------------------------
     @property
     def db(self) -> Any:
@@ -193,6 +203,7 @@ class Vault:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
             self.index.close()
+            self.lexicon.clear()
             self._opened.lock()
         self.embedder = None
         changes = Changes(lock=True)
@@ -443,7 +454,7 @@ class Vault:
     @property
     def recall_service(self) -> Any:
         from app.services.recall import RecallService
-        return RecallService(self.db, self.index, self.embedder)
+        return RecallService(self.db, self.index, self.embedder, lexicon=self.lexicon)
 
     def recall(self, query: str, *, k: int = 10, now: float | None = None,
                filters: Any = None, touch: bool = True) -> list[Any]:

@@ -46,6 +46,8 @@ class Database:
         # QThreadPool thread gets a fresh Python thread state (and so fresh thread-locals)
         # for every task, which opened and leaked a connection per task.
         self._by_thread: dict[int, sqlcipher.Connection] = {}
+        # Called on the writer thread with the write connection after every write transaction.
+        self.after_write: list[Callable[[sqlcipher.Connection], None]] = []
         # The write connection is opened here first so a wrong key or damage fails fast,
         # on the caller's thread, before any thread starts.
         wal = path.with_name(path.name + "-wal")
@@ -83,16 +85,25 @@ class Database:
             raise VaultLocked()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            result = fn(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlcipher.DatabaseError as exc:
-            if conn.in_transaction:
+            try:
+                result = fn(conn)
+            except BaseException:
                 conn.execute("ROLLBACK")
-            raise sqlcipher.translate(exc) from exc
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlcipher.DatabaseError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise sqlcipher.translate(exc) from exc
+        finally:
+            # Committed or rolled back: in-RAM mirrors re-read what the transaction touched
+            # before the caller sees the result (so a recall after a write finds it).
+            for hook in self.after_write:
+                try:
+                    hook(conn)
+                except Exception:
+                    log.exception("after-write hook failed")
         return result
 
     def _writer_loop(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from storage.lexicon import mark_fts
 from storage.sqlcipher import Connection
 
 # Tables whose rows go with a memory through ON DELETE CASCADE, with the column that refers
@@ -216,6 +217,7 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
     for chunk in _chunked(sorted(ids)):
         m = _marks(len(chunk))
         conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({m})", chunk)
+        mark_fts(conn, chunk)
         # Versions that stay must not point at a deleted one.
         conn.execute(f"UPDATE memory SET superseded_by = NULL WHERE superseded_by IN ({m})",
                      chunk)

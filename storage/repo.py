@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores, Status, Store
+from storage.lexicon import mark_fts
 from storage.sqlcipher import Connection
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ def insert_memory(conn: Connection, d: Draft, *, now: float, decay_class: str, s
     if index_text:
         conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, ?, ?)",
                      (mid, d.text, fts_keys, ""))
+        mark_fts(conn, (mid,))
         if d.session is not None and d.seq is not None:
             refresh_context(conn, d.session, d.store.value, d.seq)
     table = SIDE_TABLES.get(d.store)
@@ -97,6 +99,7 @@ def refresh_context(conn: Connection, session: str, store: str, seq: int) -> Non
         ctx = " ".join(by_seq[j] for j in range(s - CTX_RADIUS, s + CTX_RADIUS + 1)
                        if j != s and j in by_seq)
         conn.execute("UPDATE memory_fts SET ctx = ? WHERE rowid = ?", (ctx, mid))
+        mark_fts(conn, (mid,))
 
 
 def index_texts(conn: Connection,
@@ -139,6 +142,14 @@ def index_texts(conn: Connection,
                      [inserts[m] for m in sorted(inserts)])
     if updates:
         conn.executemany("UPDATE memory_fts SET ctx = ? WHERE rowid = ?", updates)
+    mark_fts(conn, [*inserts, *(u[1] for u in updates)])
+
+
+def replace_fts_row(conn: Connection, mid: int, text: str, keys: str = "", ctx: str = "") -> None:
+    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (mid,))
+    conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, ?, ?)",
+                 (mid, text, keys, ctx))
+    mark_fts(conn, (mid,))
 
 
 def _side_value(value: object) -> object:

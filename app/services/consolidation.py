@@ -784,10 +784,7 @@ def recompute_statistics(vault: Any, now: float, rl: RunLog | None = None, *,
                     conn.execute("UPDATE statistic SET value = ?, sample_size = ?, computed_at = ?"
                                  " WHERE memory_id = ?", (value, sample, now, mid))
                     conn.execute("UPDATE memory SET text = ? WHERE id = ?", (text, mid))
-                    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (mid,))
-                    conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES "
-                                 "(?, ?, '', '')",
-                                 (mid, text))
+                    repo.replace_fts_row(conn, mid, text)
                     if rl is not None:
                         rl.change(conn, "statistic", mid, value=old_value,
                                   sample_size=old_sample)

@@ -47,7 +47,8 @@ def test_init_reports_kdf_and_status_json(vault: Path) -> None:
     assert len(st["vault_id"]) == 32
     assert st["kdf"] == {"alg": "argon2id", "version": 0x13, "m_kib": 65536, "t": 3, "p": 4}
     assert st["totals"]["episodic"] == 0
-    assert st["schema_version"] == "0001_initial.sql"
+    from storage.migrations import migration_names
+    assert st["schema_version"] == migration_names()[-1] == "0002_speaker_index.sql"
     assert st["model_found"] is True and st["semantic_search"] is True
 
 

@@ -1,0 +1,188 @@
+"""The in-RAM lexical mirror (storage/lexicon.py) against FTS5 itself, on a real vault.
+
+The mirror must give FTS5's own ``bm25(memory_fts, 1, 1, .5)`` scores for the same rows, stay
+equal through every kind of write (import with neighbour context, remember, correct,
+consolidation, forget, a rolled-back transaction, writes during a background build), drop a
+forgotten memory's terms from RAM at once, and make recall rank exactly as without it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.clock import FixedClock
+from app.domain.memory import Draft, Store
+from app.facade import Vault
+from app.services.importer import parse_import
+from app.services.recall import RecallService, query_tokens
+from storage import lexicon, repo
+
+from .conftest import PW, T0, share_embedder
+
+TEXTS = [
+    "Caroline went to the LGBTQ support group on Tuesday; it was really powerful.",
+    "Melanie painted a sunrise over the lake, she's been painting since 2016.",
+    "We're running the half-marathon in Lisbon; runners start at 7am!",
+    "The café in São Paulo serves naïve art and crème brûlée. Straße, İstanbul, Ærø.",
+    "Running, ran, runs: the porter stemmer folds some of these and not others.",
+    "My daughter's birthday is on 14 March; she loves dinosaurs and pancakes.",
+    "Adoption agencies called back about the interview next week, fingers crossed.",
+    "I've been reading 'Charlotte's Web' to the kids at night, they adore the pig.",
+    "Pottery class was messy but fun: I made a bowl, a cup and a very wonky vase.",
+    "Jon lost his job at the bank and wants to open a dance studio in the city.",
+    "Gina's clothing store opened online; she sells hoodies and dance shoes.",
+    "Tokyo in spring: cherry blossoms, ramen at 2am, and the Ghibli museum.",
+]
+QUERIES = [
+    "When did Caroline go to the support group?", "What did Melanie paint?",
+    "running marathon Lisbon", "cafe Sao Paulo creme brulee", "strasse istanbul aero",
+    "runs ran running runner", "daughter birthday dinosaurs", "adoption interview",
+    "Charlotte's Web pig", "pottery bowl vase", "Jon bank dance studio",
+    "Gina hoodies store", "Tokyo ramen museum", "nothing matches zzyzx", "the and of",
+    "Melanie Caroline", "dance", "2016 2am 7am",
+]
+
+
+def turns(n_sessions: int = 4, per_session: int = 15) -> list[dict[str, Any]]:
+    out = []
+    for s in range(n_sessions):
+        for i in range(per_session):
+            text = TEXTS[(s * 7 + i) % len(TEXTS)]
+            out.append({"session": f"S{s}", "speaker": ["Caroline", "Melanie"][i % 2],
+                        "text": f"{text} ({s}-{i})", "ref": f"D{s}:{i}",
+                        "at": f"2026-05-{s + 1:02d}T10:{i:02d}:00Z"})
+    return out
+
+
+def fts(vault: Vault, query: str, limit: int = 200) -> list[tuple[int, float]]:
+    match = repo.fts_query(query_tokens(query))
+    return vault.db.read(lambda c: repo.fts_search(c, match, limit))
+
+
+def assert_same(vault: Vault, queries: list[str] = QUERIES, limit: int = 200) -> None:
+    assert vault.lexicon.ready
+    for q in queries:
+        a = fts(vault, q, limit)
+        b = vault.lexicon.search(query_tokens(q), limit)
+        assert b is not None
+        assert len(a) == len(b), q
+        if not a:
+            continue
+        sa, sb = dict(a), dict(b)
+        for mid in set(sa) & set(sb):
+            assert sb[mid] == pytest.approx(sa[mid], rel=1e-9, abs=1e-12), (q, mid)
+        # Ties at the cut may pick different rows; above it both must hold the same rows.
+        cut = min(a[-1][1], b[-1][1]) + 1e-9
+        assert {i for i, s in a if s > cut} == {i for i, s in b if s > cut}, q
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-9), q
+
+
+@pytest.fixture
+def lex_vault(vault_dir: Path, fast_kdf: Any, embedder: Any,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
+    share_embedder(monkeypatch, embedder)
+    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, clock=FixedClock(T0),
+                     use_chroma=False).vault
+    v.import_turns(parse_import([json.dumps(t) for t in turns()])).value
+    try:
+        yield v
+    finally:
+        v.lock()
+
+
+def test_small_vaults_do_not_build_the_mirror(lex_vault: Vault) -> None:
+    assert len(lex_vault.lexicon) == 0 and not lex_vault.lexicon.ready
+    assert lex_vault.lexicon.search(["caroline"], 10) is None  # FTS5 answers
+
+
+def test_scores_equal_fts5(lex_vault: Vault) -> None:
+    lex_vault.lexicon.build(lex_vault.db.read)
+    assert len(lex_vault.lexicon) == lex_vault.db.read(
+        lambda c: c.execute("SELECT count(*) FROM memory_fts").fetchone()[0]) == 120
+    assert_same(lex_vault)
+    assert_same(lex_vault, limit=7)  # a cut inside the matches
+
+
+def test_stays_equal_through_writes(lex_vault: Vault) -> None:
+    v = lex_vault
+    v.lexicon.build(v.db.read)
+    # More turns: new rows plus neighbour context rewritten in older ones.
+    more = [{**t, "ref": t["ref"] + "b", "session": "S1" if i % 2 else "S9",
+             "text": "Lisbon trip planning with Jon: trams, custard tarts and fado"}
+            for i, t in enumerate(turns(1, 6))]
+    v.import_turns(parse_import([json.dumps(t) for t in more])).value
+    assert_same(v, [*QUERIES, "Lisbon trams fado"])
+    mid = v.remember(Draft(text="The quokka at Rottnest island smiled at me",
+                           store=Store.EPISODIC, speaker="Melanie")).value
+    assert [i for i, _ in v.lexicon.search(["quokka"], 5) or []] == [mid]
+    new = v.correct(mid, "The quokka on Rottnest island ignored me completely").value
+    assert_same(v, [*QUERIES, "quokka rottnest smiled ignored"])
+    v.consolidate()
+    assert_same(v, [*QUERIES, "Caroline support group", "quokka"])
+    # Forget: the rows go, and so do their terms (nothing of them stays in RAM).
+    plan = v.forget_plan(query="quokka")
+    assert {mid, new} <= set(plan.memory_ids)
+    v.forget(plan)
+    assert v.lexicon.search(["quokka"], 5) == []
+    assert "quokka" not in v.lexicon._post and "rottnest" not in v.lexicon._post
+    assert_same(v, [*QUERIES, "quokka rottnest"])
+
+
+def test_a_rolled_back_write_leaves_no_trace(lex_vault: Vault) -> None:
+    v = lex_vault
+    v.lexicon.build(v.db.read)
+
+    def fails(conn: Any) -> None:
+        repo.replace_fts_row(conn, 999_999, "platypus in the rollback")
+        raise RuntimeError("boom")
+    with pytest.raises(RuntimeError):
+        v.db.write_sync(fails)
+    assert v.lexicon.search(["platypus"], 5) == []
+    assert "platypu" not in v.lexicon._post and "platypus" not in v.lexicon._post
+    assert_same(v)
+
+
+def test_background_build_with_concurrent_writes(lex_vault: Vault) -> None:
+    v = lex_vault
+    v.lexicon.build_in_background(v.db.read)
+    for i in range(20):
+        v.remember(Draft(text=f"Background write {i}: the narwhal sang in Oslo",
+                         store=Store.EPISODIC))
+    assert v.lexicon.wait_ready(60)
+    assert len(v.lexicon.search(["narwhal"], 50) or []) == 20
+    assert_same(v, [*QUERIES, "narwhal Oslo"])
+
+
+def test_recall_ranks_the_same_with_the_mirror(lex_vault: Vault) -> None:
+    v = lex_vault
+    now = T0 + 86_400 * 40
+    without = RecallService(v.db, v.index, v.embedder, lexicon=None)
+    before = [[(h.id, h.score) for h in without.recall(q, k=10, now=now)] for q in QUERIES]
+    v.lexicon.build(v.db.read)
+    with_mirror = v.recall_service
+    assert with_mirror.lexicon is v.lexicon and v.lexicon.ready
+    after = [[(h.id, h.score) for h in with_mirror.recall(q, k=10, now=now)] for q in QUERIES]
+    assert after == before
+
+
+def test_lock_drops_the_mirror(vault_dir: Path, fast_kdf: Any, embedder: Any,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    share_embedder(monkeypatch, embedder)
+    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, use_chroma=False).vault
+    v.import_turns(parse_import([json.dumps(t) for t in turns(2, 10)])).value
+    v.lock()
+    # Opening a vault at or above the threshold builds the mirror in the background.
+    monkeypatch.setattr(lexicon, "MIN_ROWS", 10)
+    v = Vault.open(vault_dir, PW, use_chroma=False)
+    try:
+        assert v.lexicon.wait_ready(60)
+        assert len(v.lexicon) == 40 and v.lexicon._post
+        assert_same(v)
+    finally:
+        lex = v.lexicon
+        v.lock()
+    assert not lex.ready and len(lex) == 0 and not lex._post and lex._tok is None
