@@ -87,7 +87,7 @@ def lex_vault(vault_dir: Path, fast_kdf: Any, embedder: Any,
     share_embedder(monkeypatch, embedder)
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, clock=FixedClock(T0),
                      use_chroma=False).vault
-    v.import_turns(parse_import([json.dumps(t) for t in turns()])).value
+    assert v.import_turns(parse_import([json.dumps(t) for t in turns()])).value.added == 60
     try:
         yield v
     finally:
@@ -114,7 +114,7 @@ def test_stays_equal_through_writes(lex_vault: Vault) -> None:
     more = [{**t, "ref": t["ref"] + "b", "session": "S1" if i % 2 else "S9",
              "text": "Lisbon trip planning with Jon: trams, custard tarts and fado"}
             for i, t in enumerate(turns(1, 6))]
-    v.import_turns(parse_import([json.dumps(t) for t in more])).value
+    assert v.import_turns(parse_import([json.dumps(t) for t in more])).value.added == 6
     assert_same(v, [*QUERIES, "Lisbon trams fado"])
     mid = v.remember(Draft(text="The quokka at Rottnest island smiled at me",
                            store=Store.EPISODIC, speaker="Melanie")).value
@@ -173,7 +173,7 @@ def test_lock_drops_the_mirror(vault_dir: Path, fast_kdf: Any, embedder: Any,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     share_embedder(monkeypatch, embedder)
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, use_chroma=False).vault
-    v.import_turns(parse_import([json.dumps(t) for t in turns(2, 10)])).value
+    assert v.import_turns(parse_import([json.dumps(t) for t in turns(2, 10)])).value.added == 20
     v.lock()
     # Opening a vault at or above the threshold builds the mirror in the background.
     monkeypatch.setattr(lexicon, "MIN_ROWS", 10)

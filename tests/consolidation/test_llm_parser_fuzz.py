@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import json
-import re
 import math
 import random
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
