@@ -136,10 +136,16 @@ class Vault:
     @classmethod
     def open(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
              use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
-             threaded: bool = True, use_chroma: bool = True) -> Vault:
+             threaded: bool = True, use_chroma: bool = True, verify: str = "background"
+             ) -> Vault:
+        """``verify="background"`` (threaded only): the page self-test of requirement 2 runs
+        while the index loads and the first searches run; no write happens before it has
+        passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
+        callbacks run. ``"sync"`` checks before returning (the CLI's single-threaded mode
+        always does)."""
         from storage.unlock import OpenVault
         opened, info = OpenVault.unlock(folder, password, recovery_code=recovery_code,
-                                        use_device=use_device, threaded=threaded)
+                                        use_device=use_device, threaded=threaded, verify=verify)
         log.info("unlocked in %.3f s", info.seconds)
         try:
             embedder, model_dir = cls._embedder(load_model)
@@ -171,6 +177,15 @@ class Vault:
         rows = self.db.read(lambda c: c.execute("SELECT count(*) FROM memory").fetchone()[0])
         if rows >= lexicon.MIN_ROWS:
             self.lexicon.build_in_background(self.db.read)
+
+    def watch_integrity(self, on_corrupt: Callable[[], None]) -> None:
+        """``on_corrupt()`` (from the check's thread) if the background self-test fails, at
+        once if it already has."""
+        db = self.db
+        db.on_corrupt.append(on_corrupt)
+        if db.integrity == "failed":  # failed before this call: the thread has called the others
+            db.on_corrupt.remove(on_corrupt)
+            on_corrupt()
 
     # --- plumbing ----------------------------------------------------------------------
     @property

@@ -345,7 +345,7 @@ def _timed(obj: Any, name: str, sink: dict[str, float], key: str) -> Any:
 STAGES = (("repo", "fts_search"), ("repo", "recall_meta"), ("repo", "refs_of"),
           ("repo", "texts"), ("service", "known_people"), ("index", "search"),
           ("index", "search_exact"), ("index", "similarities"), ("index", "min_similarity"),
-          ("embedder", "embed_one"))
+          ("embedder", "embed_one"), ("lexicon", "search"))
 
 
 def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
@@ -354,7 +354,8 @@ def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
     from app.services import recall as recall_mod
     from storage import repo
     owners = {"repo": repo, "service": recall_mod.RecallService,
-              "index": type(vault.index), "embedder": type(vault.embedder)}
+              "index": type(vault.index), "embedder": type(vault.embedder),
+              "lexicon": type(vault.lexicon)}
     acc: dict[str, float] = {}
     depth = [0]
     saved = []
@@ -439,6 +440,8 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
             j += 1
         ready = vault.index.wait_ready(900) if builds else False
         t_ready = time.perf_counter() - t0
+        lex_ready = vault.lexicon.wait_ready(900)
+        t_lex = time.perf_counter() - t0
         out["unlock"] = {
             "kdf_mib": vault._opened.key_file.kdf.m // 1024,
             "open_s": round(t_open, 3), "unlock_to_first_recall_s": round(t_first, 3),
@@ -446,10 +449,12 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
             "open_process_cpu_s": round(c_open, 3),
             "unlock_to_chroma_ready_s": round(t_ready, 3) if ready else None,
             "chroma_built": bool(ready),
+            "unlock_to_lexicon_ready_s": round(t_lex, 3) if lex_ready else None,
             **{k: round(v, 3) for k, v in parts.items()},
             "vectors": len(vault.index),
             "note": ("open_s = KDF + SQLCipher open (integrity check, migrations) + model load + "
-                     "vector load; first recall is served by exact search while Chroma builds"),
+                     "vector load; first recall is served by exact search and FTS5 while "
+                     "Chroma and the RAM lexicon build in the background"),
         }
         if during:
             out["recall_while_chroma_builds"] = lat(during, during_cpu)
@@ -467,20 +472,25 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         exact = ExactOnly(real)
         for q in queries[:5]:  # warm both paths
             vault.recall(q, k=10, touch=False)
-        times: dict[str, list[float]] = {"chroma": [], "exact": []}
-        cpus: dict[str, list[float]] = {"chroma": [], "exact": []}
-        agree = []
+        lex = vault.lexicon
+        modes = ("chroma", "exact", "chroma_fts5")  # the last: Chroma, lexical on FTS5 not RAM
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        cpus: dict[str, list[float]] = {m: [] for m in modes}
+        agree, agree_fts = [], []
         for j, q in enumerate(queries):
             res = {}
-            for mode in (("chroma", "exact") if j % 2 == 0 else ("exact", "chroma")):
-                vault.index = real if mode == "chroma" else exact
+            for mode in modes[j % 3:] + modes[:j % 3]:
+                vault.index = exact if mode == "exact" else real
+                vault.lexicon = None if mode == "chroma_fts5" else lex
                 hits, w, c = timed_call(vault.recall, q, k=10, touch=False)
                 times[mode].append(w)
                 cpus[mode].append(c)
                 res[mode] = [h.id for h in hits]
-            vault.index = real
+            vault.index, vault.lexicon = real, lex
             if res["exact"]:
                 agree.append(len(set(res["exact"]) & set(res["chroma"])) / len(res["exact"]))
+            if res["chroma_fts5"]:
+                agree_fts.append(res["chroma"] == res["chroma_fts5"])
         emb, emb_cpu = [], []
         for q in queries:
             _, w, c = timed_call(vault.embedder.embed_one, q)
@@ -488,6 +498,11 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
             emb_cpu.append(c)
         out["recall"] = {"chroma": lat(times["chroma"], cpus["chroma"]),
                          "exact": lat(times["exact"], cpus["exact"]),
+                         "chroma_with_fts5_lexical": lat(times["chroma_fts5"],
+                                                         cpus["chroma_fts5"]),
+                         "lexicon_ready": lex.ready,
+                         "same_top10_ram_lexicon_vs_fts5": round(statistics.fmean(agree_fts), 3)
+                         if agree_fts else None,
                          "query_embedding_only": lat(emb, emb_cpu),
                          "top10_overlap_chroma_vs_exact": round(statistics.fmean(agree), 3)}
         out["recall_stages_cpu_ms"] = stage_profile(vault, queries[:min(len(queries), 100)])

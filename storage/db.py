@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from app.errors import StorageFull, VaultCorrupt, VaultLocked
 from storage import sqlcipher
-from storage.migrations import migrate
+from storage.migrations import migrate, pending_migrations
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,14 @@ class Database:
     """Owner: the unlocked vault. Thread affinity: see module docstring."""
 
     def __init__(self, path: Path, key: bytes | bytearray, *, create: bool = False,
-                 threaded: bool = True) -> None:
+                 threaded: bool = True, verify: str = "sync") -> None:
+        """``verify``: the self-test of every page's HMAC at open (requirements 2 and 24).
+        ``"sync"`` runs it before returning. ``"background"`` (threaded only, and only when
+        no migration or crash-left WAL needs writing first) runs it on its own thread and
+        its own connection while reads go ahead; the writer holds every write until it has
+        passed, so a damaged file is never written. On failure every queued and later write
+        fails with ``VaultCorrupt`` and ``on_corrupt`` callbacks run (on the check's thread).
+        ``wait_verified()`` waits for the outcome."""
         self.path = path
         self._key = bytearray(key)
         self.threaded = threaded
@@ -48,6 +55,11 @@ class Database:
         self._by_thread: dict[int, sqlcipher.Connection] = {}
         # Called on the writer thread with the write connection after every write transaction.
         self.after_write: list[Callable[[sqlcipher.Connection], None]] = []
+        self.on_corrupt: list[Callable[[], None]] = []
+        self._verified = threading.Event()
+        self._verify_state = "pending"  # -> passed | failed | aborted (locked during the check)
+        self._verify_conn: sqlcipher.Connection | None = None
+        self._verify_thread: threading.Thread | None = None
         # The write connection is opened here first so a wrong key or damage fails fast,
         # on the caller's thread, before any thread starts.
         wal = path.with_name(path.name + "-wal")
@@ -55,7 +67,9 @@ class Database:
         conn = sqlcipher.open_connection(path, self._key, create=create,
                                          check_same_thread=not threaded)
         try:
-            if not create and not wal_pending:
+            background = (verify == "background" and threaded and not create
+                          and not wal_pending and not pending_migrations(conn))
+            if not create and not wal_pending and not background:
                 # Self-test (requirements 2 and 24): the HMAC of every page, so a damaged file
                 # fails here, before migrate() could write (~5 ms per MB). It reads the file,
                 # not the WAL, so it is skipped when a crash left a WAL with newer pages.
@@ -73,10 +87,66 @@ class Database:
         self._write_conn: sqlcipher.Connection | None = conn
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread: threading.Thread | None = None
+        if background:
+            self._verify_conn = sqlcipher.open_connection(path, self._key, query_only=True,
+                                                          check_same_thread=False)
+            self._verify_thread = threading.Thread(target=self._verify, name="db-verify",
+                                                   daemon=True)
+            self._verify_thread.start()
+        else:
+            self._verify_state = "passed"
+            self._verified.set()
         if threaded:
             self._thread = threading.Thread(target=self._writer_loop, name="db-writer",
                                             daemon=True)
             self._thread.start()
+
+    # --- the self-test in the background -------------------------------------------------
+    def _verify(self) -> None:
+        conn = self._verify_conn
+        assert conn is not None
+        state = "aborted"
+        try:
+            state = "failed" if conn.execute("PRAGMA cipher_integrity_check").fetchall() \
+                else "passed"
+        except sqlcipher.DatabaseError as exc:
+            # Interrupted by close() (lock during the check) is not damage; anything else
+            # that stops the check is treated as damage: nothing gets written.
+            state = "aborted" if self._closed else "failed"
+            log.warning("integrity check stopped: %s", type(exc).__name__)
+        finally:
+            self._verify_conn = None
+            try:
+                conn.close()
+            except Exception:
+                pass
+            self._verify_state = state
+            self._verified.set()
+        if state == "failed":
+            log.error("integrity check failed: every write is refused")
+            for cb in list(self.on_corrupt):
+                try:
+                    cb()
+                except Exception:
+                    log.exception("on_corrupt callback failed")
+
+    def wait_verified(self, timeout: float | None = None) -> bool:
+        """True once the self-test passed; raises ``VaultCorrupt`` if it failed; False on
+        timeout."""
+        if not self._verified.wait(timeout):
+            return False
+        if self._verify_state == "failed":
+            raise VaultCorrupt()
+        return self._verify_state == "passed"
+
+    @property
+    def verified(self) -> bool:
+        return self._verify_state == "passed"
+
+    @property
+    def integrity(self) -> str:
+        """pending | passed | failed | aborted"""
+        return self._verify_state
 
     # --- writes ------------------------------------------------------------------------
     def _run_write(self, fn: Callable[[sqlcipher.Connection], T]) -> T:
@@ -113,6 +183,11 @@ class Database:
                 break
             fn, fut = item
             if not fut.set_running_or_notify_cancel():
+                continue
+            self._verified.wait()  # no write before the self-test passed
+            if self._verify_state != "passed":
+                fut.set_exception(VaultCorrupt() if self._verify_state == "failed"
+                                  else VaultLocked())
                 continue
             try:
                 if isinstance(fn, _DirectCall):
@@ -213,6 +288,15 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        if self._verify_thread is not None:
+            conn = self._verify_conn
+            if conn is not None:
+                try:
+                    conn.interrupt()
+                except Exception:  # already closed by the check's own thread
+                    pass
+            self._verify_thread.join()
+            self._verify_thread = None
         if self.threaded and self._thread is not None:
             self._queue.put(_STOP)
             self._thread.join()

@@ -74,7 +74,11 @@ class OpenVault:
     # --- unlock ------------------------------------------------------------------------
     @classmethod
     def unlock(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
-               use_device: bool = False, threaded: bool = True) -> tuple[OpenVault, UnlockInfo]:
+               use_device: bool = False, threaded: bool = True, verify: str = "sync"
+               ) -> tuple[OpenVault, UnlockInfo]:
+        """``verify="background"``: the database's page self-test runs while the caller
+        loads and searches; writes wait for it (``Database``). Key-file repairs below (a
+        ``.bak``, an interrupted rotation, weak KDF parameters) always verify first."""
         start = time.perf_counter()
         if not folder.exists() or not vault_exists(folder):
             raise VaultNotFound()
@@ -92,7 +96,10 @@ class OpenVault:
                 if password is None:
                     raise WrongKey("A password is required.")
                 dek = crypto.unwrap(kf, password)
-            db, keys = cls._open_db(folder, dek, kf, threaded)
+            if (kf.wrap_pending is not None or kf.kdf.below_floor
+                    or (folder / (crypto.KEY_FILE + ".bak")).exists()):
+                verify = "sync"
+            db, keys = cls._open_db(folder, dek, kf, threaded, verify)
             crypto.wipe(dek)
             vault = cls(folder, keys, kf, db, lock)
             upgraded = False
@@ -111,11 +118,13 @@ class OpenVault:
             raise
 
     @staticmethod
-    def _open_db(folder: Path, dek: bytearray, kf: KeyFile, threaded: bool) -> tuple[Database, Keys]:
+    def _open_db(folder: Path, dek: bytearray, kf: KeyFile, threaded: bool,
+                 verify: str = "sync") -> tuple[Database, Keys]:
         """Open with the DEK; if a rotation was interrupted, the pending DEK opens it."""
         keys = Keys.from_dek(dek)
         try:
-            return Database(folder / DB_FILE, keys.db_key, threaded=threaded), keys
+            return Database(folder / DB_FILE, keys.db_key, threaded=threaded,
+                            verify=verify), keys
         except WrongKey:
             keys.wipe()
         pending = crypto.open_pending(kf, dek)

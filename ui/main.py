@@ -60,6 +60,7 @@ class Controller:
         self.folder = folder
         self.demo = demo
         self.bridge = CoreBridge()
+        self.bridge.vault_corrupt.connect(self._on_vault_corrupt)
         self.vault: Any = None
         self.window: Any = None
         self.scheduler: Any = None
@@ -104,6 +105,18 @@ class Controller:
         self.window.lock_requested.connect(self.lock)
         self.window.show()
         self._start_scheduler()
+        # The page self-test runs in the background after unlock (storage/db.py): if it
+        # fails, nothing has been written and nothing will be; lock and say so.
+        vault.watch_integrity(self.bridge.corrupt_listener)
+
+    def _on_vault_corrupt(self) -> None:
+        if self.vault is None:
+            return
+        from app.errors import VaultCorrupt
+        self.lock()
+        if self.dialog is not None:
+            exc = VaultCorrupt()
+            self.dialog.error.setText(exc.user_message + (f" {exc.hint}" if exc.hint else ""))
 
     def _start_scheduler(self) -> None:
         from app.clock import SystemClock

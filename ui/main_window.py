@@ -154,6 +154,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.vault = vault
         self.bridge = bridge
+        self._cleared = False  # set on lock: late background results are dropped
         self.setWindowTitle("Kept")  # never memory text in a title (SECURITY.md D)
         self.resize(1200, 760)
         self.nav = QTreeWidget()
@@ -238,6 +239,8 @@ class MainWindow(QMainWindow):
                     len(vault.contradictions()))
 
         def done(result: tuple[list[Any], list[tuple[str, int]], int]) -> None:
+            if self._cleared:  # locked while loading: the items are gone
+                return
             ents, days, inbox = result
             for parent in (self.people_item, self.timeline_item):
                 parent.takeChildren()
@@ -374,6 +377,7 @@ class MainWindow(QMainWindow):
 
     def clear_for_lock(self) -> None:
         """Drop every model and cache that could hold memory text (requirement 20)."""
+        self._cleared = True
         self.idle_timer.stop()
         self.browse.model.clear()
         self.browse.detail.clear()

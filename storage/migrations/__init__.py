@@ -35,6 +35,14 @@ def schema_version(conn: Connection) -> str:
     return names[-1] if names else ""
 
 
+def pending_migrations(conn: Connection) -> list[str]:
+    """Names not applied yet (a fresh database: all of them)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'schema_version'").fetchone()
+    done = set(applied(conn)) if exists else set()
+    return [n for n in migration_names() if n not in done]
+
+
 def migrate(conn: Connection) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     c = conn  # prepared, autocommit mode

@@ -1,0 +1,54 @@
+"""The window when the background page self-test finds a damaged vault after unlock: it
+locks, shows the damage in the unlock dialog, and no file changes (requirement 24)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _biggest_unread_page_damage(folder: Path) -> None:
+    """Flip bytes in the middle of the file (a page the open path does not read)."""
+    from tests.storage.helpers import flip_bytes
+    db = folder / "vault.db"
+    flip_bytes(db, db.stat().st_size // 2 + 100, 16)
+
+
+def test_damage_found_after_unlock_locks_the_window(qtbot: Any, qapp: Any, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.jobs
+    from app.demo import DEMO_PASSWORD, create_demo_vault
+    from app.errors import VaultCorrupt
+    from app.facade import Vault
+    from tests.storage.helpers import sha_tree
+    from ui.main import Controller
+    real_build = app.jobs.build_scheduler
+
+    def build_unstarted(*args: Any, **kwargs: Any) -> Any:
+        sched = real_build(*args, **kwargs)
+        sched.start = lambda *a, **k: None
+        return sched
+    monkeypatch.setattr(app.jobs, "build_scheduler", build_unstarted)
+    monkeypatch.setattr(qapp, "quit", lambda: None)
+    folder = tmp_path / "vault"
+    create_demo_vault(folder).lock()  # type: ignore[attr-defined]
+    _biggest_unread_page_damage(folder)
+    before = sha_tree(folder)
+    vault = Vault.open(folder, DEMO_PASSWORD, use_chroma=False)  # background self-test
+    controller = Controller(qapp, folder, demo=False)
+    try:
+        controller.show_main(vault)
+        qtbot.waitUntil(lambda: controller.vault is None, timeout=30_000)
+        assert vault.locked and controller.window is None
+        assert controller.dialog is not None and controller.dialog.isVisible()
+        assert controller.dialog.error.text().startswith(VaultCorrupt.user_message)
+    finally:
+        if controller.dialog is not None:
+            controller.dialog.close()
+            controller.dialog.deleteLater()
+        controller.shutdown()
+        if not vault.locked:
+            vault.lock()
+    assert sha_tree(folder) == before, "a file changed"
