@@ -28,8 +28,8 @@ import math
 import re
 import threading
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -101,6 +101,9 @@ class Lexicon:
         self._lock = threading.RLock()
         self._tok: _Tokenizer | None = _Tokenizer()
         self._post: dict[str, tuple[array[int], array[float]]] = {}
+        self._terms: list[str] = []           # term id -> term
+        self._term_id: dict[str, int] = {}
+        self._wids: dict[str, tuple[int, ...]] = {}  # word -> its term ids
         self._slot_rowid: array[int] = array("q")
         self._slot_len: array[float] = array("d")
         self._alive = bytearray()
@@ -213,34 +216,72 @@ class Lexicon:
             self._tokens_alive -= self._slot_len[slot]
 
     def _add_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Append a slot per row and its postings, vectorised per batch: words -> term ids
+        (FTS5's tokenizer, cached per word), then numpy sums the weighted count of every
+        (row, term) pair and the token count of every row."""
         assert self._tok is not None
-        w_text, w_keys, w_ctx = self.weights
-        split = [[_WORD.findall(c or "") for c in row[1:4]] for row in rows]  # FTS5 folds case
-        terms = self._tok.terms(w for cols in split for ws in cols for w in ws)
-        for (rowid, *_), cols in zip(rows, split, strict=True):
-            if int(rowid) in self._slot_of:
-                self._drop(int(rowid))
-            freq: dict[str, float] = {}
-            size = 0
-            for words, w in zip(cols, (w_text, w_keys, w_ctx), strict=True):
-                for word, n in Counter(words).items():
-                    ts = terms[word]
-                    size += n * len(ts)
-                    for t in ts:
-                        freq[t] = freq.get(t, 0.0) + w * n
-            slot = len(self._alive)
-            self._slot_rowid.append(int(rowid))
-            self._slot_len.append(float(size))
-            self._alive.append(1)
-            self._slot_of[int(rowid)] = slot
-            self._n_alive += 1
-            self._tokens_alive += size
-            for t, f in freq.items():
-                post = self._post.get(t)
-                if post is None:
-                    post = self._post[t] = (array("i"), array("f"))
-                post[0].append(slot)
-                post[1].append(f)
+        if not rows:
+            return
+        cols = [[_WORD.findall(r[c] or "") for r in rows] for c in (1, 2, 3)]  # FTS5 folds case
+        ids = self._word_ids(set(chain.from_iterable(chain.from_iterable(cols))))
+        for r in rows:
+            if int(r[0]) in self._slot_of:
+                self._drop(int(r[0]))
+        n = len(rows)
+        slot_parts, term_parts, weight_parts = [], [], []
+        for col, weight in zip(cols, self.weights, strict=True):
+            flat: list[int] = []
+            lens = []
+            for words in col:
+                before = len(flat)
+                flat.extend([t for w in words for t in ids[w]])
+                lens.append(len(flat) - before)
+            term_parts.append(np.array(flat, dtype=np.int64))
+            slot_parts.append(np.repeat(np.arange(n, dtype=np.int64), lens))
+            weight_parts.append(np.full(len(flat), weight, dtype=np.float64))
+        slots = np.concatenate(slot_parts)
+        terms = np.concatenate(term_parts)
+        size = np.bincount(slots, minlength=n).astype(np.float64)  # FTS5's tokens per row
+        n_terms = len(self._terms)
+        pair, inverse = np.unique(slots * n_terms + terms, return_inverse=True)
+        freq = np.bincount(inverse, weights=np.concatenate(weight_parts))
+        p_slot, p_term = pair // n_terms, pair % n_terms
+        order = np.argsort(p_term, kind="stable")  # by term, rows ascending within a term
+        p_slot, p_term, freq = p_slot[order], p_term[order], freq[order]
+        base = len(self._alive)
+        p_slot = (p_slot + base).astype(np.int32)
+        freq32 = freq.astype(np.float32)
+        cuts = np.flatnonzero(np.diff(p_term)) + 1
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(p_term)], strict=True):
+            term = self._terms[int(p_term[lo])]
+            post = self._post.get(term)
+            if post is None:
+                post = self._post[term] = (array("i"), array("f"))
+            post[0].frombytes(p_slot[lo:hi].tobytes())
+            post[1].frombytes(freq32[lo:hi].tobytes())
+        rowids = [int(r[0]) for r in rows]
+        self._slot_rowid.frombytes(np.array(rowids, dtype=np.int64).tobytes())
+        self._slot_len.frombytes(size.tobytes())
+        self._alive.extend(b"\x01" * n)
+        self._slot_of.update(zip(rowids, range(base, base + n), strict=True))
+        self._n_alive += n
+        self._tokens_alive += float(size.sum())
+
+    def _word_ids(self, words: Iterable[str]) -> dict[str, tuple[int, ...]]:
+        assert self._tok is not None
+        todo = [w for w in words if w not in self._wids]
+        if todo:
+            terms = self._tok.terms(todo)
+            for w in todo:
+                out = []
+                for t in terms[w]:
+                    tid = self._term_id.get(t)
+                    if tid is None:
+                        tid = self._term_id[t] = len(self._terms)
+                        self._terms.append(t)
+                    out.append(tid)
+                self._wids[w] = tuple(out)
+        return self._wids
 
     def _compact(self) -> None:
         alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
@@ -328,6 +369,7 @@ class Lexicon:
         self._ready.clear()
         with self._lock:
             self._post = {}
+            self._terms, self._term_id, self._wids = [], {}, {}
             self._slot_rowid = array("q")
             self._slot_len = array("d")
             self._alive = bytearray()
