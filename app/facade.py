@@ -85,7 +85,8 @@ class Vault:
     """Owner of one unlocked vault. Thread-safe: writes are serialised by the Database."""
 
     def __init__(self, opened: Any, *, clock: Clock | None = None, embedder: Any = None,
-                 model_dir: Path | None = None, use_chroma: bool = True) -> None:
+                 model_dir: Path | None = None, use_chroma: bool = True,
+                 vectors: tuple[Any, Any] | None = None) -> None:
         from storage.vector import VectorIndex
         self._opened = opened
         self.clock: Clock = clock or SystemClock()
@@ -96,7 +97,7 @@ class Vault:
         self.db.after_write.append(self.lexicon.on_write)
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
-        self._load_index()
+        self._load_index(vectors)
         self._start_lexicon()
 
     # --- construction ------------------------------------------------------------------
@@ -148,9 +149,19 @@ class Vault:
                                         use_device=use_device, threaded=threaded, verify=verify)
         log.info("unlocked in %.3f s", info.seconds)
         try:
-            embedder, model_dir = cls._embedder(load_model)
+            # The model loads while the vectors are read (both mostly outside the GIL).
+            box: dict[str, Any] = {}
+            loader = threading.Thread(target=lambda: box.update(e=cls._embedder(load_model)),
+                                      name="model-load", daemon=True)
+            loader.start()
+            vectors = None
+            if load_model:
+                from storage.embedder import MODEL_NAME
+                vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, MODEL_NAME)))
+            loader.join()
+            embedder, model_dir = box.get("e", (None, None))
             return cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
-                       use_chroma=use_chroma)
+                       use_chroma=use_chroma, vectors=vectors)
         except BaseException:
             opened.lock()
             raise
@@ -164,19 +175,26 @@ class Vault:
                     repo.put_setting(conn, s.key, s.default)
         self.db.write_sync(run)
 
-    def _load_index(self) -> None:
+    def _load_index(self, vectors: tuple[str, Any] | None = None) -> None:
         if self.embedder is None:
             return
-        ids, mat = self.db.read(lambda c: repo.load_vectors(c, self.embedder.model_name))
+        if vectors is not None and vectors[0] == self.embedder.model_name:
+            ids, mat = vectors[1]
+        else:
+            ids, mat = self.db.read(lambda c: repo.load_vectors(c, self.embedder.model_name))
         self.index.load(ids, mat)
-        self.index.start_chroma_build()
 
     def _start_lexicon(self) -> None:
         """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
         background; FTS5 answers until it is ready and on small vaults."""
         rows = self.db.read(lambda c: c.execute("SELECT count(*) FROM memory").fetchone()[0])
+        chroma = self.index.start_chroma_build if self.embedder is not None else None
         if rows >= lexicon.MIN_ROWS:
-            self.lexicon.build_in_background(self.db.read)
+            # The lexicon first: it turns 300 ms of FTS5 into 2; Chroma is no faster than
+            # exact search at this size, so its build waits rather than compete for the CPU.
+            self.lexicon.build_in_background(self.db.read, then=chroma)
+        elif chroma is not None:
+            chroma()
 
     def watch_integrity(self, on_corrupt: Callable[[], None]) -> None:
         """``on_corrupt()`` (from the check's thread) if the background self-test fails, at
@@ -217,8 +235,8 @@ class Vault:
     def lock(self) -> Result[None]:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
+            self.lexicon.clear()  # first: its thread may start the Chroma build when done
             self.index.close()
-            self.lexicon.clear()
             self._opened.lock()
         self.embedder = None
         changes = Changes(lock=True)

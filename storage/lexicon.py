@@ -128,12 +128,22 @@ class Lexicon:
         return self._ready.wait(timeout)
 
     # --- build --------------------------------------------------------------------------
-    def build_in_background(self, read: Callable[[Callable[[Any], Any]], Any]) -> None:
-        """Build from ``memory_fts`` through ``read`` (the database's reader) on a thread."""
+    @property
+    def building(self) -> bool:
+        return self._building
+
+    def build_in_background(self, read: Callable[[Callable[[Any], Any]], Any],
+                            then: Callable[[], None] | None = None) -> None:
+        """Build from ``memory_fts`` through ``read`` (the database's reader) on a thread,
+        then call ``then()`` there (unless cleared meanwhile)."""
         with self._lock:
             self._building = True
-        self._thread = threading.Thread(target=self._build, args=(read,), name="lexicon",
-                                        daemon=True)
+
+        def run() -> None:
+            self._build(read)
+            if then is not None and not self._cancel.is_set():
+                then()
+        self._thread = threading.Thread(target=run, name="lexicon", daemon=True)
         self._thread.start()
 
     def build(self, read: Callable[[Callable[[Any], Any]], Any]) -> None:

@@ -222,6 +222,11 @@ class RecallService:
         lexical = self.lexicon.search(tokens, t.lexical_depth) if self.lexicon else None
         if lexical is None:
             match = repo.fts_query(tokens)
+            if match and self.lexicon is not None and self.lexicon.building:
+                # A big vault in its first seconds after unlock, before the RAM lexicon is
+                # ready: skip the neighbour-context column, which matches five times the rows
+                # (100k memories: ~50 ms instead of ~300). Ranking is then slightly coarser.
+                match = "{text keys} : (" + match + ")"
             lexical = self.db.read(lambda c: repo.fts_search(c, match, t.lexical_depth))
         dense: list[tuple[int, float]] = []
         lo = hi = 0.0

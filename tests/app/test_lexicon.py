@@ -186,3 +186,26 @@ def test_lock_drops_the_mirror(vault_dir: Path, fast_kdf: Any, embedder: Any,
         lex = v.lexicon
         v.lock()
     assert not lex.ready and len(lex) == 0 and not lex._post and lex._tok is None
+
+
+def test_while_building_fts5_skips_the_context_column(lex_vault: Vault) -> None:
+    """Before the mirror is ready on a big vault, FTS5 answers without the neighbour-context
+    column (5x fewer rows to score); rows matching only through a neighbour drop out."""
+    v = lex_vault
+    now = T0 + 86_400 * 40
+    only_ctx = v.db.read(lambda c: {r[0] for r in c.execute(
+        "SELECT rowid FROM memory_fts WHERE memory_fts MATCH 'ctx : \"dinosaurs\"' "
+        "EXCEPT SELECT rowid FROM memory_fts WHERE memory_fts MATCH '{text keys} : "
+        "\"dinosaurs\"'")})
+    assert only_ctx, "the fixture has turns next to a dinosaur turn"
+    def lexical_hits() -> set[int]:
+        hits = v.recall_service.recall("dinosaurs", k=200, now=now)
+        return {h.id for h in hits if h.breakdown["lexical"] > 0}
+    normal = lexical_hits()
+    assert normal & only_ctx
+    v.lexicon._building = True  # as between unlock and the end of the build
+    try:
+        quick = lexical_hits()
+    finally:
+        v.lexicon._building = False
+    assert quick and not quick & only_ctx
