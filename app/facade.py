@@ -160,8 +160,10 @@ class Vault:
                 vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, MODEL_NAME)))
             loader.join()
             embedder, model_dir = box.get("e", (None, None))
-            return cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
-                       use_chroma=use_chroma, vectors=vectors)
+            vault = cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+                        use_chroma=use_chroma, vectors=vectors)
+            opened.db.start_verification()  # now that the index is in RAM (storage/db.py)
+            return vault
         except BaseException:
             opened.lock()
             raise

@@ -87,12 +87,13 @@ class Database:
         self._write_conn: sqlcipher.Connection | None = conn
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread: threading.Thread | None = None
+        self._verify_start_lock = threading.Lock()
         if background:
             self._verify_conn = sqlcipher.open_connection(path, self._key, query_only=True,
                                                           check_same_thread=False)
-            self._verify_thread = threading.Thread(target=self._verify, name="db-verify",
-                                                   daemon=True)
-            self._verify_thread.start()
+            # Started by start_verification() (the vault calls it once its index is in
+            # RAM, so the check does not compete with the unlock for the CPU), or by the
+            # first write, whichever comes first.
         else:
             self._verify_state = "passed"
             self._verified.set()
@@ -102,6 +103,14 @@ class Database:
             self._thread.start()
 
     # --- the self-test in the background -------------------------------------------------
+    def start_verification(self) -> None:
+        with self._verify_start_lock:
+            if self._verify_conn is None or self._verify_thread is not None or self._closed:
+                return
+            self._verify_thread = threading.Thread(target=self._verify, name="db-verify",
+                                                   daemon=True)
+            self._verify_thread.start()
+
     def _verify(self) -> None:
         conn = self._verify_conn
         assert conn is not None
@@ -133,6 +142,7 @@ class Database:
     def wait_verified(self, timeout: float | None = None) -> bool:
         """True once the self-test passed; raises ``VaultCorrupt`` if it failed; False on
         timeout."""
+        self.start_verification()
         if not self._verified.wait(timeout):
             return False
         if self._verify_state == "failed":
@@ -184,6 +194,7 @@ class Database:
             fn, fut = item
             if not fut.set_running_or_notify_cancel():
                 continue
+            self.start_verification()
             self._verified.wait()  # no write before the self-test passed
             if self._verify_state != "passed":
                 fut.set_exception(VaultCorrupt() if self._verify_state == "failed"
@@ -288,6 +299,12 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        with self._verify_start_lock:
+            if self._verify_thread is None and self._verify_conn is not None:
+                self._verify_conn.close()  # never started: nothing was verified
+                self._verify_conn = None
+                self._verify_state = "aborted"
+                self._verified.set()
         if self._verify_thread is not None:
             conn = self._verify_conn
             if conn is not None:
