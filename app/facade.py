@@ -285,6 +285,20 @@ class Vault:
             recovery_code=kf.wrap_recovery is not None,
             remember_device=kf.wrap_device is not None)
 
+    def background_work(self) -> list[str]:
+        """What is still being prepared after unlock, in words; empty when done. Reads
+        in-memory flags only (cheap enough for a timer on the GUI thread)."""
+        if self.locked:
+            return []
+        out = []
+        if self.db.integrity == "pending":
+            out.append("checking the vault")
+        if self.lexicon.building:
+            out.append("indexing text")
+        if self.index.chroma_building:
+            out.append("building the vector index")
+        return out
+
     # --- ingestion ---------------------------------------------------------------------
     @staticmethod
     def validate_draft(d: Draft) -> Draft:

@@ -233,6 +233,11 @@ class VectorIndex:
         except Exception:  # exact search keeps serving
             log.exception("vector index build failed; exact search stays in use")
 
+    @property
+    def chroma_building(self) -> bool:
+        t = self._build_thread
+        return t is not None and t.is_alive() and not self._chroma_ready.is_set()
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._chroma_ready.wait(timeout)
 

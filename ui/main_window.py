@@ -8,6 +8,9 @@ dialog) are imported lazily so a missing optional view never blocks the window.
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
@@ -15,11 +18,13 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMainWindow,
+    QProgressBar,
     QSplitter,
     QStackedWidget,
     QTableView,
@@ -183,6 +188,23 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
+        # Long work (import, consolidation): a bar in the status bar, fed by a 100 ms poll of
+        # what the worker stored (STYLE B5.4); the worker never touches a widget.
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setMaximumWidth(220)
+        self.progress_bar.hide()
+        self.statusBar().addPermanentWidget(self.progress_bar)
+        self._work: _WorkProgress | None = None
+        self._work_timer = QTimer(self)
+        self._work_timer.setInterval(100)
+        self._work_timer.timeout.connect(self._poll_work)
+        # What is still being prepared after unlock (self-test, text index, vector index).
+        self._status_base = ""
+        self._background = ""
+        self._bg_timer = QTimer(self)
+        self._bg_timer.setInterval(500)
+        self._bg_timer.timeout.connect(self._poll_background)
+        self._bg_timer.start()
         self._build_actions()
         self._build_nav()
         self.nav.currentItemChanged.connect(self._on_nav_current_item_changed)
@@ -208,8 +230,12 @@ class MainWindow(QMainWindow):
         self.lock_action.triggered.connect(self.lock_requested)
         self.run_action = QAction("Run consolidation now", self)
         self.run_action.triggered.connect(self._on_run_action_triggered)
+        self.import_action = QAction("Import…", self)
+        self.import_action.setToolTip("Import a conversation (JSON Lines, one turn a line)")
+        self.import_action.triggered.connect(self._on_import_action_triggered)
         tb.addAction(self.lock_action)
         tb.addAction(self.run_action)
+        tb.addAction(self.import_action)
 
     def _item(self, parent: Any, label: str, key: tuple[Any, ...]) -> QTreeWidgetItem:
         item = QTreeWidgetItem(parent, [label])
@@ -320,8 +346,100 @@ class MainWindow(QMainWindow):
         total = sum(st.totals.values())
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
-        self.status_label.setText(f"{total:,} memories · {search} · locks after "
-                                  f"{self.idle_timer.interval() // 60000} min idle")
+        self._status_base = (f"{total:,} memories · {search} · locks after "
+                             f"{self.idle_timer.interval() // 60000} min idle")
+        self._render_status()
+
+    def _render_status(self) -> None:
+        extra = f" · {self._background}…" if self._background else ""
+        self.status_label.setText(self._status_base + extra)
+
+    @Slot()
+    def _poll_background(self) -> None:
+        if self._cleared or self.vault.locked:
+            self._bg_timer.stop()
+            return
+        work = self.vault.background_work()
+        text = ", ".join(work)
+        if text != self._background:
+            self._background = text
+            self._render_status()
+        if not work:
+            self._bg_timer.stop()
+
+    # --- long work with progress --------------------------------------------------------
+    def _begin_work(self, label: str, unit: str) -> _WorkProgress:
+        self._work = _WorkProgress(label, unit)
+        self.import_action.setEnabled(False)
+        self.run_action.setEnabled(False)
+        self.progress_bar.setRange(0, 0)  # busy until the first report
+        self.progress_bar.show()
+        self.statusBar().showMessage(f"{label}…")
+        self._work_timer.start()
+        return self._work
+
+    def _end_work(self) -> None:
+        self._work_timer.stop()
+        self._work = None
+        self.progress_bar.hide()
+        self.import_action.setEnabled(True)
+        self.run_action.setEnabled(True)
+
+    @Slot()
+    def _poll_work(self) -> None:
+        work = self._work
+        if work is None:
+            return
+        done, total, changed = work.take()
+        if total:
+            self.progress_bar.setRange(0, total)
+            self.progress_bar.setValue(done)
+            self.statusBar().showMessage(f"{work.label}… {done:,} of {total:,} {work.unit}")
+        # Imported turns show up while the import runs, at most once a second.
+        if changed and work.unit == "turns" and time.monotonic() - work.refreshed >= 1.0:
+            work.refreshed = time.monotonic()
+            from app.changes import Changes
+            self.bridge.apply_changes(Changes(memories=True), None)
+
+    def _on_import_action_triggered(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import a conversation", "", "JSON Lines (*.jsonl);;All files (*)")
+        if path:
+            self.start_import(Path(path))
+
+    def start_import(self, path: Path) -> None:
+        """Import a JSON Lines file of turns (the format of ``kept import``) with progress.
+        A malformed file is refused whole, with its bad line numbers; nothing is written."""
+        from ui.tasks import run_op
+        vault = self.vault
+        work = self._begin_work("Importing", "turns")
+
+        def run() -> Any:
+            from app.errors import ValidationError
+            from app.services.importer import parse_import
+            try:
+                with path.open(encoding="utf-8") as fh:
+                    turns = parse_import(fh)
+            except UnicodeDecodeError as exc:
+                raise ValidationError(f"{path.name} is not UTF-8 text.") from exc
+            except OSError as exc:
+                raise ValidationError(f"Cannot read {path.name}: {exc.strerror}.") from exc
+            return vault.import_turns(turns, progress=work.report)
+
+        def done(result: Any) -> None:
+            self._end_work()
+            r = result.value
+            self.statusBar().showMessage(
+                f"Imported {r.added:,} turns from {path.name}"
+                + (f" ({r.skipped_duplicates:,} were already there)" if r.skipped_duplicates
+                   else ""), 15_000)
+
+        def failed(exc: BaseException) -> None:
+            self._end_work()
+            self.statusBar().clearMessage()
+            from ui.errors import show_error
+            show_error(self, exc)
+        run_op(self, run, done, self.bridge, failed)
 
     @Slot(object, object)
     def _on_bridge_changes_applied(self, changes: Any, initiator: Any) -> None:
@@ -348,22 +466,21 @@ class MainWindow(QMainWindow):
 
     def run_consolidation(self) -> None:
         from ui.tasks import run_op
-        self.run_action.setEnabled(False)
-        self.statusBar().showMessage("Consolidating…")
+        work = self._begin_work("Consolidating", "steps")
         vault = self.vault
 
         def done(result: Any) -> None:
-            self.run_action.setEnabled(True)
+            self._end_work()
             r = result.value
             self.statusBar().showMessage(
                 f"Consolidation run {r.run_id}: {sum(r.counts.values())} changes in "
                 f"{r.seconds:.1f} s", 10_000)
 
         def failed(exc: BaseException) -> None:
-            self.run_action.setEnabled(True)
+            self._end_work()
             from ui.errors import show_error
             show_error(self, exc)
-        run_op(self, lambda: vault.consolidate(), done, self.bridge, failed)
+        run_op(self, lambda: vault.consolidate(progress=work.report), done, self.bridge, failed)
 
     # --- auto-lock ----------------------------------------------------------------------
     def set_idle_minutes(self, minutes: float) -> None:
@@ -379,6 +496,8 @@ class MainWindow(QMainWindow):
         """Drop every model and cache that could hold memory text (requirement 20)."""
         self._cleared = True
         self.idle_timer.stop()
+        self._work_timer.stop()
+        self._bg_timer.stop()
         self.browse.model.clear()
         self.browse.detail.clear()
         self.browse.search.clear()
@@ -395,3 +514,24 @@ class MainWindow(QMainWindow):
         self.idle_timer.stop()
         QApplication.instance().removeEventFilter(self._idle_watcher)
         super().closeEvent(event)
+
+
+class _WorkProgress:
+    """Progress of one long job: written by the worker thread, read by the GUI's poll."""
+
+    def __init__(self, label: str, unit: str) -> None:
+        self.label = label
+        self.unit = unit
+        self.refreshed = 0.0
+        self._lock = threading.Lock()
+        self._done = self._total = 0
+        self._changed = False
+
+    def report(self, done: int, total: int) -> None:  # worker thread: store only
+        with self._lock:
+            self._done, self._total, self._changed = done, total, True
+
+    def take(self) -> tuple[int, int, bool]:
+        with self._lock:
+            changed, self._changed = self._changed, False
+            return self._done, self._total, changed

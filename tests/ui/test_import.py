@@ -1,0 +1,93 @@
+"""Import from the window: a JSON Lines file with progress in the status bar, the list growing,
+a malformed file refused whole with its line numbers; and the status bar saying what is still
+being prepared after unlock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WAIT = 60_000
+
+
+@pytest.fixture
+def popups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[BaseException]]:
+    import ui.errors
+    seen: list[BaseException] = []
+    monkeypatch.setattr(ui.errors, "show_error", lambda _parent, exc: seen.append(exc))
+    yield seen
+
+
+def turns_file(path: Path, n: int, bad_lines: tuple[int, ...] = ()) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(1, n + 1):
+            if i in bad_lines:
+                fh.write('{"session": "s1", "speaker": "Ana", "text": \n')
+                continue
+            fh.write(json.dumps({"session": f"imp{i // 50}", "speaker": ["Ana", "Me"][i % 2],
+                                 "text": f"Imported turn {i} about the garden and the bees",
+                                 "at": f"2026-03-{1 + i % 28:02d}T09:00:00Z",
+                                 "ref": f"imp-{i}"}) + "\n")
+    return path
+
+
+def total(vault: Any) -> int:
+    return sum(vault.status().totals.values())
+
+
+def test_import_shows_progress_and_adds_the_turns(qtbot: Any, window: Any, tmp_path: Path,
+                                                  popups: list[BaseException]) -> None:
+    vault = window.vault
+    before = total(vault)
+    path = turns_file(tmp_path / "talk.jsonl", 600)
+    seen_progress: list[tuple[int, int]] = []
+    window._work_timer.timeout.connect(
+        lambda: seen_progress.append((window.progress_bar.value(), window.progress_bar.maximum()))
+        if window.progress_bar.isVisible() else None)
+    window.show()
+    window.start_import(path)
+    assert window.progress_bar.isVisible() and not window.import_action.isEnabled()
+    qtbot.waitUntil(lambda: "Imported 600 turns" in window.statusBar().currentMessage(),
+                    timeout=WAIT)
+    assert not popups
+    assert not window.progress_bar.isVisible() and window.import_action.isEnabled()
+    assert window.run_action.isEnabled()
+    assert total(vault) == before + 1200  # each turn: short-term + episodic
+    assert seen_progress, "the progress bar was never polled while visible"
+    # Importing the same file again adds nothing and says so.
+    window.start_import(path)
+    qtbot.waitUntil(lambda: "were already there" in window.statusBar().currentMessage(),
+                    timeout=WAIT)
+    assert total(vault) == before + 1200
+
+
+def test_malformed_file_is_refused_whole(qtbot: Any, window: Any, tmp_path: Path,
+                                         popups: list[BaseException]) -> None:
+    from app.errors import ValidationError
+    vault = window.vault
+    before = total(vault)
+    window.start_import(turns_file(tmp_path / "bad.jsonl", 50, bad_lines=(7, 31)))
+    qtbot.waitUntil(lambda: bool(popups), timeout=WAIT)
+    assert isinstance(popups[0], ValidationError)
+    assert "7" in str(popups[0]) and "31" in str(popups[0])
+    assert total(vault) == before
+    assert not window.progress_bar.isVisible() and window.import_action.isEnabled()
+    window.start_import(tmp_path / "missing.jsonl")
+    qtbot.waitUntil(lambda: len(popups) == 2, timeout=WAIT)
+    assert isinstance(popups[1], ValidationError) and "missing.jsonl" in str(popups[1])
+
+
+def test_status_bar_says_what_is_being_prepared(qtbot: Any, window: Any) -> None:
+    vault = window.vault
+    vault.lexicon._building = True  # as in the seconds after unlocking a big vault
+    try:
+        window._bg_timer.start()
+        qtbot.waitUntil(lambda: "indexing text…" in window.status_label.text(), timeout=WAIT)
+    finally:
+        vault.lexicon._building = False
+    qtbot.waitUntil(lambda: "indexing" not in window.status_label.text(), timeout=WAIT)
+    assert not window._bg_timer.isActive()
