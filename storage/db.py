@@ -88,6 +88,7 @@ class Database:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._verify_start_lock = threading.Lock()
+        self._verify_go = threading.Event()
         if background:
             self._verify_conn = sqlcipher.open_connection(path, self._key, query_only=True,
                                                           check_same_thread=False)
@@ -103,26 +104,34 @@ class Database:
             self._thread.start()
 
     # --- the self-test in the background -------------------------------------------------
-    def start_verification(self) -> None:
+    def start_verification(self, delay: float = 0.0) -> None:
+        """Start the background self-test, after ``delay`` seconds (cut short by the first
+        write, ``wait_verified`` or close)."""
         with self._verify_start_lock:
+            if delay <= 0:
+                self._verify_go.set()
             if self._verify_conn is None or self._verify_thread is not None or self._closed:
                 return
-            self._verify_thread = threading.Thread(target=self._verify, name="db-verify",
-                                                   daemon=True)
+            self._verify_thread = threading.Thread(target=self._verify, args=(delay,),
+                                                   name="db-verify", daemon=True)
             self._verify_thread.start()
 
-    def _verify(self) -> None:
+    def _verify(self, delay: float) -> None:
         conn = self._verify_conn
         assert conn is not None
+        self._verify_go.wait(delay)
         state = "aborted"
         try:
+            if self._closed:  # locked during the grace: nothing to check, nothing written
+                return
             state = "failed" if conn.execute("PRAGMA cipher_integrity_check").fetchall() \
                 else "passed"
         except sqlcipher.DatabaseError as exc:
             # Interrupted by close() (lock during the check) is not damage; anything else
             # that stops the check is treated as damage: nothing gets written.
             state = "aborted" if self._closed else "failed"
-            log.warning("integrity check stopped: %s", type(exc).__name__)
+            if not self._closed:
+                log.warning("integrity check stopped: %s", type(exc).__name__)
         finally:
             self._verify_conn = None
             try:
@@ -299,6 +308,7 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        self._verify_go.set()
         with self._verify_start_lock:
             if self._verify_thread is None and self._verify_conn is not None:
                 self._verify_conn.close()  # never started: nothing was verified

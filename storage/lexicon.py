@@ -133,13 +133,17 @@ class Lexicon:
         return self._building
 
     def build_in_background(self, read: Callable[[Callable[[Any], Any]], Any],
-                            then: Callable[[], None] | None = None) -> None:
+                            then: Callable[[], None] | None = None, delay: float = 0.0) -> None:
         """Build from ``memory_fts`` through ``read`` (the database's reader) on a thread,
-        then call ``then()`` there (unless cleared meanwhile)."""
+        after ``delay`` seconds, then call ``then()`` there (unless cleared meanwhile)."""
         with self._lock:
             self._building = True
 
         def run() -> None:
+            if self._cancel.wait(delay):
+                with self._lock:
+                    self._building = False
+                return
             self._build(read)
             if then is not None and not self._cancel.is_set():
                 then()

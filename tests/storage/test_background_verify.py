@@ -95,3 +95,25 @@ def test_facade_reports_damage_to_watchers(clone_vault: Callable[..., Path],
     finally:
         vault.lock()
     assert sha_tree(folder) == before, "a file changed"
+
+
+def test_facade_grace_then_check_and_a_write_cuts_it_short(
+        clone_vault: Callable[..., Path], template_vault: Template,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from app.facade import BACKGROUND_GRACE_S, Vault
+    assert BACKGROUND_GRACE_S > 0
+    folder = clone_vault()
+    vault = Vault.open(folder, template_vault.password, load_model=False)
+    try:
+        assert vault.db.integrity == "pending"  # still in the grace after unlock
+        vault.set_setting("lock.idle_minutes", 7)  # a write: the check runs now, first
+        assert vault.db.integrity == "passed"
+        assert vault.setting("lock.idle_minutes") == 7
+    finally:
+        vault.lock()
+    # Locked inside the grace: the check never starts, nothing is logged as a problem.
+    vault = Vault.open(clone_vault(), template_vault.password, load_model=False)
+    db = vault.db
+    vault.lock()
+    assert db.integrity == "aborted"
+    assert not [r for r in caplog.records if "integrity" in r.getMessage()]
