@@ -305,6 +305,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_self_check(args: argparse.Namespace) -> int:
+    from storage.selfcheck import passed, report_lines, run_checks
+    checks = run_checks()
+    if args.json:
+        _print_json({"ok": passed(checks), "checks": [asdict(c) for c in checks]})
+    else:
+        print("\n".join(report_lines(checks)))
+    return 0 if passed(checks) else 1
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
     return run_demo(vault_dir(args) if args.vault else None)
@@ -586,6 +596,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("undo", help="revert a consolidation run")
     s.add_argument("run_id", type=int)
     s.set_defaults(fn=cmd_undo)
+
+    s = sub.add_parser("self-check", help="check that SQLCipher, Argon2id, Chroma (in RAM), "
+                       "the model and the keychain work on this machine; no vault needed")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_self_check)
 
     s = sub.add_parser("demo", help="create a demo vault, store and recall a few memories")
     s.set_defaults(fn=cmd_demo)

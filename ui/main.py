@@ -181,12 +181,39 @@ class _Hidden:
         return QObject()
 
 
+def _qt_check() -> str:
+    """The Qt platform plugin loads and a widget renders (what a frozen build most often
+    misses)."""
+    from PySide6 import __version__ as pyside_version
+    from PySide6.QtWidgets import QApplication, QLabel
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    label = QLabel("Kept")
+    label.resize(80, 20)
+    image = label.grab().toImage()
+    if image.isNull():
+        raise RuntimeError("a widget did not render")
+    return f"PySide6 {pyside_version}, platform {app.platformName()}"
+
+
+def self_check() -> int:
+    """``kept-app --self-check``: the CLI's checks plus the Qt platform plugin."""
+    from storage.selfcheck import passed, report_lines, run_checks
+    checks = run_checks(extra=(("qt", _qt_check, True),))
+    print("\n".join(report_lines(checks)))
+    return 0 if passed(checks) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kept-app")
     parser.add_argument("--vault", help="vault folder")
     parser.add_argument("--demo", action="store_true", help="open the demo vault")
     parser.add_argument("--debug", action="store_true")
+    parser.add_argument("--self-check", action="store_true",
+                        help="check the native parts (SQLCipher, Chroma, model, keychain, Qt) "
+                        "and exit: 0 if every required one works")
     args = parser.parse_args(argv)
+    if args.self_check:
+        return self_check()
     from storage.paths import default_vault_dir, private_umask
     from storage.unlock import vault_exists
     private_umask()
