@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 APP_NAME = "Kept"
 DB_FILE = "vault.db"
 LOCK_FILE = "vault.lock"
+# Written into the lock file so that it is not an empty file, which SQLite (and so any tool
+# probing the folder) would open as an empty database. No content, no pid: just the purpose.
+LOCK_MARKER = b"Kept vault lock: the process that has this vault open holds an OS lock here.\n"
 
 
 def default_vault_dir() -> Path:
@@ -89,6 +92,22 @@ class OwnerLock:
             fh.close()
             raise VaultBusy() from exc
         self._fh = fh
+
+    def mark(self) -> None:
+        """Write the marker once the vault is known to open (after creation or a successful
+        unlock), so a wrong password never changes a byte under the vault."""
+        fh = self._fh
+        if fh is None:
+            return
+        try:
+            fh.seek(0)
+            if fh.read(len(LOCK_MARKER) + 1) != LOCK_MARKER:
+                fh.seek(0)
+                fh.truncate()
+                fh.write(LOCK_MARKER)
+                fh.flush()
+        except OSError:  # a full disk must not stop an unlock; the lock itself is held
+            log.warning("could not write the lock file's marker")
 
     def release(self) -> None:
         if self._fh is not None:

@@ -66,6 +66,7 @@ class OpenVault:
             # half-made vault is recognisable and never mistaken for a damaged one.
             db = Database(folder / DB_FILE, keys.db_key, create=True, threaded=threaded)
             crypto.write_key_file(folder, kf)
+            lock.mark()
             return cls(folder, keys, kf, db, lock)
         except BaseException:
             lock.release()
@@ -112,6 +113,7 @@ class OpenVault:
             # A key file read from .bak goes back in place before the backup is retired.
             recovered = crypto.restore_main_key_file(folder, vault.key_file)
             crypto.drop_backup(folder)  # a successful unlock retires the previous key file
+            lock.mark()
             return vault, UnlockInfo(time.perf_counter() - start, upgraded, recovered)
         except BaseException:
             lock.release()

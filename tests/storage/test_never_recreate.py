@@ -16,6 +16,7 @@ import pytest
 
 from app.errors import AppError, VaultCorrupt, VaultExists, WrongKey
 from storage.crypto import KdfParams
+from storage.paths import LOCK_MARKER
 from storage.unlock import OpenVault
 from tests.storage.conftest import Template
 from tests.storage.helpers import flip_bytes, sha_tree
@@ -181,6 +182,21 @@ def test_wrong_password_changes_nothing(clone_vault: Callable[..., Path],
         assert rows == len(ids)
     finally:
         v.lock()
+
+
+def test_wrong_password_leaves_an_old_empty_lock_file_alone(
+        clone_vault: Callable[..., Path], template_vault: Template) -> None:
+    """The lock file's marker is written only after a successful unlock, so a vault made
+    before it existed (empty lock file) is byte-identical after a wrong password."""
+    folder = clone_vault()
+    (folder / "vault.lock").write_bytes(b"")
+    before = sha_tree(folder)
+    with pytest.raises(WrongKey):
+        OpenVault.unlock(folder, "wrong")
+    assert sha_tree(folder) == before
+    v, _ = OpenVault.unlock(folder, template_vault.password)
+    v.lock()
+    assert (folder / "vault.lock").read_bytes() == LOCK_MARKER
 
 
 def test_damaged_vault_with_bak_still_refuses_db_damage(clone_vault: Callable[..., Path],
