@@ -108,7 +108,8 @@ def explain(vault: Any, mid: int, query: str | None, now: float) -> Explanation:
         from app.services.recall import Filters
         hits = vault.recall_service.recall(query, k=200, now=now,
                                            filters=Filters(include_archived=True,
-                                                           include_superseded=True))
+                                                           include_superseded=True),
+                                           dedupe=False)
         hit = next((h for h in hits if h.id == mid), None)
         breakdown = dict(hit.breakdown) if hit else {"final": 0.0, "note_not_in_top_200": 1.0}
     reference = max(x for x in (m.occurred_at, m.last_accessed_at) if x is not None)

@@ -214,7 +214,9 @@ class RecallService:
 
     # --- 2.-3. candidates and ranking ----------------------------------------------------
     def recall(self, query: str, *, k: int = 10, now: float, filters: Filters = Filters(),
-               qvec: Any = None) -> list[Hit]:
+               qvec: Any = None, dedupe: bool = True) -> list[Hit]:
+        """Best first. ``dedupe=False`` keeps a turn and the episode made from it both (explain
+        needs the score of the very memory asked about)."""
         t = self.tuning
         plan = self.analyze(query, now, self.known_people())
         tokens = query_tokens(query)
@@ -296,7 +298,7 @@ class RecallService:
         for i in head:
             r = tuple(refs.get(i, []))
             # Dedupe: a turn and the episode made from it carry the same refs; keep the better.
-            if r and r in seen_refs:
+            if dedupe and r and r in seen_refs:
                 continue
             if r:
                 seen_refs.add(r)

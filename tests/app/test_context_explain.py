@@ -55,6 +55,23 @@ def test_explain_unknown_id_and_not_retrieved(vault: Vault) -> None:
     assert vault.explain(mid, "car insurance").breakdown["final"] > 0
 
 
+def test_explain_an_episode_whose_turn_shares_its_refs(vault: Vault) -> None:
+    """Recall keeps one of a turn and its episode (same refs). Explain must still score the
+    very memory asked about, even when the turn (archived or superseded, which explain
+    includes) would win the dedupe."""
+    vault.import_turns([turn("s", "Sam", "I live in Lisbon with my partner Ana", T0 - HOUR,
+                             "s:1")])
+    short = int(row(vault, "SELECT id FROM memory WHERE ref = 's:1' AND store = 'short_term'")[0])
+    episode = int(row(vault, "SELECT id FROM memory WHERE store = 'episodic'")[0])
+    vault.archive(short)  # what decay does to old turns
+    q = "where does Sam live"
+    hit = next(h for h in vault.recall(q, touch=False) if h.id == episode)
+    e = vault.explain(episode, q)
+    assert e.breakdown is not None and "note_not_in_top_200" not in e.breakdown
+    assert e.breakdown["final"] == pytest.approx(hit.score, abs=1e-6)
+    assert vault.explain(short, q).breakdown["final"] > 0  # the turn has its own score
+
+
 def test_explain_sources_chain_and_links(vault: Vault) -> None:
     rep = vault.import_turns([turn("c", "Maya", "I started learning the cello last week",
                                    T0 - HOUR, "c:1")]).value
