@@ -440,10 +440,11 @@ class Vault:
                 for d, store in drafts:
                     keys = self.fts_keys(d)
                     scored = self._scores(d, now)
-                    e = None
+                    e: Any = None
                     if store is not Store.SHORT_TERM:
-                        extra = ({"event_type": "conversation", "actors": [d.speaker]}
-                                 if store is Store.EPISODIC else {})
+                        extra: dict[str, object] = (
+                            {"event_type": "conversation", "actors": [d.speaker]}
+                            if store is Store.EPISODIC else {})
                         e = replace(d, store=store, extra=extra)
                         # Same text and speaker: reuse the turn's emotional and social scores.
                         e = (e, *self._scores(e, now, (scored[0].emotional, scored[0].social)))

@@ -14,7 +14,9 @@ ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.
 
 def _where(store: str | None, status: str | None, entity_id: int | None, day: tuple[float, float]
            | None) -> tuple[str, list[Any], str]:
-    clauses, params, join = [], [], ""
+    clauses: list[str] = []
+    params: list[object] = []
+    join = ""
     if store:
         clauses.append("m.store = ?")
         params.append(store)

@@ -422,7 +422,7 @@ def keyring_available() -> bool:
         if _backend_name(kr) in ALLOWED_BACKENDS:
             return True
         # A chainer wrapping exactly one allowlisted backend is acceptable.
-        backends = getattr(kr, "backends", None)
+        backends = getattr(kr, "backends", None) or []
         return bool(backends) and all(_backend_name(b) in ALLOWED_BACKENDS for b in backends)
     except Exception:  # any keyring failure means "not available", never a crash
         log.exception("keyring probe failed")
@@ -441,7 +441,7 @@ def remember_device(kf: KeyFile, dek: bytearray) -> KeyFile:
         raise KeyUnavailable()
     device_key = bytearray(os.urandom(32))
     try:
-        keyring.set_password(KEYRING_SERVICE, _device_user(kf.vault_id), _b64(device_key))
+        keyring.set_password(KEYRING_SERVICE, _device_user(kf.vault_id), _b64(bytes(device_key)))
         return replace(kf, wrap_device=_seal(device_key, dek, AAD_DEVICE + kf.vault_id.encode()))
     except KeyringError as exc:
         raise KeyUnavailable() from exc

@@ -23,6 +23,7 @@ of a forgotten memory outlives the transaction that deleted it. Lock drops every
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -179,7 +180,7 @@ class Lexicon:
                         self._building = False
                         self._ready.set()
                         return
-                read(lambda conn, todo=todo: self.refresh(conn, todo))
+                read(functools.partial(self.refresh, rowids=todo))
         except Exception:  # the mirror is an accelerator: FTS5 keeps serving without it
             log.exception("lexicon build failed; full-text search stays on FTS5")
             with self._lock:

@@ -13,7 +13,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlcipher3
 
@@ -21,7 +21,11 @@ from app.errors import StorageFull, VaultCorrupt, WrongKey
 
 log = logging.getLogger(__name__)
 
-Connection = sqlcipher3.Connection
+if TYPE_CHECKING:
+    # sqlcipher3 ships no type information; its API is the stdlib sqlite3's.
+    from sqlite3 import Connection
+else:
+    Connection = sqlcipher3.Connection
 DatabaseError = sqlcipher3.DatabaseError
 OperationalError = sqlcipher3.OperationalError
 IntegrityError = sqlcipher3.IntegrityError

@@ -343,10 +343,14 @@ class MainWindow(QMainWindow):
         run_query(self, vault.status, self._show_status)
 
     def _show_status(self, st: Any) -> None:
-        total = sum(st.totals.values())
+        # The same figure as the "All memories" list (active ones); the rest said apart.
+        active = sum(v.get("active", 0) for v in st.counts.values())
+        other = sum(st.totals.values()) - active
+        kept = f"{active:,} memories" + (f" (+{other:,} archived or earlier versions)"
+                                         if other else "")
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
-        self._status_base = (f"{total:,} memories · {search} · locks after "
+        self._status_base = (f"{kept} · {search} · locks after "
                              f"{self.idle_timer.interval() // 60000} min idle")
         self._render_status()
 

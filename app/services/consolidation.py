@@ -22,7 +22,7 @@ from typing import Any
 
 from app import policy
 from app.domain.fact import EpisodeView, FactCandidate
-from app.domain.memory import Draft, LinkKind, Store
+from app.domain.memory import Draft, LinkKind, MemoryId, Store
 from app.errors import AppError, NotFound, ValidationError
 from app.services import scoring
 from app.services.contradiction import FactView, classify, resolve
@@ -323,7 +323,7 @@ class ConsolidationService:
         d = Draft(text=f.statement, store=store, occurred_at=occurred, speaker=f.subject,
                   confidence=f.confidence, valid_from=f.valid_from,
                   importance=policy.DEFAULT_IMPORTANCE[store.value],
-                  derived_from=tuple(f.source_ids), extra={} if store is Store.PROCEDURAL
+                  derived_from=tuple(MemoryId(i) for i in f.source_ids), extra={} if store is Store.PROCEDURAL
                   else extra)
         scores, decay_class, _conf = self.vault._scores(d, now)
         mid = repo.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
@@ -372,6 +372,8 @@ class ConsolidationService:
                      "(?, ?, 'CONTRADICTS', 1.0, ?)", (b.id, a.id, now))
         rl.change(conn, "link", b.id, src=b.id, dst=a.id, kind="CONTRADICTS")
         rl.counts["contradictions_found"] += 1
+        winner: int | None
+        loser: int | None
         if verdict == "update" and not a.user_validated:
             winner, loser, rule = b.id, a.id, "the newer statement is a stated change"
         else:
@@ -481,7 +483,8 @@ class ConsolidationService:
         def write(conn: Any) -> None:
             for p in patterns:
                 d = Draft(text=p.statement, store=Store.PROCEDURAL, occurred_at=p.last_at,
-                          speaker=p.who or None, derived_from=tuple(p.sources),
+                          speaker=p.who or None,
+                          derived_from=tuple(MemoryId(i) for i in p.sources),
                           importance=0.6)
                 scores, dc, _c = self.vault._scores(d, now)
                 mid = repo.insert_memory(conn, d, now=now, decay_class=dc, scores=scores,

@@ -121,7 +121,7 @@ def explain(vault: Any, mid: int, query: str | None, now: float) -> Explanation:
         found = repo.get_memories(conn, chain)
         srcs = [{"id": s.id, "store": s.store.value, "text": s.text, "ref": s.ref,
                  "speaker": s.speaker, "occurred_at": to_iso(s.occurred_at)}
-                for s in (found[x] for x in chain if x in found)]
+                for s in (found[MemoryId(x)] for x in chain if MemoryId(x) in found)]
         links = [{"src": r[0], "dst": r[1], "kind": r[2], "weight": r[3]} for r in conn.execute(
             "SELECT src, dst, kind, weight FROM link WHERE src = ? OR dst = ?", (mid, mid))]
         return srcs, links
