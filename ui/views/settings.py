@@ -122,8 +122,7 @@ class SettingsView(QWidget):
         sf.addRow("Consolidation every", self.interval)
         sf.addRow("Daily decay and archival at", self.decay_hour)
         sf.addRow("Weekly synthesis on (00:00 UTC)", self.weekday)
-        sched_note = QLabel("A changed schedule takes effect the next time the vault is "
-                            "unlocked.")
+        sched_note = QLabel("A changed schedule takes effect as soon as you save it.")
         sched_note.setStyleSheet(NOTE_STYLE)
         sf.addRow(sched_note)
         self.idle_minutes = _spin(1, 1440, " min")
