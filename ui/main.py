@@ -181,9 +181,59 @@ class _Hidden:
         return QObject()
 
 
+def missing_xcb_libraries() -> list[str]:
+    """Shared libraries Qt's X11 (xcb) platform plugin needs and this system lacks.
+
+    Qt links them at run time and, when one is missing, aborts the whole process ("no Qt
+    platform plugin could be initialized"); a minimal Debian with Xvfb lacks
+    libxcb-icccm4 and libxcb-keysyms1, for one. Checked only when Qt will pick xcb."""
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if not sys.platform.startswith("linux") or platform not in ("", "xcb"):
+        return []
+    if not platform and os.environ.get("WAYLAND_DISPLAY"):
+        return []
+    import ctypes
+    import shutil
+    import subprocess
+
+    import PySide6
+    qt = Path(PySide6.__file__).parent / "Qt"
+    plugin = qt / "plugins" / "platforms" / "libqxcb.so"
+    if not plugin.exists():
+        return []
+    missing: list[str] = []
+    ldd = shutil.which("ldd")
+    if ldd:
+        for lib in (plugin, *sorted((qt / "lib").glob("libQt6XcbQpa.so*"))[:1]):
+            try:
+                out = subprocess.run([ldd, str(lib)], capture_output=True, text=True,
+                                     timeout=10).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            missing += [ln.split()[0] for ln in out.splitlines() if "not found" in ln]
+    # Qt >= 6.5 opens libxcb-cursor itself (not a link-time dependency).
+    try:
+        ctypes.CDLL("libxcb-cursor.so.0")
+    except OSError:
+        missing.append("libxcb-cursor.so.0")
+    return list(dict.fromkeys(missing))
+
+
+def debian_package(soname: str) -> str:
+    """libxcb-icccm.so.4 -> libxcb-icccm4, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0
+    (Debian's naming of shared-library packages)."""
+    name, _, version = soname.partition(".so.")
+    version = version.split(".")[0]
+    return f"{name}{'-' if name[-1:].isdigit() else ''}{version}"
+
+
 def _qt_check() -> str:
     """The Qt platform plugin loads and a widget renders (what a frozen build most often
     misses)."""
+    missing = missing_xcb_libraries()
+    if missing:
+        raise RuntimeError(f"missing system libraries: {', '.join(missing)} (install "
+                           f"{' '.join(debian_package(m) for m in missing)})")
     from PySide6 import __version__ as pyside_version
     from PySide6.QtWidgets import QApplication, QLabel
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -224,6 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         print("kept-app: no screen found (DISPLAY is not set). Run it on a desktop, or under "
               "a virtual screen: xvfb-run -a kept-app. The CLI works without one: kept demo.",
               file=sys.stderr)
+        return 2
+    missing = missing_xcb_libraries()
+    if missing:
+        # Qt would abort the process with a long, unhelpful message; say what to install.
+        print("kept-app: the window needs system libraries that are missing here: "
+              f"{', '.join(missing)}. On Debian or Ubuntu: sudo apt-get install "
+              f"{' '.join(debian_package(m) for m in missing)}", file=sys.stderr)
         return 2
     from ui.application import KeptApplication
     app = KeptApplication(sys.argv[:1])
