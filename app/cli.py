@@ -3,7 +3,8 @@
 Password sources, in order: ``--password-file FILE``, the ``KEPT_PASSWORD`` environment variable
 (for scripts; visible to other processes of the same user on some systems), else a prompt.
 Exit codes: 0 ok, 1 unexpected error, 2 wrong password / bad vault / bad input, 3 a forget plan
-was shown but not confirmed, 4 not found.
+was shown but not confirmed, 4 not found, 5 the disk is full or failing (what was saved before
+stays saved).
 """
 
 from __future__ import annotations

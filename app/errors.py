@@ -93,7 +93,9 @@ class NotFound(AppError):
 
 
 class StorageFull(AppError):
-    user_message = "The disk is full or failed; nothing was saved. Free some space and try again."
+    user_message = ("The disk is full or failing; the last change was not saved (everything "
+                    "saved before it is safe). Free some space and try again.")
+    exit_code = 5
 
 
 class ParseError(AppError):

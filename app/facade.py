@@ -22,7 +22,7 @@ from app import policy
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
 from app.clock import Clock, SystemClock
 from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
-from app.errors import NotFound, ValidationError, VaultLocked
+from app.errors import NotFound, StorageFull, ValidationError, VaultLocked
 from app.services import scoring
 from app.services.text import emotional_score, social_score
 from storage import lexicon, repo
@@ -420,9 +420,29 @@ class Vault:
             if progress is not None:
                 progress(done, len(todo))
 
-        # Pipelined: batch k+1 is scored and embedded while the writer thread commits batch
-        # k. Commits stay in order, one transaction per batch, and batch k+1 is only queued
-        # once batch k has committed (a failed write stops the import as before).
+        try:
+            self._import_batches(todo, batch, next_seq, model, now, finish)
+        except StorageFull as exc:
+            if added:
+                self._emit(MEMORY_CHANGES)  # the batches that did land
+            raise StorageFull(
+                f"The disk filled up during the import: {done:,} of {len(todo):,} new turns "
+                "were saved, whole; the rest were not.",
+                hint="Free some space and run the same import again: it adds only the "
+                     "turns still missing.") from exc
+        report = ImportReport(turns=len(turns), added=len(added),
+                              skipped_duplicates=len(turns) - len(todo),
+                              sessions=len({t.session for t in turns}), ids=tuple(added))
+        changes = MEMORY_CHANGES if added else NO_CHANGES
+        self._emit(changes)
+        return Result(report, changes)
+
+    def _import_batches(self, todo: list[Turn], batch: int, next_seq: dict[str, int],
+                        model: str, now: float, finish: Callable[[Any, Any, int], None]
+                        ) -> None:
+        """Pipelined: batch k+1 is scored and embedded while the writer thread commits batch
+        k. Commits stay in order, one transaction per batch, and batch k+1 is only queued
+        once batch k has committed (a failed write stops the import)."""
         pending: tuple[Any, Any, int] | None = None
         try:
             for start in range(0, len(todo), batch):
@@ -484,12 +504,6 @@ class Vault:
                     finish(*pending)
                 except Exception:
                     log.exception("import batch failed")
-        report = ImportReport(turns=len(turns), added=len(added),
-                              skipped_duplicates=len(turns) - len(todo),
-                              sessions=len({t.session for t in turns}), ids=tuple(added))
-        changes = MEMORY_CHANGES if added else NO_CHANGES
-        self._emit(changes)
-        return Result(report, changes)
 
     # --- reading -----------------------------------------------------------------------
     def get(self, mid: int) -> Memory:

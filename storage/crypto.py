@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from app.errors import KeyUnavailable, VaultCorrupt, WrongKey
+from app.errors import KeyUnavailable, StorageFull, VaultCorrupt, WrongKey
 
 log = logging.getLogger(__name__)
 
@@ -247,13 +247,19 @@ def atomic_write(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        fsync_dir(path.parent)
     except BaseException:
         try:
             tmp.unlink()
         except FileNotFoundError:
             pass
         raise
+    try:
+        fsync_dir(path.parent)
+    except OSError:
+        # The new file is in place (its bytes were fsynced); only the rename's durability is
+        # unsure. Raising now would tell the caller "not changed" about a change that took
+        # effect; after a power loss either version is there, and each one opens.
+        log.warning("could not fsync the folder after replacing %s", path.name)
 
 
 def read_key_file(folder: Path) -> KeyFile:
@@ -274,11 +280,19 @@ def read_key_file(folder: Path) -> KeyFile:
 
 
 def write_key_file(folder: Path, kf: KeyFile) -> None:
+    """Backup first, then the new copy, each atomically. A failure (disk full, I/O error)
+    leaves the previous key file in place and raises ``StorageFull``."""
     main = folder / KEY_FILE
     data = json.dumps(kf.to_json(), indent=2, sort_keys=True).encode() + b"\n"
-    if main.exists():
-        atomic_write(folder / (KEY_FILE + ".bak"), main.read_bytes())
-    atomic_write(main, data)
+    try:
+        if main.exists():
+            atomic_write(folder / (KEY_FILE + ".bak"), main.read_bytes())
+        atomic_write(main, data)
+    except OSError as exc:
+        log.warning("key file write failed: %s", type(exc).__name__)
+        raise StorageFull("Could not write the vault's key file (the disk is full or "
+                          "failing); the change was not made and the vault opens as before.",
+                          hint="Free some space and try again.") from exc
 
 
 def restore_main_key_file(folder: Path, kf: KeyFile) -> bool:

@@ -177,7 +177,10 @@ class Database:
             try:
                 result = fn(conn)
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite rolls back on its own after some errors (SQLITE_FULL, SQLITE_IOERR,
+                # SQLITE_NOMEM); a second ROLLBACK would then hide the real error.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             try:
                 conn.execute("COMMIT")
