@@ -66,8 +66,14 @@ def vault_dir(args: argparse.Namespace) -> Path:
 
 
 def open_vault(args: argparse.Namespace, *, load_model: bool = True) -> Any:
+    from app.errors import VaultNotFound
     from app.facade import Vault
-    return Vault.open(vault_dir(args), password(args), load_model=load_model, threaded=False,
+    from storage.unlock import vault_exists
+    folder = vault_dir(args)
+    if not vault_exists(folder):  # say so before asking for a password
+        raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
+                            "another folder with --vault.")
+    return Vault.open(folder, password(args), load_model=load_model, threaded=False,
                       use_chroma=False)
 
 

@@ -52,6 +52,15 @@ def test_init_reports_kdf_and_status_json(vault: Path) -> None:
     assert st["model_found"] is True and st["semantic_search"] is True
 
 
+def test_missing_vault_is_named_before_any_password_prompt(tmp_path: Path) -> None:
+    folder = tmp_path / "nowhere"
+    r = kept(folder, "recall", "anything", password=None, input="")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"kept: No vault at {folder}. Create one with `kept init`, or "
+                                "name another folder with --vault.")
+    assert not folder.exists()
+
+
 def test_init_refuses_existing_vault(vault: Path) -> None:
     before = hashes(vault)
     r = kept(vault, "init", "--kdf-memory-mib", "64")
