@@ -88,9 +88,9 @@ def _model() -> str:
 def _keyring() -> str:
     import keyring
 
-    from storage.crypto import keyring_available
+    from storage.crypto import _backend_name, keyring_available
     kr = keyring.get_keyring()
-    name = f"{type(kr).__module__}.{type(kr).__qualname__}"
+    name = _backend_name(kr)
     priority = getattr(kr, "priority", "?")
     if not keyring_available():
         raise LookupError(f"{name} (priority {priority}) is not an allowed OS keychain: "

@@ -197,20 +197,19 @@ def missing_xcb_libraries() -> list[str]:
     import subprocess
 
     import PySide6
-    qt = Path(PySide6.__file__).parent / "Qt"
-    plugin = qt / "plugins" / "platforms" / "libqxcb.so"
+    plugin = Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
     if not plugin.exists():
         return []
     missing: list[str] = []
     ldd = shutil.which("ldd")
     if ldd:
-        for lib in (plugin, *sorted((qt / "lib").glob("libQt6XcbQpa.so*"))[:1]):
-            try:
-                out = subprocess.run([ldd, str(lib)], capture_output=True, text=True,
-                                     timeout=10).stdout
-            except (OSError, subprocess.SubprocessError):
-                continue
-            missing += [ln.split()[0] for ln in out.splitlines() if "not found" in ln]
+        # ldd resolves the whole dependency tree: libQt6XcbQpa's own needs are listed too.
+        try:
+            out = subprocess.run([ldd, str(plugin)], capture_output=True, text=True,
+                                 timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        missing += [ln.split()[0] for ln in out.splitlines() if "not found" in ln]
     # Qt >= 6.5 opens libxcb-cursor itself (not a link-time dependency).
     try:
         ctypes.CDLL("libxcb-cursor.so.0")

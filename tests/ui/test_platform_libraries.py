@@ -40,7 +40,7 @@ def test_missing_libraries_are_found_only_for_xcb(tmp_path: Path,
     monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
     found = missing_xcb_libraries()
     assert found[:2] == ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"]
-    assert len(found) == len(set(found))  # each named once (the plugin and QtXcbQpa share)
+    assert len(found) == len(set(found))  # each named once
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert missing_xcb_libraries() == []
 
