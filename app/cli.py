@@ -4,7 +4,7 @@ Password sources, in order: ``--password-file FILE``, the ``KEPT_PASSWORD`` envi
 (for scripts; visible to other processes of the same user on some systems), else a prompt.
 Exit codes: 0 ok, 1 unexpected error, 2 wrong password / bad vault / bad input, 3 a forget plan
 was shown but not confirmed, 4 not found, 5 the disk is full or failing (what was saved before
-stays saved).
+stays saved), 6 ``kept consolidate`` finished but some batches failed (kept for the next run).
 """
 
 from __future__ import annotations
@@ -18,26 +18,40 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from app import __version__
 from app.errors import AppError, ValidationError
 
 log = logging.getLogger("kept.cli")
+EXIT_FAILED_BATCHES = 6  # consolidation ran; some batches failed and are retried next run
 
 
-def _read_secret_file(path: str) -> str:
+def _read_secret_file(path: str, what: str = "the password file") -> str:
     try:
         text = Path(path).read_text("utf-8")
     except OSError as exc:
-        raise ValidationError(f"Cannot read the password file: {exc.strerror}.") from exc
+        raise ValidationError(f"Cannot read {what}: {exc.strerror}.") from exc
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"Cannot read {what}: it is not UTF-8 text.") from exc
     return text.rstrip("\r\n")
+
+
+def _secret_env(name: str) -> str | None:
+    """An environment variable holding a secret; non-UTF-8 bytes arrive as lone surrogates."""
+    value = os.environ.get(name)
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(f"{name} is not valid UTF-8 text.") from exc
+    return value
 
 
 def password(args: argparse.Namespace, prompt: str = "Password: ") -> str:
     if getattr(args, "password_file", None):
         return _read_secret_file(args.password_file)
-    env = os.environ.get("KEPT_PASSWORD")
+    env = _secret_env("KEPT_PASSWORD")
     if env is not None:
         return env
     if not sys.stdin.isatty():
@@ -45,10 +59,23 @@ def password(args: argparse.Namespace, prompt: str = "Password: ") -> str:
     return getpass.getpass(prompt)
 
 
+def recovery_code(args: argparse.Namespace) -> str:
+    """``--recovery-code-file FILE``, ``KEPT_RECOVERY_CODE`` (scripts), else a prompt."""
+    if getattr(args, "recovery_code_file", None):
+        return _read_secret_file(args.recovery_code_file, "the recovery code file").strip()
+    env = _secret_env("KEPT_RECOVERY_CODE")
+    if env is not None:
+        return env
+    if not sys.stdin.isatty():
+        raise ValidationError(
+            "No recovery code: use --recovery-code-file, KEPT_RECOVERY_CODE or a terminal.")
+    return getpass.getpass("Recovery code: ")
+
+
 def new_password(args: argparse.Namespace) -> str:
     if getattr(args, "new_password_file", None):
         return _read_secret_file(args.new_password_file)
-    env = os.environ.get("KEPT_NEW_PASSWORD")
+    env = _secret_env("KEPT_NEW_PASSWORD")
     if env is not None:
         return env
     if not sys.stdin.isatty():
@@ -62,7 +89,15 @@ def new_password(args: argparse.Namespace) -> str:
 
 def vault_dir(args: argparse.Namespace) -> Path:
     from storage.paths import default_vault_dir
-    return Path(args.vault).expanduser() if args.vault else default_vault_dir()
+    folder = Path(args.vault).expanduser() if args.vault else default_vault_dir()
+    # ``--vault`` naming a file, or a path below one, is bad input, said before anything else
+    # (it used to end in NotADirectoryError from deep inside).
+    for p in (folder, *folder.parents):
+        if os.path.lexists(p):
+            if not p.is_dir():
+                raise ValidationError(f"{p} is a file, not a folder: --vault names a folder.")
+            break
+    return folder
 
 
 def open_vault(args: argparse.Namespace, *, load_model: bool = True) -> Any:
@@ -91,14 +126,12 @@ def _progress(label: str) -> Callable[[int, int], None] | None:
     return show
 
 
-def _ts(text: str | None) -> float | None:
+def _ts(text: object, what: str = "The time") -> float | None:
+    """ISO 8601 to epoch seconds; only times in the years 1 to 9999 UTC (``parse_time``)."""
     if text is None:
         return None
-    from app.clock import parse_iso
-    try:
-        return parse_iso(text)
-    except ValueError as exc:
-        raise ValidationError(f"Not an ISO 8601 time: {text!r}") from exc
+    from app.facade import parse_time
+    return parse_time(text, what)
 
 
 def _print_json(obj: Any) -> None:
@@ -108,9 +141,15 @@ def _print_json(obj: Any) -> None:
 # --- commands --------------------------------------------------------------------------------
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from app.errors import VaultExists
     from app.facade import Vault
     from storage.crypto import KdfParams
+    from storage.paths import check_new_vault_folder
+    from storage.unlock import vault_exists
     folder = vault_dir(args)
+    if vault_exists(folder):  # both said before any password prompt; OpenVault.create rechecks
+        raise VaultExists()
+    check_new_vault_folder(folder)
     pw = new_password(args) if not (args.password_file or "KEPT_PASSWORD" in os.environ) \
         else password(args)
     if len(pw) < 8 and not args.allow_weak:
@@ -130,11 +169,13 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"    {res.recovery_code}")
     else:
         print("No recovery code: if you forget the password, the vault cannot be opened. "
-              "Add one with `kept init --recovery-code` on a new vault.")
+              "Add one with `kept recovery-code`.")
     return 0
 
 
 def cmd_passwd(args: argparse.Namespace) -> int:
+    if args.recovery_code or args.recovery_code_file:
+        return _passwd_with_recovery_code(args)
     vault = open_vault(args, load_model=False)
     try:
         old = password(args)
@@ -149,14 +190,55 @@ def cmd_passwd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _passwd_with_recovery_code(args: argparse.Namespace) -> int:
+    """Forgotten password: the recovery code, then a new password (twice at a prompt)."""
+    from app.errors import VaultNotFound
+    from app.facade import Vault
+    from storage.unlock import check_recovery_code, vault_exists
+    folder = vault_dir(args)
+    if not vault_exists(folder):
+        raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
+                            "another folder with --vault.")
+    code = recovery_code(args)
+    check_recovery_code(folder, code)  # a wrong code is said before the new password is asked
+    new = new_password(args)
+    if len(new) < 8 and not args.allow_weak:
+        raise ValidationError("Choose a password of at least 8 characters (or --allow-weak).")
+    Vault.open(folder, recovery_code=code, new_password=new, load_model=False,
+               threaded=False, use_chroma=False).lock()
+    print("New password set with the recovery code; use it from now on. The recovery code "
+          "still opens the vault: run `kept recovery-code` for a new one if anyone may have "
+          "seen it.")
+    return 0
+
+
+def cmd_recovery_code(args: argparse.Namespace) -> int:
+    vault = open_vault(args, load_model=False)
+    try:
+        had = vault.status().recovery_code
+        code = vault.add_recovery_code()
+    finally:
+        vault.lock()
+    print("Recovery code (shown once; print it and keep it safe). With it, "
+          "`kept passwd --recovery-code` sets a new password if you forget yours:")
+    print(f"    {code}")
+    if had:
+        print("The previous recovery code no longer opens the vault.")
+    return 0
+
+
 def cmd_rotate_key(args: argparse.Namespace) -> int:
     vault = open_vault(args, load_model=False)
     try:
-        vault.rotate_data_key(password(args))
+        code = vault.rotate_data_key(password(args)).value
     finally:
         vault.lock()
-    print("Data key rotated: every page was rewritten under a new key. Any recovery code or "
-          "remembered device was removed; set them up again if you want them.")
+    print("Data key rotated: every page was rewritten under a new key. Any remembered device "
+          "was removed; set it up again if you want it.")
+    if code:
+        print("Your old recovery code opens nothing now. New recovery code (shown once; print "
+              "it and keep it safe):")
+        print(f"    {code}")
     return 0
 
 
@@ -183,13 +265,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_remember(args: argparse.Namespace) -> int:
     from app.domain.memory import Draft, Store
-    vault = open_vault(args)
+    from app.facade import Vault
     try:
-        d = Draft(text=args.text, store=Store.parse(args.store), occurred_at=_ts(args.at),
-                  agent=args.agent, context=args.context, ref=args.ref)
-        res = vault.remember(d)
-    except ValueError as exc:
+        store = Store.parse(args.store)
+    except ValueError as exc:  # only the store: a bad --at once said "Unknown store" too
         raise ValidationError(f"Unknown store {args.store!r}.") from exc
+    d = Vault.validate_draft(Draft(text=args.text, store=store, occurred_at=_ts(args.at, "--at"),
+                                   agent=args.agent, context=args.context, ref=args.ref))
+    vault = open_vault(args)  # every field checked first: bad input never waits for a password
+    try:
+        res = vault.remember(d)
     finally:
         vault.lock()
     print(res.value)
@@ -197,12 +282,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from app.services.importer import parse_import
-    try:
-        with open(args.file, encoding="utf-8") as fh:
-            turns = parse_import(fh)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"Cannot read {args.file}: {exc}") from exc
+    from app.services.importer import read_import
+    turns = read_import(Path(args.file))  # every line checked, before the password
     vault = open_vault(args)
     try:
         if not vault.semantic_search:
@@ -221,9 +302,18 @@ def _hit_json(h: Any) -> dict[str, Any]:
     return {"id": h.id, "store": h.store, "text": h.text, "score": h.score, "refs": list(h.refs)}
 
 
+def _day_end(text: str | None) -> float | None:
+    """A time-travel point: ISO 8601; a date alone means the end of that day."""
+    ts = _ts(text)
+    if ts is not None and text is not None and len(text.strip()) == 10:
+        ts += 86_400 - 0.001
+    return ts
+
+
 def _filters(args: argparse.Namespace) -> Any:
     from app.services.recall import Filters
-    return Filters(as_of=_ts(args.as_of), agent=args.agent,
+    return Filters(as_of=_day_end(args.as_of), known_at=_day_end(args.known_at),
+                   agent=getattr(args, "agent", None),
                    include_archived=getattr(args, "archived", False))
 
 
@@ -251,19 +341,29 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def _recall_batch(args: argparse.Namespace) -> int:
+    from app.facade import check_string, check_text
     queries: list[tuple[str, str, float | None]] = []
     errors = []
-    with open(args.batch, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
-                    raise ValueError("needs a string 'query'")
-                queries.append((str(obj.get("qid", n)), obj["query"], _ts(obj.get("now"))))
-            except (ValueError, ValidationError) as exc:
-                errors.append(f"line {n}: {exc}")
+    try:
+        # surrogateescape: a byte that is not UTF-8 is reported with its line number.
+        with open(args.batch, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = list(fh)
+    except OSError as exc:
+        raise ValidationError(f"Cannot read {args.batch}: {exc.strerror or exc}.") from exc
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(check_string(line, "the line", limit=1_000_000))
+            if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+                raise ValueError("needs a string 'query'")
+            qid = obj.get("qid", n)
+            if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+                raise ValueError("'qid' must be a string or a number")
+            queries.append((check_string(str(qid), "'qid'"), check_text(obj["query"], "'query'"),
+                            _ts(obj.get("now"), "'now'")))
+        except (ValueError, RecursionError, ValidationError) as exc:
+            errors.append(f"line {n}: {exc if str(exc) else type(exc).__name__}")
     if errors:
         raise ValidationError("Malformed batch file: " + "; ".join(errors[:10]))
     vault = open_vault(args)
@@ -280,7 +380,8 @@ def _recall_batch(args: argparse.Namespace) -> int:
 def cmd_context(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     try:
-        ctx = vault.context(args.query, budget=args.budget, now=_ts(args.now))
+        ctx = vault.context(args.query, budget=args.budget, now=_ts(args.now),
+                            filters=_filters(args))
     finally:
         vault.lock()
     if args.json:
@@ -324,14 +425,14 @@ def cmd_self_check(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
-    return run_demo(vault_dir(args) if args.vault else None)
+    return run_demo(vault_dir(args) if args.vault else None, reset=args.reset)
 
 
 def _plan_json(plan: Any) -> dict[str, Any]:
     return {"items": [asdict(i) for i in plan.items], "groups": plan.groups(),
             "rows": plan.rows, "total_rows": plan.total_rows,
             "memories": len(plan.items), "include_sources": plan.include_sources,
-            "irreversible": True}
+            "staying": [asdict(i) for i in plan.staying], "irreversible": True}
 
 
 def _print_plan(plan: Any) -> None:
@@ -341,7 +442,13 @@ def _print_plan(plan: Any) -> None:
     print("Memories that will go:")
     for item in plan.items:
         text = item.text if len(item.text) <= 70 else item.text[:67] + "..."
-        print(f"  [{item.id}] {item.role:<8} {item.store:<10} {text}")
+        where = f"  ({item.why})" if item.why else ""
+        print(f"  [{item.id}] {item.role:<8} {item.store:<10} {text}{where}")
+    if plan.staying:
+        print("Linked memories that stay:")
+        for item in plan.staying:
+            text = item.text if len(item.text) <= 50 else item.text[:47] + "..."
+            print(f"  [{item.id}] {item.store:<10} {text}: {item.why}")
     print("This cannot be undone: the memories and everything listed are removed physically.")
 
 
@@ -425,16 +532,24 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         report = vault.consolidate(now=_ts(args.now), progress=_progress("Consolidating")).value
     finally:
         vault.lock()
+    code = EXIT_FAILED_BATCHES if report.failed_batches else 0
     if args.json:
         _print_json(asdict(report))
-        return 0
-    print(f"Run {report.run_id}: {report.seconds:.2f} s"
-          + (f", {report.failed_batches} failed batch(es) to retry" if report.failed_batches
-             else ""))
-    for k, v in sorted(report.counts.items()):
-        print(f"  {k.replace('_', ' ')}: {v}")
-    print(f"Undo with: kept undo {report.run_id}")
-    return 0
+    else:
+        print(f"Run {report.run_id}: {report.seconds:.2f} s")
+        for k, v in sorted(report.counts.items()):
+            print(f"  {k.replace('_', ' ')}: {v}")
+        if report.llm_fallbacks:
+            n = sum(report.llm_fallbacks.values())
+            why = ", ".join(sorted(report.llm_fallbacks))
+            print(f"  LLM extraction unavailable for {n} batch{'es' if n != 1 else ''} "
+                  f"({why}): the offline rules were used. Check the endpoint in Settings.")
+        print(f"Undo with: kept undo {report.run_id}")
+    if code:
+        # One line on stderr, with or without --json: what failed (error classes, no content).
+        print(f"kept: run {report.run_id} finished with {report.failure_text}; they are "
+              "retried on the next run (details in the log).", file=sys.stderr)
+    return code
 
 
 def cmd_contradictions(args: argparse.Namespace) -> int:
@@ -448,13 +563,23 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
         _print_json([asdict(i) for i in items])
         return 0
     if not items:
-        print("No contradictions waiting for you.")
+        print("No contradictions or review requests waiting for you.")
+    reviews = [i for i in items if i.kind == "review"]
     for i in items:
+        if i.kind == "review":  # one memory, not two: an LLM asked to forget it
+            print(f"#{i.id} (review request, {i.status}: {i.reason or 'asked to forget'})")
+            print(f"  memory: [{i.a['id']}] {to_iso(i.a['occurred_at'])} {i.a['text']}")
+            continue
         print(f"#{i.id} ({i.status}, {i.reason})")
         for side, s in (("a", i.a), ("b", i.b)):
             print(f"  {side}: [{s['id']}] {to_iso(s['occurred_at'])} {s['text']}")
     if items and not args.all:
-        print("Resolve with: kept resolve ID --keep a|b|both")
+        if len(reviews) < len(items):
+            print("Resolve a contradiction with: kept resolve ID --keep a|b|both|edit")
+        if reviews:
+            print("Answer a review request with: kept resolve ID --still-true, or "
+                  "kept resolve ID --edit --text \"...\"; to forget the memory: "
+                  "kept forget --id MEMORY")
     return 0
 
 
@@ -463,15 +588,28 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     try:
         if args.reopen:
             vault.reopen(args.id)
-            print(f"Contradiction {args.id} is open again.")
+            print(f"#{args.id} is open again (in the inbox).")
             return 0
-        if not args.keep:
-            raise ValidationError("Choose --keep a, b, both or edit (or --reopen).")
-        new = vault.resolve(args.id, args.keep, args.text).value
+        keep = "still_true" if args.still_true else "edit" if args.edit else args.keep
+        if not keep or sum(map(bool, (args.keep, args.still_true, args.edit))) > 1:
+            raise ValidationError("Choose one of --keep a|b|both|edit, --still-true, --edit "
+                                  "or --reopen.")
+        item = next(iter(vault.inbox_items([args.id])), None)
+        if item is not None and item.kind == "review" and keep in ("a", "b", "both"):
+            raise ValidationError(
+                f"#{args.id} is a review request about one memory ({item.a['id']}), not a "
+                "contradiction: use --still-true or --edit --text \"...\", or forget it with "
+                f"kept forget --id {item.a['id']}.")
+        new = vault.resolve(args.id, keep, args.text).value
     finally:
         vault.lock()
-    print(f"Resolved contradiction {args.id}: kept {args.keep}"
-          + (f" (new version {new})" if new else ""))
+    if keep == "still_true":
+        print(f"Review request {args.id}: the memory stays, confirmed by you.")
+    elif item is not None and item.kind == "review":
+        print(f"Review request {args.id}: replaced by your edit (new version {new}).")
+    else:
+        print(f"Resolved contradiction {args.id}: kept {keep}"
+              + (f" (new version {new})" if new else ""))
     return 0
 
 
@@ -488,8 +626,52 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 # --- parser ----------------------------------------------------------------------------------
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is bad input like any other: exit 2 and one line on stderr (argparse's
+    default prints the whole usage first). Subparsers are made with this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kept: {message} (see `{self.prog} --help`)\n")
+
+
+_MAX_ID = 2**63 - 1  # SQLite's INTEGER: a larger id raised OverflowError from the driver
+
+
+def _int_in(text: str, low: int, high: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {text[:40]!r}"
+                                         ) from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{what} must be from {low:,} to {high:,}")
+    return value
+
+
+def _id(text: str) -> int:
+    return _int_in(text, 1, _MAX_ID, "an id")
+
+
+def _k(text: str) -> int:
+    return _int_in(text, 1, 10_000, "--k")
+
+
+def _budget(text: str) -> int:
+    return _int_in(text, 1, 10_000_000, "--budget")
+
+
+def _kdf_mib(text: str) -> int:
+    from storage.crypto import FLOOR_M_KIB, MAX_M_KIB  # what unlock accepts
+    return _int_in(text, FLOOR_M_KIB // 1024, MAX_M_KIB // 1024, "--kdf-memory-mib")
+
+
+def _kdf_time(text: str) -> int:
+    from storage.crypto import FLOOR_T, MAX_T
+    return _int_in(text, FLOOR_T, MAX_T, "--kdf-time")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kept", description="Kept: your assistant's memory, "
+    p = _Parser(prog="kept", description="Kept: your assistant's memory, "
                                 "encrypted on your machine.")
     p.add_argument("--version", action="version", version=f"kept {__version__}")
     p.add_argument("--vault", help="vault folder (default: the user data dir)")
@@ -501,14 +683,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--new-password-file")
     s.add_argument("--recovery-code", action="store_true", help="also make a recovery code")
     s.add_argument("--allow-weak", action="store_true", help=argparse.SUPPRESS)
-    s.add_argument("--kdf-memory-mib", type=int, help=argparse.SUPPRESS)
-    s.add_argument("--kdf-time", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--kdf-memory-mib", type=_kdf_mib, help=argparse.SUPPRESS)
+    s.add_argument("--kdf-time", type=_kdf_time, help=argparse.SUPPRESS)
     s.set_defaults(fn=cmd_init)
 
     s = sub.add_parser("passwd", help="change the password (rewraps the key; O(1))")
     s.add_argument("--new-password-file")
+    s.add_argument("--recovery-code", action="store_true",
+                   help="forgot the password: set a new one with the recovery code")
+    s.add_argument("--recovery-code-file", help="read the recovery code from this file")
     s.add_argument("--allow-weak", action="store_true", help=argparse.SUPPRESS)
     s.set_defaults(fn=cmd_passwd)
+
+    s = sub.add_parser("recovery-code", help="make a recovery code (replaces any previous one)")
+    s.set_defaults(fn=cmd_recovery_code)
 
     s = sub.add_parser("rotate-key", help="re-encrypt everything under a new data key")
     s.set_defaults(fn=cmd_rotate_key)
@@ -532,24 +720,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("recall", help="find memories")
     s.add_argument("query", nargs="?")
-    s.add_argument("--k", type=int, default=10)
-    s.add_argument("--now", help="treat this time as now (ISO 8601)")
-    s.add_argument("--as-of", help="what was believed at this time (ISO 8601)")
+    s.add_argument("--k", type=_k, default=10)
+    s.add_argument("--now", help="treat this time as now: nothing that happened later "
+                   "(ISO 8601)")
+    s.add_argument("--as-of", help="what was said and true then: happened by then, facts "
+                   "as they stood (ISO 8601; a date alone: the end of that day)")
+    s.add_argument("--known-at", help="what Kept had learned by then (ISO 8601; a date "
+                   "alone: the end of that day)")
     s.add_argument("--agent")
-    s.add_argument("--archived", action="store_true", help="include archived memories")
+    s.add_argument("--archived", action="store_true",
+                   help="also what you archived (what decay archived is always searched, "
+                   "ranked lower)")
     s.add_argument("--batch", help="JSON lines {qid, query, now?}")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_recall)
 
     s = sub.add_parser("context", help="assemble working-memory context for a query")
     s.add_argument("query")
-    s.add_argument("--budget", type=int, default=4000)
-    s.add_argument("--now")
+    s.add_argument("--budget", type=_budget, help="tokens (default: the recall.context_budget "
+                   "setting, 4000)")
+    s.add_argument("--now", help="treat this time as now: nothing that happened later")
+    s.add_argument("--as-of", help="what was said and true then (as for recall)")
+    s.add_argument("--known-at", help="what Kept had learned by then (as for recall)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_context)
 
     s = sub.add_parser("explain", help="score breakdown and sources of a memory")
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id)
     s.add_argument("--query")
     s.add_argument("--now")
     s.add_argument("--json", action="store_true")
@@ -557,7 +754,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("forget", help="forget memories for good (shows the plan first)")
     s.add_argument("query", nargs="?", help="forget every memory containing this text")
-    s.add_argument("--id", type=int, nargs="+")
+    s.add_argument("--id", type=_id, nargs="+")
     s.add_argument("--entity", help="a person, project or place, and everything about them")
     s.add_argument("--keep-sources", action="store_true",
                    help="keep the source turns and episodes the memories came from")
@@ -566,21 +763,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_forget)
 
     s = sub.add_parser("correct", help="replace a memory with a corrected version")
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id)
     s.add_argument("text")
     s.set_defaults(fn=cmd_correct)
 
     s = sub.add_parser("history", help="versions and history of a memory")
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id)
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_history)
 
     s = sub.add_parser("archive", help="archive a memory (out of default recall)")
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id)
     s.set_defaults(fn=cmd_archive, restore=False)
 
     s = sub.add_parser("restore", help="bring an archived memory back")
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id)
     s.set_defaults(fn=cmd_archive, restore=True)
 
     s = sub.add_parser("consolidate", help="run background consolidation once")
@@ -593,15 +790,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_contradictions)
 
-    s = sub.add_parser("resolve", help="settle a contradiction")
-    s.add_argument("id", type=int)
-    s.add_argument("--keep", choices=["a", "b", "both", "edit"])
-    s.add_argument("--text", help="the corrected statement, with --keep edit")
+    s = sub.add_parser("resolve", help="settle a contradiction or answer a review request")
+    s.add_argument("id", type=_id)
+    s.add_argument("--keep", choices=["a", "b", "both", "edit"], help="a contradiction")
+    s.add_argument("--still-true", action="store_true",
+                   help="a review request: the memory stays (confirmed by you)")
+    s.add_argument("--edit", action="store_true",
+                   help="a review request: replace the memory with --text")
+    s.add_argument("--text", help="the corrected statement, with --keep edit or --edit")
     s.add_argument("--reopen", action="store_true", help="undo a resolution")
     s.set_defaults(fn=cmd_resolve)
 
     s = sub.add_parser("undo", help="revert a consolidation run")
-    s.add_argument("run_id", type=int)
+    s.add_argument("run_id", type=_id)
     s.set_defaults(fn=cmd_undo)
 
     s = sub.add_parser("self-check", help="check that SQLCipher, Argon2id, Chroma (in RAM), "
@@ -610,28 +811,94 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_self_check)
 
     s = sub.add_parser("demo", help="create a demo vault, store and recall a few memories")
+    s.add_argument("--reset", action="store_true",
+                   help="delete the demo vault in --vault and create it afresh")
     s.set_defaults(fn=cmd_demo)
     return p
 
 
+def _not_utf8(argv: Sequence[str]) -> int | None:
+    """The position of the first argument that was not UTF-8 (Python hands such bytes over
+    as lone surrogates, PEP 383; they crashed the tokenizer, SQLite or print)."""
+    for n, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return n
+    return None
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """What every command would refuse later, refused before any password or file."""
+    from app.facade import MAX_TEXT, check_string, check_text
+    for name in ("at", "now", "as_of", "known_at"):
+        _ts(getattr(args, name, None), "--" + name.replace("_", "-"))
+    if getattr(args, "text", None) is not None:  # remember, correct, resolve --text
+        check_text(args.text)
+    for name in ("agent", "context", "ref", "entity"):
+        if getattr(args, name, None) is not None:
+            check_string(getattr(args, name), f"--{name}")
+    if getattr(args, "query", None) is not None:
+        check_string(args.query, "The query", limit=MAX_TEXT)
+        if not args.query.strip() and args.command in ("recall", "context", "explain"):
+            raise ValidationError("The query is empty.")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes (README): 0, 2 bad input (one line on stderr), 3, 4, 5, 6 as in the module
+    docstring; 141 when the reader of stdout went away (``kept recall x | head -1``), as for
+    a Unix tool killed by SIGPIPE; 1 only for a bug (a one-line report; ``--debug`` shows the
+    traceback)."""
     from storage.paths import private_umask
     private_umask()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bad = _not_utf8(argv)
+    if bad is not None:
+        print(f"kept: argument {bad} is not valid UTF-8 text; Kept takes UTF-8 arguments "
+              "(file and folder names included). Nothing was changed.", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(threadName)s %(name)s: %(message)s")
     for noisy in ("chromadb", "apscheduler", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        return int(args.fn(args))
+        _check_args(args)
+        code = int(args.fn(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except AppError as exc:
         print(f"kept: {exc.user_message}", file=sys.stderr)
         if exc.hint:
             print(f"kept: {exc.hint}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as a Unix tool killed by SIGPIPE
+        # does, with its exit code. Whatever the command had done stays done. stdout goes to
+        # /dev/null so the interpreter's last flush cannot raise again.
+        # See https://docs.python.org/3/library/signal.html#note-on-sigpipe
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (tests capture it)
+            pass
+        return 141
+    except OSError as exc:  # a path Kept was given cannot be used (permissions, a device...)
+        import errno
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"kept: {exc.strerror or type(exc).__name__}{where}. Nothing more was changed.",
+              file=sys.stderr)
+        return 5 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2
     except KeyboardInterrupt:
         print("kept: interrupted; nothing half-written was kept.", file=sys.stderr)
         return 130
+    except Exception as exc:  # the boundary: a bug, not bad input
+        # The traceback only with --debug: exception messages can quote memory text.
+        if args.debug:
+            log.exception("unexpected error")
+        print(f"kept: unexpected error ({type(exc).__name__}); please report it. Run again "
+              "with --debug to see where.", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

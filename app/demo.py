@@ -37,26 +37,48 @@ def demo_turns() -> list[object]:
 
 
 def create_demo_vault(folder: Path, *, threaded: bool = False) -> object:
-    """Create (or open) the demo vault and fill it with the demo conversation."""
+    """Open the demo vault, creating it (with the demo conversation, consolidated) only if
+    the folder holds none. It is filled once: what the person corrects or forgets in it stays
+    that way across restarts (re-importing the turns on every start brought a forgotten
+    memory back). ``reset_demo_vault`` is the explicit way back to the original."""
     from app.facade import Vault
     from storage.crypto import KdfParams
     from storage.unlock import vault_exists
     if vault_exists(folder):
-        vault = Vault.open(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
-    else:
-        vault = Vault.create(folder, DEMO_PASSWORD, kdf=KdfParams(m=65_536, t=3),
-                             threaded=threaded, use_chroma=False).vault
-    report = vault.import_turns(demo_turns()).value  # type: ignore[arg-type]
-    if report.added:
+        return Vault.open(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
+    vault = Vault.create(folder, DEMO_PASSWORD, kdf=KdfParams(m=65_536, t=3),
+                         threaded=threaded, use_chroma=False).vault
+    try:
+        vault.import_turns(demo_turns())  # type: ignore[arg-type]
         # A living example: facts, people, a habit, and one contradiction for the inbox.
         vault.consolidate(steps=("extract", "entities", "similar", "procedures",
                                  "statistics", "synthesis"))
+    except BaseException:
+        vault.lock()
+        raise
     return vault
 
 
-def run_demo(folder: Path | None) -> int:
+def reset_demo_vault(folder: Path, *, threaded: bool = False) -> object:
+    """"Reset demo": delete the demo vault in ``folder`` and create it afresh; returns it open.
+
+    Only a demo vault is deleted: the folder must open with the demo password (which also
+    takes its owner lock, so a vault open elsewhere is refused with ``VaultBusy``). Anything
+    else raises before a byte is touched."""
+    import shutil
+
+    from app.facade import Vault
+    from storage.unlock import vault_exists
+    if vault_exists(folder):
+        Vault.open(folder, DEMO_PASSWORD, load_model=False, threaded=False,
+                   use_chroma=False).lock()
+        shutil.rmtree(folder)
+    return create_demo_vault(folder, threaded=threaded)
+
+
+def run_demo(folder: Path | None, *, reset: bool = False) -> int:
     folder = folder or Path(tempfile.mkdtemp(prefix="kept-demo-")) / "vault"
-    vault = create_demo_vault(folder)
+    vault = reset_demo_vault(folder) if reset else create_demo_vault(folder)
     try:
         st = vault.status()  # type: ignore[attr-defined]
         print(f"Demo vault at {folder} (password: {DEMO_PASSWORD})")

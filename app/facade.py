@@ -84,6 +84,79 @@ class Turn:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# --- input validation: pure and cheap, the same limits on every path (issue 11, item 4) ------
+# A memory's text, whether remembered, corrected, edited or imported.
+MAX_TEXT = 100_000
+# Short labels: speaker, session, ref, agent, context.
+MAX_LABEL = 1_000
+# Times are kept as epoch seconds but read back as calendar dates (date words, ISO output, date
+# ranges), so a time is accepted only if its UTC date is in datetime's years 1 to 9999.
+# "9999-12-31T23:59:59-14:00" is valid ISO 8601 and is year 10000 in UTC: it used to pass and
+# crash later.
+_TIME_MIN = -62_135_596_800.0  # 0001-01-01T00:00:00Z
+# 9999-12-31T23:59:59.999Z: a float this close to year 10000 is only a few microseconds
+# precise, and datetime rounds 23:59:59.99999 up into year 10000.
+_TIME_MAX = 253_402_300_799.999
+
+
+def check_string(value: object, what: str, *, limit: int = MAX_LABEL) -> str:
+    """``value`` as a string that SQLite, the tokenizer and a UTF-8 terminal all accept:
+    no lone surrogates (JSON ``"\\ud800"``, or non-UTF-8 bytes decoded with surrogateescape),
+    at most ``limit`` characters."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be text.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"{what} is not valid UTF-8 text (a lone surrogate at "
+                              f"character {exc.start + 1:,}).") from exc
+    if len(value) > limit:
+        raise ValidationError(f"{what} is longer than {limit:,} characters.")
+    return value
+
+
+def check_text(value: object, what: str = "The memory text") -> str:
+    """A memory's text: stripped, not empty, at most ``MAX_TEXT`` characters, valid UTF-8."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        raise ValidationError(f"{what} is empty.")
+    return check_string(text, what, limit=MAX_TEXT)
+
+
+def check_time(ts: object, what: str = "The time") -> float:
+    """Epoch seconds whose UTC date is in the years 1 to 9999."""
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) \
+            or not _TIME_MIN <= ts <= _TIME_MAX:  # also refuses NaN
+        raise ValidationError(f"{what} is not a time between the years 1 and 9999 (UTC).")
+    return float(ts)
+
+
+def parse_time(text: object, what: str = "The time") -> float:
+    """ISO 8601 text (a naive time is UTC) to epoch seconds, in the years 1 to 9999 UTC."""
+    from app.clock import parse_iso
+    if not isinstance(text, str):
+        raise ValidationError(f"{what} must be an ISO 8601 time written as text.")
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    try:
+        ts = parse_iso(text)
+    except (ValueError, OverflowError) as exc:
+        raise ValidationError(f"{what} is not an ISO 8601 time: {shown!r}.") from exc
+    return check_time(ts, f"{what} {shown!r}")
+
+
+def validate_turn(t: Turn) -> None:
+    """Every field of an import turn, as ``validate_draft`` checks a memory."""
+    check_string(t.session, "'session'")
+    if not t.session:
+        raise ValidationError("'session' is empty.")
+    check_string(t.speaker, "'speaker'")
+    check_text(t.text, "'text'")
+    check_string(t.ref, "'ref'")
+    check_time(t.at, "'at'")
+    if t.store is Store.WORKING:
+        raise ValidationError("'store' cannot be working memory.")
+
+
 class Vault:
     """Owner of one unlocked vault. Thread-safe: writes are serialised by the Database."""
 
@@ -140,16 +213,22 @@ class Vault:
     @classmethod
     def open(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
              use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
-             threaded: bool = True, use_chroma: bool = True, verify: str = "background"
-             ) -> Vault:
+             threaded: bool = True, use_chroma: bool = True, verify: str = "background",
+             new_password: str | None = None) -> Vault:
         """``verify="background"`` (threaded only): the page self-test of requirement 2 runs
         while the index loads and the first searches run; no write happens before it has
         passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
         callbacks run. ``"sync"`` checks before returning (the CLI's single-threaded mode
-        always does)."""
+        always does). ``recovery_code`` with ``new_password``: a forgotten password is
+        replaced (the code keeps working; ``OpenVault.recover``)."""
         from storage.unlock import OpenVault
-        opened, info = OpenVault.unlock(folder, password, recovery_code=recovery_code,
-                                        use_device=use_device, threaded=threaded, verify=verify)
+        if recovery_code is not None and new_password is not None:
+            opened, info = OpenVault.recover(folder, recovery_code, new_password,
+                                             threaded=threaded, verify=verify)
+        else:
+            opened, info = OpenVault.unlock(folder, password, recovery_code=recovery_code,
+                                            use_device=use_device, threaded=threaded,
+                                            verify=verify)
         log.info("unlocked in %.3f s", info.seconds)
         try:
             # One after the other: loading the model on a second thread while the vectors
@@ -252,11 +331,17 @@ class Vault:
         self._opened.change_password(old, new)
         return Result(None, Changes(settings=True))
 
-    def rotate_data_key(self, password: str) -> Result[None]:
-        self._opened.rotate_data_key(password)
-        return Result(None, Changes(settings=True))
+    def rotate_data_key(self, password: str) -> Result[str | None]:
+        """The value is the new recovery code when the vault had one (the old one opens
+        nothing after a rotation): show it once."""
+        _kf, code = self._opened.rotate_data_key(password)
+        return Result(code, Changes(settings=True))
 
-    def add_recovery_code(self) -> str:
+    def add_recovery_code(self, password: str | None = None) -> str:
+        """Make a recovery code, replacing any previous one. With ``password``, it is checked
+        first: an unlocked window left alone must not hand out a lasting way in."""
+        if password is not None:
+            self._opened.verify_password(password)
         return str(self._opened.add_recovery_code())
 
     def remember_device(self) -> Result[None]:
@@ -304,12 +389,16 @@ class Vault:
     # --- ingestion ---------------------------------------------------------------------
     @staticmethod
     def validate_draft(d: Draft) -> Draft:
-        """Pure and cheap: no I/O (may run inline in a form)."""
-        text = d.text.strip() if isinstance(d.text, str) else ""
-        if not text:
-            raise ValidationError("The memory text is empty.")
-        if len(text) > 100_000:
-            raise ValidationError("The memory text is longer than 100,000 characters.")
+        """Pure and cheap: no I/O (may run inline in a form). Every field, before any write:
+        the same limits as an import (``check_*`` above)."""
+        text = check_text(d.text)
+        check_string(d.agent, "The agent")
+        for label in ("context", "ref", "session", "speaker"):
+            if getattr(d, label) is not None:
+                check_string(getattr(d, label), f"The {label}")
+        for when in ("occurred_at", "valid_from", "valid_until"):
+            if getattr(d, when) is not None:
+                check_time(getattr(d, when), f"The {when.replace('_', ' ')} time")
         if d.store is Store.WORKING:
             raise ValidationError("Working memory is assembled per request and never stored.")
         for name in ("importance", "emotional", "social", "confidence"):
@@ -391,7 +480,18 @@ class Vault:
 
         Policy: the caller validates every line first (``parse_import``); a malformed file
         imports nothing. Then each batch is one transaction, so a crash leaves whole turns
-        only, and running the import again completes it without duplicates."""
+        only, and running the import again completes it without duplicates. Every turn is
+        checked again here (``validate_turn``, cheap) so that no caller can have a bad turn
+        fail in the tokenizer or SQLite after earlier batches were committed."""
+        from app.services.importer import ImportInvalid, LineError
+        errors = []
+        for n, t in enumerate(turns, start=1):
+            try:
+                validate_turn(t)
+            except ValidationError as exc:
+                errors.append(LineError(t.line or n, exc.user_message))
+        if errors:
+            raise ImportInvalid(errors)
         now = self.clock.now()
         existing = self.db.read(lambda c: {
             (t.session, t.ref) for t in turns
@@ -430,10 +530,12 @@ class Vault:
                 "were saved, whole; the rest were not.",
                 hint="Free some space and run the same import again: it adds only the "
                      "turns still missing.") from exc
-        report = ImportReport(turns=len(turns), added=len(added),
+        # ``done`` counts turns written; ``added`` only the memories derived from them (a
+        # ``short_term`` turn has none, and was reported as "Imported 0 turn(s)").
+        report = ImportReport(turns=len(turns), added=done,
                               skipped_duplicates=len(turns) - len(todo),
                               sessions=len({t.session for t in turns}), ids=tuple(added))
-        changes = MEMORY_CHANGES if added else NO_CHANGES
+        changes = MEMORY_CHANGES if done else NO_CHANGES
         self._emit(changes)
         return Result(report, changes)
 
@@ -524,12 +626,16 @@ class Vault:
 
     def recall(self, query: str, *, k: int = 10, now: float | None = None,
                filters: Any = None, touch: bool = True) -> list[Any]:
-        """Hybrid recall (DESIGN 6). ``touch`` records the access and applies reinforcement."""
+        """Hybrid recall (DESIGN 6). ``touch`` records the access and applies reinforcement.
+        An explicit ``now`` never returns what happened after it."""
         from app.services.recall import Filters
         if not query.strip():
             raise ValidationError("The query is empty.")
+        filters = filters or Filters()
+        if now is not None:
+            filters = replace(filters, happened_by=now)
         now = self.clock.now() if now is None else now
-        hits = self.recall_service.recall(query, k=k, now=now, filters=filters or Filters())
+        hits = self.recall_service.recall(query, k=k, now=now, filters=filters)
         if touch and hits:
             self.recall_service.touch([h.id for h in hits], now)
         return hits
@@ -545,17 +651,25 @@ class Vault:
         for n, (qid, query, now) in enumerate(queries):
             qvec = vecs[n] if vecs is not None else None
             when = self.clock.now() if now is None else now
-            out.append((qid, service.recall(query, k=k, now=when, filters=filters or Filters(),
-                                            qvec=qvec)))
+            f = filters or Filters()
+            if now is not None:  # an explicit now never returns what happened after it
+                f = replace(f, happened_by=now)
+            out.append((qid, service.recall(query, k=k, now=when, filters=f, qvec=qvec)))
             if progress is not None:
                 progress(n + 1, len(queries))
         return out
 
-    def context(self, query: str, *, budget: int = policy.DEFAULT_CONTEXT_BUDGET,
-                now: float | None = None) -> Any:
+    def context(self, query: str, *, budget: int | None = None,
+                now: float | None = None, filters: Any = None) -> Any:
+        """``filters``: as for recall (time travel: ``as_of``, ``known_at``). ``budget``
+        (tokens): the ``recall.context_budget`` setting unless given."""
         from app.services.context import assemble
+        if budget is None:
+            budget = int(self.setting("recall.context_budget"))
+        if budget < 0:
+            raise ValidationError("The context budget cannot be negative.")
+        hits = self.recall(query, k=40, now=now, filters=filters, touch=False)
         now = self.clock.now() if now is None else now
-        hits = self.recall(query, k=40, now=now, touch=False)
         ctx = assemble(self, query, hits, budget=budget, now=now)
         # Only what made it into the context was "returned" (DESIGN 6.5).
         self.recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
@@ -691,6 +805,18 @@ class Vault:
 
     def contradictions(self, status: str | None = "open") -> list[Any]:
         return list(self.consolidation.contradictions(status=status))
+
+    def inbox_page(self, status: str, page: int = 0, size: int = 25) -> Any:
+        """One page of an inbox list (open, auto or resolved): ids first, batched rows."""
+        return self.consolidation.inbox_page(status, page, size)
+
+    def inbox_items(self, ids: Sequence[int]) -> list[Any]:
+        """These inbox items (contradictions or review requests), with both sides."""
+        return list(self.consolidation.inbox_items(ids))
+
+    def inbox_count(self) -> int:
+        """Open contradictions and review requests."""
+        return int(self.consolidation.inbox_count())
 
     def resolve(self, cid: int, keep: str, text: str | None = None) -> Result[int | None]:
         new = self.consolidation.resolve(cid, keep, text)

@@ -53,7 +53,8 @@ class Jobs:
             try:
                 report = self.vault.consolidate(now=self.clock.now(), cancel=self.cancel,
                                                 kind=job, steps=steps).value
-                outcome = JobOutcome(job, report.failed_batches == 0, report)
+                outcome = JobOutcome(job, report.failed_batches == 0, report,
+                                     report.failure_text or None)
             except Exception as exc:  # the scheduler must never stop on a failing job
                 log.error("job %s failed: %s", job, type(exc).__name__)
                 outcome = JobOutcome(job, False, error=type(exc).__name__)

@@ -49,17 +49,22 @@ EMOTIONAL_WINDOW_H = 48.0
 EMOTIONAL_FACTOR = 1.2
 FREQUENT_ACCESSES = 10
 FREQUENT_WEEKLY_BOOST = 1.10
+FREQUENT_BOOST_WINDOW_H = 7 * 24.0   # the boost holds in a week the memory is used
 
-# 002 promotion.
-PROMOTE_WORKING = dict(composite=0.7, accesses=5, age_d=1.0)
+# 002 promotion. 002's working -> episodic rule has no counterpart here: working memory is
+# assembled per request and never stored, and an imported turn gets its episode at once.
 PROMOTE_EPISODIC = dict(importance=0.8, emotional_below=0.3, accesses=10, age_d=30.0)
 
 # 001/002/003 archival (never deletion).
 ARCHIVE_MIN_COMPOSITE = 0.1
 ARCHIVE_IDLE_D = 90.0
 
-# 003 confidence weights.
+# 003 confidence weights (scoring.confidence), for what consolidation derives.
 CONF_SOURCE, CONF_CORROBORATION, CONF_RECENCY, CONF_USER, CONF_USAGE = 0.20, 0.25, 0.10, 0.30, 0.15
+# A factor with no evidence yet (not reviewed by the person; no usage feedback) counts as
+# neutral. A lone explicit statement (reliability .85) then scores .50, two sources .62, and a
+# newer fact needs four sources to pass .70 and win a contradiction on its own.
+CONF_UNKNOWN = 0.5
 
 # 003 contradiction resolution order.
 NEWER_WINS_CONFIDENCE = 0.7

@@ -1,10 +1,13 @@
 """Declared settings (Vorta style): key, type, default, label. Layer: app.
-Values live in the encrypted database; README lists every key (a test checks it)."""
+Values live in the encrypted database. README lists every key (tests/test_guards.py checks it),
+and something reads every key (tests/consolidation/test_declared_used.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from app import policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +29,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extraction.llm_model", str, "", "Model name at that endpoint"),
     Setting("extraction.cloud_consent", str, "", "Endpoint the person consented to send to"),
     Setting("extraction.redact", bool, True, "Redact names, emails and phone numbers"),
-    Setting("recall.context_budget", int, 4000, "Context budget (tokens)"),
+    Setting("recall.context_budget", int, policy.DEFAULT_CONTEXT_BUDGET,
+            "Context budget (tokens)"),
 )
 
 BY_KEY = {s.key: s for s in SETTINGS}

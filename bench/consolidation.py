@@ -51,8 +51,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-
 from locomo_recall import DATA, PASSWORD, SCORER, SHARED, turns_of  # noqa: E402
+
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, here and in children)
 
 STEPS = ("extract", "entities", "similar", "procedures", "statistics", "decay", "synthesis")
 DERIVED = ("semantic", "procedural", "implicit")   # what consolidation adds to recall

@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, here and in children)
+
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "bench" / "locomo_dev.json"
 SCORER = SHARED / "bench" / "locomo_score.py"

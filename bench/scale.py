@@ -50,6 +50,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, here and in children)
+
 DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
 PASSWORD = "scale-bench-password"
 GEN_VERSION = 1  # bump when the generator changes: cached vaults are keyed by it

@@ -8,6 +8,11 @@ from typing import Any
 
 from storage.sqlcipher import Connection
 
+# A status filter of "live": every memory the person has not forgotten or replaced, that is
+# active or archived (decay puts memories aside; they stay on the Timeline).
+LIVE = "live"
+LIVE_STATUSES = ("active", "archived")
+
 ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.status, "
             "m.composite, m.confidence, m.user_validated, m.access_count, m.last_accessed_at")
 
@@ -20,7 +25,9 @@ def _where(store: str | None, status: str | None, entity_id: int | None, day: tu
     if store:
         clauses.append("m.store = ?")
         params.append(store)
-    if status:
+    if status == LIVE:
+        clauses.append("m.status IN ('active', 'archived')")
+    elif status:
         clauses.append("m.status = ?")
         params.append(status)
     if entity_id is not None:
@@ -61,10 +68,12 @@ def entities(conn: Connection, kinds: tuple[str, ...]) -> list[tuple[Any, ...]]:
 
 
 def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
+    """Days with episodes, newest first: every episode not forgotten or replaced (archived
+    ones too: decay sets them aside, it does not take them off the Timeline)."""
     return [(r[0], r[1]) for r in conn.execute(
         "SELECT date(occurred_at, 'unixepoch') AS d, count(*) FROM memory "
-        "WHERE store = 'episodic' AND status = 'active' GROUP BY d ORDER BY d DESC LIMIT ?",
-        (limit,))]
+        "WHERE store = 'episodic' AND status IN ('active', 'archived') GROUP BY d "
+        "ORDER BY d DESC LIMIT ?", (limit,))]
 
 
 def tier_inputs(conn: Connection) -> list[tuple[str, float, float | None, int]]:

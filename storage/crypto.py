@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from app.errors import KeyUnavailable, StorageFull, VaultCorrupt, WrongKey
+from app.errors import KeyUnavailable, StorageFull, ValidationError, VaultCorrupt, WrongKey
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,20 @@ DEFAULT_T = 3
 LANES = 4
 FLOOR_M_KIB = 65_536
 FLOOR_T = 3
-# Calibrate so one derive takes 0.5-1.0 s (KeePassXC's approach).
+# Calibrate t so one derive takes 0.5-1.0 s (KeePassXC's approach); m comes from installed RAM.
 TARGET_MIN_S = 0.5
 TARGET_MAX_S = 1.0
 MAX_T = 12
-# Below this much free RAM the floor may be undercut, and the person is told.
-LOW_RAM_BYTES = 2 * 1024**3
+# The default memory needs this much installed RAM (1/16 of it); below, 1/16 of RAM, never
+# below the floor.
+RAM_PER_M = 16
+# Upper bounds on what a key file may ask for, checked before any derive: a file edited to
+# t = 1000000 made every unlock spin for hours, m = 4 GiB took a minute and 4 GiB, p = 65536
+# 45 s. Kept writes at most 256 MiB, t = 12, p = 4; the bounds leave room for a later default
+# and cap the worst derive at the cost of 256 MiB x 12 passes (4x the default).
+MAX_M_KIB = 2 * DEFAULT_M_KIB
+MAX_P = 4 * LANES
+MAX_COST = DEFAULT_M_KIB * MAX_T
 
 INFO_DB = b"kept/v1 sqlcipher"
 INFO_FILES = b"kept/v1 file-aead"
@@ -82,31 +90,74 @@ class KdfParams:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> KdfParams:
-        return cls(m=int(obj["m"]), t=int(obj["t"]), p=int(obj["p"]), salt=_unb64(obj["salt"]),
-                   alg=str(obj["alg"]), v=int(obj["v"]))
+        """Strict: integers must be JSON integers (not 65536.5, "65536" or true) and every
+        value within bounds, else ``WrongKey`` (the tampered-file message), before any
+        derive."""
+        if not isinstance(obj, dict):
+            raise WrongKey()
+        ints = [obj.get(k) for k in ("m", "t", "p", "v")]
+        if any(type(x) is not int for x in ints) or not isinstance(obj.get("salt"), str) \
+                or not isinstance(obj.get("alg"), str):
+            raise WrongKey()
+        params = cls(m=obj["m"], t=obj["t"], p=obj["p"], salt=_unb64(obj["salt"]),
+                     alg=obj["alg"], v=obj["v"])
+        if not params.within_bounds:
+            raise WrongKey()
+        return params
 
     def canonical(self) -> bytes:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+
+    def weaker_than(self, policy: KdfParams) -> bool:
+        """Less memory or fewer passes than ``policy`` (or other lanes): upgrade at unlock."""
+        return self.m < policy.m or self.t < policy.t or self.p != LANES
 
     @property
     def below_floor(self) -> bool:
         return self.m < FLOOR_M_KIB or self.t < FLOOR_T or self.p != LANES
 
+    @property
+    def within_bounds(self) -> bool:
+        """What the key scheme records and a derive may cost (see MAX_M_KIB). The lower
+        bounds are Argon2id's own: weaker values are caught by the GCM tag, cheaply."""
+        if any(type(x) is not int for x in (self.m, self.t, self.p, self.v)):
+            return False
+        return (self.alg == "argon2id" and self.v == ARGON2_VERSION and len(self.salt) == 16
+                and 1 <= self.p <= MAX_P and 1 <= self.t <= MAX_T
+                and 8 * self.p <= self.m <= MAX_M_KIB and self.m * self.t <= MAX_COST)
+
 
 def derive_kek(password: str, params: KdfParams) -> bytearray:
-    """Argon2id v1.3. Refuses anything that is not what the key scheme records."""
-    if params.alg != "argon2id" or params.v != ARGON2_VERSION or len(params.salt) != 16:
-        raise WrongKey()
-    if params.m < 8 * params.p or params.t < 1 or params.p < 1 or params.m > 4 * 1024 * 1024:
+    """Argon2id v1.3. Refuses anything that is not what the key scheme records, or that would
+    cost more than the bounds allow, before deriving."""
+    if not params.within_bounds:
         raise WrongKey()
     kdf = Argon2id(salt=params.salt, length=32, iterations=params.t, lanes=params.p,
                    memory_cost=params.m)
-    return bytearray(kdf.derive(password.encode("utf-8")))
+    kek = bytearray(32)
+    kdf.derive_into(password.encode("utf-8"), kek)  # into our buffer: no immutable copy
+    return kek
 
 
 def hkdf(dek: bytes | bytearray, info: bytes) -> bytearray:
-    return bytearray(HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info)
-                     .derive(bytes(dek)))
+    out = bytearray(32)
+    HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive_into(dek, out)
+    return out
+
+
+def random_key() -> bytearray:
+    """32 random bytes read straight into a bytearray (``os.urandom`` would leave an
+    immutable copy of the key behind); ``os.urandom`` where ``os.readv`` is missing."""
+    buf = bytearray(32)
+    if hasattr(os, "readv"):
+        fd = os.open("/dev/urandom", os.O_RDONLY)
+        try:
+            if os.readv(fd, [buf]) == 32:
+                return buf
+        finally:
+            os.close(fd)
+    buf[:] = os.urandom(32)
+    return buf
 
 
 def wipe(buf: bytearray | None) -> None:
@@ -116,12 +167,28 @@ def wipe(buf: bytearray | None) -> None:
             buf[i] = 0
 
 
-def free_ram_bytes() -> int:
+def installed_ram_bytes() -> int:
     try:
         import psutil
-        return int(psutil.virtual_memory().available)
+        return int(psutil.virtual_memory().total)
     except Exception:  # psutil missing or unsupported OS: assume plenty
         return 1 << 40
+
+
+# A machine short of RAM (or a test suite, which unlocks hundreds of vaults) may ask for less
+# memory than the default, never less than the floor: KEPT_KDF_MEMORY_KIB=65536.
+MEMORY_ENV = "KEPT_KDF_MEMORY_KIB"
+
+
+def memory_for_ram(total: int) -> int:
+    """Argon2id memory (KiB) for a machine with ``total`` bytes installed: the default 256 MiB
+    from 4 GiB up, else 1/16 of RAM in whole MiB, never below the 64 MiB floor; lowered (not
+    below the floor) by ``KEPT_KDF_MEMORY_KIB``."""
+    m = max(FLOOR_M_KIB, min(DEFAULT_M_KIB, total // RAM_PER_M // 1024**2 * 1024))
+    cap = os.environ.get(MEMORY_ENV, "")
+    if cap.isdigit():
+        m = max(FLOOR_M_KIB, min(m, int(cap)))
+    return m
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,15 +200,16 @@ class Calibration:
 
 def calibrate(clock: Callable[[], float] = time.perf_counter,
               derive: Callable[[str, KdfParams], bytearray] = derive_kek) -> Calibration:
-    """Pick Argon2id parameters so one derive takes 0.5-1.0 s, never below the floor."""
+    """Memory from installed RAM (``memory_for_ram``), never from a timing: on a busy machine
+    the old "halve m until fast" picked the 64 MiB floor with a 5-7 s derive. Timing sets t
+    only, raised from 3 until one derive takes 0.5-1.0 s, never lowered."""
+    total = installed_ram_bytes()
+    m, t = memory_for_ram(total), DEFAULT_T
     warning = None
-    m, t = DEFAULT_M_KIB, DEFAULT_T
-    floor_m = FLOOR_M_KIB
-    if free_ram_bytes() < LOW_RAM_BYTES:
-        floor_m = 19_456  # OWASP's minimum; only when RAM is genuinely short
-        m = FLOOR_M_KIB
-        warning = ("Less than 2 GiB of memory is free: the password protection was set lower "
-                   "than usual. Change the password later to strengthen it.")
+    if m < DEFAULT_M_KIB:
+        warning = (f"This computer has {total / 1024**3:.1f} GiB of memory, so the password "
+                   f"protection uses {m // 1024} MiB instead of the usual "
+                   f"{DEFAULT_M_KIB // 1024} MiB.")
 
     def measure(m: int, t: int) -> float:
         start = clock()
@@ -149,9 +217,6 @@ def calibrate(clock: Callable[[], float] = time.perf_counter,
         return clock() - start
 
     elapsed = measure(m, t)
-    while elapsed > TARGET_MAX_S and m > floor_m:
-        m = max(floor_m, m // 2)
-        elapsed = measure(m, t)
     while elapsed < TARGET_MIN_S and t < MAX_T:
         t_new = min(MAX_T, max(t + 1, int(t * TARGET_MIN_S / max(elapsed, 1e-3)) + 1))
         elapsed = elapsed * t_new / t
@@ -162,13 +227,15 @@ def calibrate(clock: Callable[[], float] = time.perf_counter,
 
 
 def policy_params() -> KdfParams:
-    """The weakest parameters acceptable after unlock; weaker ones are upgraded."""
-    return KdfParams(m=FLOOR_M_KIB, t=FLOOR_T, p=LANES)
+    """What weaker stored parameters are raised to after unlock (and a password change asking
+    for less gets): the default for this machine's RAM, t = 3, p = 4; not the floor. A vault
+    that a busy machine's old calibration left at 64 MiB is upgraded to 256 MiB."""
+    return KdfParams(m=memory_for_ram(installed_ram_bytes()), t=DEFAULT_T, p=LANES)
 
 
 def _seal(key: bytes | bytearray, plaintext: bytes | bytearray, aad: bytes) -> dict[str, str]:
     nonce = os.urandom(12)
-    ct = AESGCM(bytes(key)).encrypt(nonce, bytes(plaintext), aad)
+    ct = AESGCM(key).encrypt(nonce, plaintext, aad)  # buffers as they are: no key copies
     return {"alg": "A256GCM", "nonce": _b64(nonce), "ct": _b64(ct)}
 
 
@@ -176,7 +243,12 @@ def _open(key: bytes | bytearray, box: dict[str, Any], aad: bytes) -> bytearray:
     try:
         if box.get("alg") != "A256GCM":
             raise WrongKey()
-        return bytearray(AESGCM(bytes(key)).decrypt(_unb64(box["nonce"]), _unb64(box["ct"]), aad))
+        ct = _unb64(box["ct"])
+        if len(ct) < 16:
+            raise WrongKey()
+        out = bytearray(len(ct) - 16)
+        AESGCM(key).decrypt_into(_unb64(box["nonce"]), ct, aad, out)  # no immutable copy
+        return out
     except (InvalidTag, KeyError, ValueError, TypeError) as exc:
         raise WrongKey() from exc
 
@@ -187,11 +259,37 @@ def new_recovery_code() -> str:
     return "-".join(raw[i:i + 4] for i in range(0, 32, 4))
 
 
+def normalise_recovery_code(code: str) -> str:
+    """The code as made by ``new_recovery_code``, however it was typed: any case, dashes,
+    spaces or none, a zero for the letter O (base32 has no 0). Anything that cannot be a
+    code is refused before any key is derived, with a message that says what a code is."""
+    normal = "".join(code.split()).replace("-", "").upper().replace("0", "O")
+    if len(normal) != 32 or not set(normal) <= _B32:
+        raise ValidationError("That is not a recovery code: it is 8 groups of 4 letters and "
+                              "digits (2-7), like ABCD-EFGH-... Nothing was changed.")
+    return normal
+
+
+_B32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+
+
 def _recovery_key(code: str, vault_id: str) -> bytearray:
     # The code carries ~160 bits of entropy, so a fast KDF is enough; HKDF binds it to the vault.
-    normal = code.replace("-", "").replace(" ", "").upper().encode("ascii", "replace")
+    normal = normalise_recovery_code(code).encode("ascii")
     return bytearray(HKDF(algorithm=hashes.SHA256(), length=32, salt=vault_id.encode(),
                           info=b"kept/v1 recovery").derive(normal))
+
+
+def _box(value: Any) -> Any:
+    """A wrap as the key file must hold it ({alg: A256GCM, nonce, ct} as base64 text), or
+    None when absent; anything else is ``WrongKey`` (tampered) at read time, before a derive.
+    Whether a wrap is authentic only its GCM tag can tell: see ``check_pending``."""
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or value.get("alg") != "A256GCM"
+            or not all(isinstance(value.get(k), str) for k in ("nonce", "ct"))):
+        raise WrongKey()
+    return dict(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +315,12 @@ class KeyFile:
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise VaultCorrupt("The key file is not one this version of Kept understands.")
         try:
-            return cls(vault_id=str(obj["vault_id"]), kdf=KdfParams.from_json(obj["kdf"]),
-                       wrap=dict(obj["wrap"]), wrap_recovery=obj.get("wrap_recovery"),
-                       wrap_device=obj.get("wrap_device"), wrap_pending=obj.get("wrap_pending"))
+            if not isinstance(obj["vault_id"], str):
+                raise WrongKey()
+            return cls(vault_id=obj["vault_id"], kdf=KdfParams.from_json(obj["kdf"]),
+                       wrap=_box(obj["wrap"]), wrap_recovery=_box(obj.get("wrap_recovery")),
+                       wrap_device=_box(obj.get("wrap_device")),
+                       wrap_pending=_box(obj.get("wrap_pending")))
         except (KeyError, TypeError, ValueError) as exc:
             raise WrongKey() from exc
 
@@ -341,9 +442,17 @@ class Keys:
         wipe(self.file_key)
 
 
+def check_new_params(params: KdfParams) -> None:
+    """Never write what unlock would refuse (``ValidationError``, an input error)."""
+    if not params.within_bounds:
+        raise ValidationError(f"Argon2id parameters out of range (at most t={MAX_T}, "
+                              f"m={MAX_M_KIB // 1024} MiB, p={MAX_P}); no vault was made.")
+
+
 def new_key_file(password: str, params: KdfParams) -> tuple[KeyFile, bytearray]:
+    check_new_params(params)
     vault_id = secrets.token_hex(16)
-    dek = bytearray(os.urandom(32))
+    dek = random_key()
     kek = derive_kek(password, params)
     try:
         kf = KeyFile(vault_id=vault_id, kdf=params, wrap={})
@@ -373,19 +482,28 @@ def rewrap(kf: KeyFile, dek: bytearray, password: str, params: KdfParams) -> Key
 
 def add_recovery(kf: KeyFile, dek: bytearray) -> tuple[KeyFile, str]:
     code = new_recovery_code()
+    return seal_recovery(kf, dek, code), code
+
+
+def seal_recovery(kf: KeyFile, dek: bytearray, code: str) -> KeyFile:
+    """``kf`` with ``dek`` wrapped under an existing ``code`` (after a reset that finished an
+    interrupted rotation, so the code on paper keeps opening the vault)."""
     rk = _recovery_key(code, kf.vault_id)
     try:
-        return replace(kf, wrap_recovery=_seal(rk, dek, AAD_RECOVERY + kf.vault_id.encode())), code
+        return replace(kf, wrap_recovery=_seal(rk, dek, AAD_RECOVERY + kf.vault_id.encode()))
     finally:
         wipe(rk)
 
 
 def unwrap_recovery(kf: KeyFile, code: str) -> bytearray:
     if kf.wrap_recovery is None:
-        raise WrongKey("This vault has no recovery code.")
+        raise WrongKey("This vault has no recovery code. Nothing was changed.")
     rk = _recovery_key(code, kf.vault_id)
     try:
         return _open(rk, kf.wrap_recovery, AAD_RECOVERY + kf.vault_id.encode())
+    except WrongKey as exc:
+        raise WrongKey("Wrong recovery code, or the key file was tampered with. Nothing was "
+                       "changed.") from exc
     finally:
         wipe(rk)
 
@@ -397,6 +515,13 @@ def seal_pending(kf: KeyFile, old_dek: bytearray, new_dek: bytearray) -> KeyFile
         return replace(kf, wrap_pending=_seal(key, new_dek, AAD_PENDING + kf.vault_id.encode()))
     finally:
         wipe(key)
+
+
+def check_pending(kf: KeyFile, dek: bytearray) -> None:
+    """A ``wrap_pending`` must open under the DEK it was sealed with (the one the password,
+    recovery code or device key just gave), or the key file was tampered with: ``WrongKey``.
+    Never "repaired" by dropping it; an authentic one finishes an interrupted rotation."""
+    wipe(open_pending(kf, dek))
 
 
 def open_pending(kf: KeyFile, old_dek: bytearray) -> bytearray | None:
@@ -453,7 +578,7 @@ def remember_device(kf: KeyFile, dek: bytearray) -> KeyFile:
     from keyring.errors import KeyringError
     if not keyring_available():
         raise KeyUnavailable()
-    device_key = bytearray(os.urandom(32))
+    device_key = random_key()
     try:
         keyring.set_password(KEYRING_SERVICE, _device_user(kf.vault_id), _b64(bytes(device_key)))
         return replace(kf, wrap_device=_seal(device_key, dek, AAD_DEVICE + kf.vault_id.encode()))
@@ -501,7 +626,7 @@ def encrypt_file_bytes(file_key: bytes | bytearray, data: bytes, file_id: bytes 
                        ) -> bytes:
     """64 KiB chunks; file id, chunk index and last-chunk flag in the AAD (no truncation/reorder)."""
     file_id = file_id or os.urandom(16)
-    aes = AESGCM(bytes(file_key))
+    aes = AESGCM(file_key)
     out = [FILE_MAGIC, file_id]
     chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)] or [b""]
     for idx, chunk in enumerate(chunks):
@@ -516,7 +641,7 @@ def encrypt_file_bytes(file_key: bytes | bytearray, data: bytes, file_id: bytes 
 def decrypt_file_bytes(file_key: bytes | bytearray, blob: bytes) -> bytes:
     if not blob.startswith(FILE_MAGIC):
         raise WrongKey("Not a Kept encrypted file.")
-    aes = AESGCM(bytes(file_key))
+    aes = AESGCM(file_key)
     pos = len(FILE_MAGIC)
     file_id = blob[pos:pos + 16]
     pos += 16

@@ -276,7 +276,7 @@ class Database:
     def rekey(self, new_key: bytes | bytearray) -> None:
         def run() -> None:
             assert self._write_conn is not None
-            self._write_conn.execute(f"PRAGMA rekey = {sqlcipher.raw_key_literal(new_key)}")
+            sqlcipher.rekey_connection(self._write_conn, new_key)  # no key text (req. 20)
             # The rekeyed pages sit in the WAL until checkpointed; until then the database file
             # still opens with the old key (requirement 9). Write them back now.
             busy = self._write_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
@@ -284,7 +284,7 @@ class Database:
                 log.warning("checkpoint after rekey was blocked by a reader")
         self._close_readers()
         self._outside_transaction(run)
-        self._key[:] = bytes(new_key)
+        self._key[:] = new_key  # in place, no immutable copy
 
     def _outside_transaction(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the writer thread but outside BEGIN/COMMIT (checkpoint, rekey)."""

@@ -8,6 +8,7 @@ contradictions, undo logs and LLM-reply sources; entities left with no memory go
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -62,7 +63,8 @@ def ancestors(conn: Connection, ids: Iterable[int]) -> set[int]:
 
 
 def derived_only_from(conn: Connection, gone: set[int]) -> set[int]:
-    """Memories every one of whose sources is going: they would be left describing nothing."""
+    """Memories every one of whose sources is going: they would be left describing nothing.
+    A correction the person typed is its own source and is never among them (DESIGN 8)."""
     derived: set[int] = set()
     frontier = set(gone)
     while frontier:
@@ -70,41 +72,191 @@ def derived_only_from(conn: Connection, gone: set[int]) -> set[int]:
         children = _ids(conn, f"SELECT src FROM link WHERE kind IN ('DERIVED_FROM',"
                         f"'PROMOTED_FROM') AND dst IN ({m})", list(frontier))
         children -= gone | derived
+        children -= typed_corrections(conn, children)
         new = set()
         for child in children:
-            parents = _ids(conn, "SELECT dst FROM link WHERE kind IN ('DERIVED_FROM',"
-                           "'PROMOTED_FROM') AND src = ?", [child])
-            if parents <= gone | derived:
+            if parents(conn, [child]) <= gone | derived:
                 new.add(child)
         derived |= new
         frontier = new
     return derived
 
 
+def parents(conn: Connection, ids: Iterable[int]) -> set[int]:
+    """What ``ids`` were derived or promoted from, one step up."""
+    out: set[int] = set()
+    for chunk in _chunked(sorted(set(int(i) for i in ids))):
+        out |= _ids(conn, f"SELECT dst FROM link WHERE kind IN ('DERIVED_FROM','PROMOTED_FROM') "
+                    f"AND src IN ({_marks(len(chunk))})", chunk)
+    return out
+
+
+# ``Vault.correct`` writes these two history entries; they are how a version the person typed
+# is told apart from one consolidation or the inbox put in place (both are SUPERSEDES links).
+CORRECTED = "corrected"
+
+
+def typed_corrections(conn: Connection, ids: Iterable[int]) -> set[int]:
+    """Those of ``ids`` that the person typed as a correction of an earlier version."""
+    out: set[int] = set()
+    for chunk in _chunked(sorted(set(int(i) for i in ids))):
+        out |= _ids(conn, f"SELECT DISTINCT memory_id FROM history WHERE action = ? AND "
+                    f"memory_id IN ({_marks(len(chunk))})", [CORRECTED, *chunk])
+    return out
+
+
+def corrected_versions(conn: Connection, ids: Iterable[int]) -> set[int]:
+    """Earlier versions that ``ids`` replaced by the person's correction, transitively: one
+    memory's own history, which goes with it. Versions replaced by consolidation or in the
+    inbox are other memories with their own sources, and are not followed."""
+    seen = set(int(i) for i in ids)
+    todo = set(seen)
+    found: set[int] = set()
+    while todo:
+        new: set[int] = set()
+        for chunk in _chunked(sorted(todo)):
+            m = _marks(len(chunk))
+            new |= _ids(conn, f"SELECT l.dst FROM link l JOIN history h ON h.memory_id = l.src "
+                        f"AND h.action = ? AND h.detail = 'correction of ' || l.dst "
+                        f"WHERE l.kind = 'SUPERSEDES' AND l.src IN ({m})", [CORRECTED, *chunk])
+        todo = new - seen
+        seen |= new
+        found |= todo
+    return found
+
+
+def boundary_links(conn: Connection, gone: set[int]) -> list[tuple[int, int, str]]:
+    """(src, dst, kind) of the version, contradiction and provenance links that join a
+    memory that goes to one that stays: what a plan lists as staying."""
+    out: set[tuple[int, int, str]] = set()
+    for chunk in _chunked(sorted(gone)):
+        m = _marks(len(chunk))
+        out |= {(int(r[0]), int(r[1]), r[2]) for r in conn.execute(
+            f"SELECT src, dst, kind FROM link WHERE kind IN ('SUPERSEDES','CONTRADICTS',"
+            f"'DERIVED_FROM','PROMOTED_FROM') AND (src IN ({m}) OR dst IN ({m}))",
+            [*chunk, *chunk])}
+    return sorted(r for r in out if (r[0] in gone) != (r[1] in gone))
+
+
+def reinstated(conn: Connection, gone: set[int]) -> dict[int, tuple[str, int | None,
+                                                                    float | None]]:
+    """Memories that stay but were replaced only by versions that go: id -> (status,
+    superseded_by, valid_until) they get back. The state before the replacement is read from
+    the contradiction that recorded it (its ``prior``); without one, they become active."""
+    out: dict[int, tuple[str, int | None, float | None]] = {}
+    olds: set[int] = set()
+    for chunk in _chunked(sorted(gone)):
+        olds |= _ids(conn, f"SELECT dst FROM link WHERE kind = 'SUPERSEDES' AND src IN "
+                     f"({_marks(len(chunk))})", chunk)
+    for old in sorted(olds - gone):
+        by = _ids(conn, "SELECT src FROM link WHERE kind = 'SUPERSEDES' AND dst = ?", [old])
+        row = conn.execute("SELECT status, valid_until FROM memory WHERE id = ?",
+                           (old,)).fetchone()
+        if not by <= gone or row is None or row[0] != "superseded":
+            continue
+        status, superseded_by, valid_until = "active", None, row[1]
+        for (resolution,) in conn.execute(
+                "SELECT resolution FROM contradiction WHERE resolution IS NOT NULL AND "
+                "((a = ? AND b IN ({m})) OR (b = ? AND a IN ({m}))) ORDER BY id DESC".format(
+                    m=_marks(len(by))), [old, *sorted(by), old, *sorted(by)]):
+            try:
+                prior = json.loads(resolution).get("prior", {}).get(str(old))
+            except (ValueError, AttributeError):
+                prior = None
+            if isinstance(prior, dict) and prior.get("status") in ("active", "archived"):
+                status, valid_until = prior["status"], prior.get("valid_until")
+                break
+        out[old] = (status, superseded_by, valid_until)
+    return out
+
+
+def stale_history(conn: Connection, gone: set[int]) -> set[int]:
+    """History rows of memories that stay which record being replaced by one that goes."""
+    out: set[int] = set()
+    for chunk in _chunked(sorted(gone)):
+        m = _marks(len(chunk))
+        details = [f"superseded by {g}" for g in chunk] + [f"corrected as {g}" for g in chunk]
+        rows = conn.execute(
+            f"SELECT h.id, h.memory_id FROM history h WHERE h.action = 'superseded' AND "
+            f"h.detail IN ({_marks(len(details))}) AND h.memory_id IN (SELECT dst FROM link "
+            f"WHERE kind = 'SUPERSEDES' AND src IN ({m}))", [*details, *chunk]).fetchall()
+        out |= {int(r[0]) for r in rows if int(r[1]) not in gone}
+    return out
+
+
 def match_text(conn: Connection, phrase: str) -> set[int]:
-    """Memories containing ``phrase`` in their text, speaker, context, fact subject/object or
-    episode actors (case-insensitive), in every status: forgetting by query means every copy,
-    archived and superseded ones too."""
+    return set(match_fields(conn, phrase))
+
+
+# Metadata a query is matched against, with the name the plan shows. ``agent`` holds the
+# built-in 'global' unless a caller named one: that value is not the person's word, and a
+# query such as "glob" must not take every memory.
+META_FIELDS = (("speaker", "speaker"), ("context", "context"), ("session", "session name"),
+               ("ref", "ref"), ("agent", "agent"))
+DEFAULT_AGENT = "global"
+
+
+def _like(phrase: str) -> str:
+    """A LIKE pattern that finds ``phrase`` literally (``%`` and ``_`` are characters)."""
+    return "%" + phrase.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _plain(value: object) -> str:
+    """A side column as text; JSON lists (episode actors) decoded, so escaped non-ASCII
+    names compare as written."""
+    text = str(value)
+    if text.startswith("["):
+        try:
+            return " ".join(str(x) for x in json.loads(text))
+        except (ValueError, TypeError):
+            pass
+    return text
+
+
+def match_fields(conn: Connection, phrase: str) -> dict[int, str]:
+    """Memories containing ``phrase`` (case-insensitive) -> the first field it was found in:
+    the text, speaker, context, session name, ref or agent, a fact's subject or object, an
+    episode's actors, outcome or details. Every status counts: forgetting by query means
+    every copy, archived and superseded ones too, and no field may keep the word."""
     words = phrase.split()
     if not words:
-        return set()
+        return {}
+    needle = phrase.casefold()
+    out: dict[int, str] = {}
     fts = " ".join('"' + w.replace('"', '""') + '"' for w in words)
     cand = _ids(conn, "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", [fts])
-    needle = phrase.casefold()
-    out = set()
     for chunk in _chunked(sorted(cand)):
-        for mid, text, speaker, context in conn.execute(
-                f"SELECT id, text, speaker, context FROM memory WHERE id IN "
-                f"({_marks(len(chunk))})", chunk):
-            if any(needle in (x or "").casefold() for x in (text, speaker, context)):
-                out.add(int(mid))
-    like = f"%{phrase}%"
-    out |= _ids(conn, "SELECT id FROM memory WHERE speaker LIKE ? OR context LIKE ?",
-                [like, like])
-    out |= _ids(conn, "SELECT memory_id FROM fact WHERE subject LIKE ? OR object LIKE ?",
-                [like, like])
-    out |= _ids(conn, "SELECT memory_id FROM episode WHERE actors LIKE ? OR outcome LIKE ? "
-                "OR details LIKE ?", [like, like, like])
+        for mid, text in conn.execute(f"SELECT id, text FROM memory WHERE id IN "
+                                      f"({_marks(len(chunk))})", chunk):
+            if needle in (text or "").casefold():
+                out[int(mid)] = "text"
+    # Metadata and side columns: the decision is Python's casefold, as for the text. LIKE
+    # (with ESCAPE, so "%" and "_" are characters) only narrows the rows for an ASCII phrase:
+    # it folds ASCII case only, so for any other phrase ("Zoë" against "ZOË") every row is
+    # read (100k memories here: about 0.1 s narrowed, 0.7 s read whole).
+    narrow = phrase.isascii() and not set(phrase) & set('"\\')  # as JSON stores them
+    like = _like(phrase)
+    cols = [c for c, _label in META_FIELDS]
+    where = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols) if narrow else \
+        " OR ".join(f"{c} IS NOT NULL" for c in cols)
+    for row in conn.execute(f"SELECT id, {', '.join(cols)} FROM memory WHERE {where}",
+                            [like] * len(cols) if narrow else []):
+        mid = int(row[0])
+        if mid in out:
+            continue
+        for (col, label), value in zip(META_FIELDS, row[1:], strict=True):
+            if value and not (col == "agent" and value == DEFAULT_AGENT) \
+                    and needle in value.casefold():
+                out[mid] = label
+                break
+    for table, side, label in (("fact", ("subject", "object"), "fact subject or object"),
+                               ("episode", ("actors", "outcome", "details"), "episode details")):
+        where = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in side) if narrow else "1"
+        for row in conn.execute(f"SELECT memory_id, {', '.join(side)} FROM {table} "
+                                f"WHERE {where}", [like] * len(side) if narrow else []):
+            mid = int(row[0])
+            if mid not in out and any(needle in _plain(v).casefold() for v in row[1:] if v):
+                out[mid] = label
     return out
 
 
@@ -163,6 +315,7 @@ def dependent_counts(conn: Connection, ids: set[int], entity_ids: set[int]
                         chunk)
     counts["link"] = len(link_rows)
     counts["contradiction"] = len(contradictions)
+    counts["history"] += len(stale_history(conn, ids))
     # A stored LLM reply goes when every memory it was about goes.
     gone_replies = {r for r in replies if _ids(
         conn, "SELECT memory_id FROM llm_reply_source WHERE reply_id = ?", [r]) <= ids}
@@ -208,9 +361,14 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
         conn, "SELECT memory_id FROM llm_reply_source WHERE reply_id = ?", [r]) <= ids}
     for chunk in _chunked(sorted(gone_replies)):
         conn.execute(f"DELETE FROM llm_reply WHERE id IN ({_marks(len(chunk))})", chunk)
+    # Versions that stay and were replaced only by what goes are current again; the history
+    # entries saying what replaced them go (they would name a forgotten memory).
+    back = reinstated(conn, ids)
+    for chunk in _chunked(sorted(stale_history(conn, ids))):
+        conn.execute(f"DELETE FROM history WHERE id IN ({_marks(len(chunk))})", chunk)
     # Neighbours quote a turn in their ``ctx`` full-text column: rewrite them afterwards.
     places: set[tuple[str, str, int]] = set()
-    for chunk in _chunked(sorted(ids)):
+    for chunk in _chunked(sorted(ids | set(back))):
         places |= {(r[0], r[1], r[2]) for r in conn.execute(
             f"SELECT session, store, seq FROM memory WHERE id IN ({_marks(len(chunk))}) "
             "AND session IS NOT NULL AND seq IS NOT NULL", chunk)}
@@ -222,6 +380,9 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
         conn.execute(f"UPDATE memory SET superseded_by = NULL WHERE superseded_by IN ({m})",
                      chunk)
         conn.execute(f"DELETE FROM memory WHERE id IN ({m})", chunk)
+    for mid, (status, superseded_by, valid_until) in sorted(back.items()):
+        conn.execute("UPDATE memory SET status = ?, superseded_by = ?, valid_until = ? "
+                     "WHERE id = ?", (status, superseded_by, valid_until, mid))
     from storage.repo import refresh_context
     for session, store, seq in sorted(places):
         refresh_context(conn, session, store, seq)

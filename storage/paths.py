@@ -15,7 +15,7 @@ from typing import IO
 
 import platformdirs
 
-from app.errors import InsecurePermissions, VaultBusy
+from app.errors import InsecurePermissions, ValidationError, VaultBusy
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,24 @@ def private_umask() -> None:
         os.umask(0o077)
 
 
+def check_new_vault_folder(folder: Path) -> None:
+    """A vault is made only in a new folder or an empty one (a lone ``vault.lock`` left by a
+    creation cut short counts as empty). ``kept init`` once set a folder of someone's files
+    to 0700 and told them to chmod 600 every file (issue 11, item 12); now nothing changes."""
+    if not os.path.lexists(folder):
+        return
+    if not folder.is_dir():
+        raise ValidationError(f"{folder} is a file, not a folder. Nothing was changed.")
+    try:
+        others = [p for p in folder.iterdir() if p.name != LOCK_FILE]
+    except OSError as exc:
+        raise ValidationError(f"Cannot read {folder}: {exc.strerror}. Nothing was "
+                              "changed.") from exc
+    if others:
+        raise ValidationError(f"{folder} already holds other files; Kept makes a vault only in "
+                              "a new or empty folder. Nothing was changed.")
+
+
 def make_private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     if os.name == "posix":
@@ -71,27 +89,62 @@ def check_permissions(folder: Path) -> None:
 
 
 class OwnerLock:
-    """One owner process per vault: an exclusive, non-blocking OS lock on ``vault.lock``.
-    The OS drops it when the process dies, so a crash never leaves the vault stuck."""
+    """One owner process per vault: exclusive, non-blocking OS locks that the OS drops when
+    the process dies, so a crash never leaves the vault stuck.
+
+    POSIX: the lock that excludes is a ``flock`` on a descriptor of the vault folder itself.
+    A lock on ``vault.lock`` alone sits on that file's inode: ``rm vault.lock`` let a second
+    process create a new file, lock it and write behind the window's back (issue 11, item 9).
+    The folder cannot be replaced under its owner without moving the whole vault. ``vault.lock``
+    is locked as well: on Windows (a folder cannot be locked there, and an open file cannot be
+    deleted) it is the lock, and earlier Kept versions look only at it."""
 
     def __init__(self, folder: Path) -> None:
+        self.folder = folder
         self.path = folder / LOCK_FILE
         self._fh: IO[bytes] | None = None
+        self._dir_fd: int | None = None
+
+    def _lock_folder(self) -> int | None:
+        if os.name != "posix":
+            return None  # pragma: no cover - Windows
+        import fcntl
+        fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise VaultBusy() from exc
+        except OSError as exc:
+            # A file system without flock on folders (some network mounts): the file lock
+            # below still excludes other Kept processes, as long as vault.lock stays.
+            os.close(fd)
+            log.warning("cannot lock the vault folder (%s); relying on %s", type(exc).__name__,
+                        LOCK_FILE)
+            return None
+        return fd
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fh = os.fdopen(fd, "r+b")
+        dir_fd = self._lock_folder()
         try:
-            if os.name == "posix":
-                import fcntl
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            else:  # pragma: no cover - Windows
-                import msvcrt
-                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-        except OSError as exc:
-            fh.close()
-            raise VaultBusy() from exc
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fh = os.fdopen(fd, "r+b")
+            try:
+                if os.name == "posix":
+                    import fcntl
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                else:  # pragma: no cover - Windows
+                    import msvcrt
+                    msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+            except OSError as exc:
+                fh.close()
+                raise VaultBusy() from exc
+        except BaseException:
+            if dir_fd is not None:
+                os.close(dir_fd)
+            raise
         self._fh = fh
+        self._dir_fd = dir_fd
 
     def mark(self) -> None:
         """Write the marker once the vault is known to open (after creation or a successful
@@ -111,8 +164,11 @@ class OwnerLock:
 
     def release(self) -> None:
         if self._fh is not None:
-            self._fh.close()  # closing the descriptor releases the lock
+            self._fh.close()  # closing a descriptor releases its lock
             self._fh = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
 
     @property
     def held(self) -> bool:

@@ -311,8 +311,9 @@ def provenance(conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]:
     return out
 
 
-def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
-    """id -> its own ref and the refs of everything it was derived from, in that order."""
+def ancestors(conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]:
+    """id -> everything it was derived from, transitively, nearest first (ids without
+    sources are left out)."""
     # ``provenance`` for many ids in one recursive query per 500 ids (recall asks for ~40 per
     # query; one CTE each cost ~0.6 ms apiece). The queue is FIFO, so each root's chain comes
     # out in the same order as its own query would give.
@@ -325,6 +326,26 @@ def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
                 "WHERE l.kind IN ('DERIVED_FROM','PROMOTED_FROM')) "
                 "SELECT root, id FROM up WHERE id != root", chunk):
             prov.setdefault(int(root), []).append(anc)
+    return prov
+
+
+def archived_by_person(conn: Connection, ids: Sequence[int]) -> set[int]:
+    """The ids among ``ids`` whose latest archive-or-restore in the history is the person's
+    own "archive" (decay archives without a history entry, and a restore undoes either)."""
+    out: set[int] = set()
+    for chunk in _chunks([int(i) for i in ids], 500):
+        marks = ",".join("?" * len(chunk))
+        out.update(r[0] for r in conn.execute(
+            "SELECT h.memory_id FROM history h WHERE h.memory_id IN "
+            f"({marks}) AND h.action IN ('archive', 'restore') AND h.id = (SELECT max(h2.id) "
+            "FROM history h2 WHERE h2.memory_id = h.memory_id AND h2.action IN "
+            "('archive', 'restore')) AND h.action = 'archive'", chunk))
+    return out
+
+
+def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
+    """id -> its own ref and the refs of everything it was derived from, in that order."""
+    prov = ancestors(conn, ids)
     everything = set(int(i) for i in ids) | {a for v in prov.values() for a in v}
     refs: dict[int, str] = {}
     for chunk in _chunks(sorted(everything), 500):

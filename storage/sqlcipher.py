@@ -9,6 +9,7 @@ requirement 4 holds.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import re
@@ -40,10 +41,108 @@ class PragmaViolation(VaultCorrupt):
 
 
 def raw_key_literal(key: bytes | bytearray) -> str:
-    """SQLCipher raw-key syntax: skips its PBKDF2; the Argon2id work was done on our side."""
+    """SQLCipher raw-key syntax as SQL text, for tests and tools only: the ``str`` outlives
+    the connection in freed memory. The app keys through ``key_connection``."""
     if len(key) != 32:
         raise ValueError("raw key must be 32 bytes")
     return "\"x'" + bytes(key).hex() + "'\""
+
+
+# --- Keying without a Python string (requirement 20) -----------------------------------------
+# ``PRAGMA key = "x'<hex>'"`` builds a str holding the key as hex; it also stays in the
+# connection's statement cache until close, and its memory is freed without being zeroed:
+# after lock, 2 to 4 copies of K_db as hex were found by scanning /proc/PID/mem. Instead the
+# key goes to SQLCipher's C API (``sqlite3_key``/``sqlite3_rekey``, exported by sqlcipher3's
+# extension, which links SQLCipher statically) from a bytearray that is zeroed right after.
+# SQLCipher copies it into its own context, which ``cipher_memory_security`` wipes on close.
+
+_HEX_DIGITS = b"0123456789abcdef"
+
+
+def _load_c_api() -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL(sqlcipher3._sqlite3.__file__)
+        for name in ("sqlite3_key", "sqlite3_rekey"):
+            fn = getattr(lib, name)
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+            fn.restype = ctypes.c_int
+        lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.sqlite3_db_filename.restype = ctypes.c_char_p
+        return lib
+    except (OSError, AttributeError):
+        log.warning("sqlite3_key is not exported by the driver: keying through PRAGMA text")
+        return None
+
+
+_C_API = _load_c_api()
+
+
+def keys_without_text() -> bool:
+    """True when connections are keyed through the C API (no key text in Python memory)."""
+    return _C_API is not None
+
+
+def _db_handle(conn: Connection, path: Path | None = None) -> int:
+    """The ``sqlite3*`` of a connection: the first field after ``PyObject_HEAD`` in the
+    driver's connection struct (pysqlite and sqlcipher3 alike). With ``path``, checked
+    against the file SQLite says it opened, so a changed layout fails closed."""
+    handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
+    if not handle:
+        raise DatabaseError("connection has no database handle")
+    if path is not None:
+        assert _C_API is not None
+        name = _C_API.sqlite3_db_filename(handle, b"main")
+        try:
+            same = bool(name) and os.path.samefile(os.fsdecode(name), path)
+        except OSError:
+            same = False
+        if not same:
+            raise DatabaseError("unexpected driver layout: refusing to key the connection")
+    return handle
+
+
+def _hex_key_buffer(key: bytes | bytearray) -> bytearray:
+    """``x'<hex>'`` in a bytearray, digit by digit: no str or bytes copy is ever made."""
+    if len(key) != 32:
+        raise ValueError("raw key must be 32 bytes")
+    buf = bytearray(3 + 2 * len(key))
+    buf[0], buf[1], buf[-1] = 0x78, 0x27, 0x27  # x ' '
+    for i, byte in enumerate(key):
+        buf[2 + 2 * i] = _HEX_DIGITS[byte >> 4]
+        buf[3 + 2 * i] = _HEX_DIGITS[byte & 0x0F]
+    return buf
+
+
+def _call_with_key(conn: Connection, key: bytes | bytearray, fn_name: str,
+                   path: Path | None) -> None:
+    assert _C_API is not None
+    handle = _db_handle(conn, path)
+    buf = _hex_key_buffer(key)
+    try:
+        cbuf = (ctypes.c_char * len(buf)).from_buffer(buf)
+        rc = getattr(_C_API, fn_name)(handle, ctypes.addressof(cbuf), len(buf))
+        del cbuf
+    finally:
+        for i in range(len(buf)):
+            buf[i] = 0
+    if rc != 0:
+        raise DatabaseError(f"{fn_name} failed (SQLite code {rc})")
+
+
+def key_connection(conn: Connection, key: bytes | bytearray, path: Path | None = None) -> None:
+    """``PRAGMA key`` with a raw key, without the key ever being Python text."""
+    if _C_API is None:
+        conn.execute(f"PRAGMA key = {raw_key_literal(key)}")
+        return
+    _call_with_key(conn, key, "sqlite3_key", path)
+
+
+def rekey_connection(conn: Connection, key: bytes | bytearray) -> None:
+    """``PRAGMA rekey`` with a raw key (rewrites every page), without key text."""
+    if _C_API is None:
+        conn.execute(f"PRAGMA rekey = {raw_key_literal(key)}")
+        return
+    _call_with_key(conn, key, "sqlite3_rekey", None)
 
 
 def _parse_version(text: str) -> tuple[int, ...]:
@@ -71,7 +170,7 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
     except OperationalError as exc:
         raise VaultCorrupt() from exc
     try:
-        prepare(conn, key, query_only=query_only)
+        prepare(conn, key, query_only=query_only, path=path)
     except DatabaseError as exc:
         conn.close()
         if is_corrupt(exc):  # a damaged schema page read after the key check
@@ -83,11 +182,12 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
     return conn
 
 
-def prepare(conn: Connection, key: bytes | bytearray, *, query_only: bool = False) -> None:
+def prepare(conn: Connection, key: bytes | bytearray, *, query_only: bool = False,
+            path: Path | None = None) -> None:
     conn.execute("PRAGMA cipher_log_level = NONE")
     # Requirement 20: memory security on before the first key is handed over.
     conn.execute("PRAGMA cipher_memory_security = ON")
-    conn.execute(f"PRAGMA key = {raw_key_literal(key)}")
+    key_connection(conn, key, path)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except DatabaseError as exc:

@@ -9,7 +9,6 @@ leaves every file byte-identical: nothing here writes before the key has been pr
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +17,13 @@ from app.errors import VaultCorrupt, VaultExists, VaultNotFound, WrongKey
 from storage import crypto
 from storage.crypto import KdfParams, KeyFile, Keys
 from storage.db import Database
-from storage.paths import DB_FILE, OwnerLock, check_permissions, make_private_dir
+from storage.paths import (
+    DB_FILE,
+    OwnerLock,
+    check_new_vault_folder,
+    check_permissions,
+    make_private_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,13 @@ class UnlockInfo:
 
 def vault_exists(folder: Path) -> bool:
     return (folder / crypto.KEY_FILE).exists() or (folder / DB_FILE).exists()
+
+
+def check_recovery_code(folder: Path, code: str) -> None:
+    """Raise ``ValidationError`` / ``WrongKey`` unless ``code`` unwraps this vault's key (a
+    fast HKDF; nothing written, no lock taken), so a prompt can say so before asking for a
+    new password. ``OpenVault.recover`` checks again under the lock."""
+    crypto.wipe(crypto.unwrap_recovery(crypto.read_key_file(folder), code))
 
 
 class OpenVault:
@@ -53,6 +65,9 @@ class OpenVault:
             raise VaultExists()
         if not password:
             raise WrongKey("A password is required.")
+        if kdf is not None:
+            crypto.check_new_params(kdf)  # before anything is made on disk
+        check_new_vault_folder(folder)
         make_private_dir(folder)
         check_permissions(folder)
         lock = OwnerLock(folder)
@@ -97,17 +112,26 @@ class OpenVault:
                 if password is None:
                     raise WrongKey("A password is required.")
                 dek = crypto.unwrap(kf, password)
+            if kf.wrap_pending is not None:
+                crypto.check_pending(kf, dek)  # not sealed under this DEK: tampered, refused
             if (kf.wrap_pending is not None or kf.kdf.below_floor
                     or (folder / (crypto.KEY_FILE + ".bak")).exists()):
                 verify = "sync"
             db, keys = cls._open_db(folder, dek, kf, threaded, verify)
+            rotated = keys.dek != dek  # opened with the pending DEK of an interrupted rotation
             crypto.wipe(dek)
             vault = cls(folder, keys, kf, db, lock)
             upgraded = False
             if kf.wrap_pending is not None and password is not None:
+                if rotated and kf.wrap_recovery is not None:
+                    # The recovery wrap holds the old DEK; once the pending wrap goes it would
+                    # open nothing (and look like damage). ``kept recovery-code`` makes anew.
+                    log.warning("interrupted rotation: the old recovery code is removed")
+                    vault.key_file = replace(kf, wrap_recovery=None)
                 vault.change_password(password, password)  # finish an interrupted rotation
-            if password is not None and kf.kdf.below_floor:
-                # Stored parameters weaker than policy: re-derive with current ones.
+            if password is not None and kf.kdf.weaker_than(crypto.policy_params()):
+                # Stored parameters weaker than this machine's default (a busy machine's old
+                # calibration stopped at the 64 MiB floor): re-derive with the default.
                 vault.change_password(password, password, kdf=crypto.policy_params())
                 upgraded = True
             # A key file read from .bak goes back in place before the backup is retired.
@@ -116,8 +140,26 @@ class OpenVault:
             lock.mark()
             return vault, UnlockInfo(time.perf_counter() - start, upgraded, recovered)
         except BaseException:
+            crypto.wipe(dek)  # a key freed unwiped stays readable in the process's memory
             lock.release()
             raise
+
+    @classmethod
+    def recover(cls, folder: Path, code: str, new_password: str, *, threaded: bool = True,
+                verify: str = "sync") -> tuple[OpenVault, UnlockInfo]:
+        """Unlock with the recovery code and set a new password, in one step: a failure
+        leaves the vault locked and the key file as it was."""
+        if not new_password:
+            raise WrongKey("The new password is empty.")
+        crypto.normalise_recovery_code(code)  # a malformed code: said before the vault opens
+        vault, info = cls.unlock(folder, None, recovery_code=code, threaded=threaded,
+                                 verify=verify)
+        try:
+            vault.reset_password(code, new_password)
+        except BaseException:
+            vault.lock()
+            raise
+        return vault, info
 
     @staticmethod
     def _open_db(folder: Path, dek: bytearray, kf: KeyFile, threaded: bool,
@@ -160,11 +202,13 @@ class OpenVault:
         self.key_file = kf
         return kf
 
-    def rotate_data_key(self, password: str) -> KeyFile:
-        """New DEK, ``PRAGMA rekey`` of every page, new wraps. Recovery and device wraps of the
-        old DEK are dropped (they would open nothing); the caller offers new ones."""
+    def rotate_data_key(self, password: str) -> tuple[KeyFile, str | None]:
+        """New DEK, ``PRAGMA rekey`` of every page, new wraps. Wraps of the old DEK would open
+        nothing: the device wrap is dropped (the caller offers it again), and a vault that had
+        a recovery code gets a new one in the same key-file write, returned for the caller to
+        show (a rotation that silently removed the only way back was issue 11, item 11)."""
         self.verify_password(password)
-        new_dek = bytearray(os.urandom(32))
+        new_dek = crypto.random_key()
         new_keys = Keys.from_dek(new_dek)
         # 1. Record the new DEK under the old one, so a crash during rekey loses nothing.
         crypto.write_key_file(self.folder, crypto.seal_pending(self.key_file, self.keys.dek,
@@ -175,6 +219,9 @@ class OpenVault:
         kf = crypto.rewrap(self.key_file, new_dek, password,
                            replace(self.key_file.kdf, salt=crypto.KdfParams().salt))
         kf = replace(kf, wrap_pending=None, wrap_recovery=None, wrap_device=None)
+        code = None
+        if self.key_file.wrap_recovery is not None:
+            kf, code = crypto.add_recovery(kf, new_dek)
         if self.key_file.wrap_device is not None:
             crypto.forget_device(self.key_file)
         crypto.write_key_file(self.folder, kf)
@@ -183,13 +230,36 @@ class OpenVault:
         self.keys.wipe()
         self.keys = new_keys
         self.key_file = kf
-        return kf
+        return kf, code
 
     def add_recovery_code(self) -> str:
+        """A new recovery code (any previous one stops opening the vault)."""
         kf, code = crypto.add_recovery(self.key_file, self.keys.dek)
         crypto.write_key_file(self.folder, kf)
         self.key_file = kf
         return code
+
+    def reset_password(self, code: str, new: str) -> KeyFile:
+        """Forgotten password: the recovery code, checked again here, allows a new password
+        without the old one. The code keeps opening the vault; if the vault was opened through
+        an interrupted rotation, the code is sealed around the current DEK."""
+        if not new:
+            raise WrongKey("The new password is empty.")
+        code_dek = crypto.unwrap_recovery(self.key_file, code)
+        try:
+            stale = code_dek != self.keys.dek
+        finally:
+            crypto.wipe(code_dek)
+        params = replace(self.key_file.kdf, salt=crypto.KdfParams().salt)
+        if params.below_floor:
+            params = crypto.policy_params()
+        kf = crypto.rewrap(self.key_file, self.keys.dek, new, params)
+        if stale:
+            kf = crypto.seal_recovery(kf, self.keys.dek, code)
+        kf = replace(kf, wrap_pending=None)
+        crypto.write_key_file(self.folder, kf)
+        self.key_file = kf
+        return kf
 
     def remember_device(self) -> None:
         kf = crypto.remember_device(self.key_file, self.keys.dek)

@@ -19,6 +19,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
+# Vaults made by the tests use the 64 MiB floor (fast_kdf); without this, every unlock by
+# password would upgrade them to the 256 MiB default (storage/crypto.py MEMORY_ENV). Set in
+# os.environ so CLI children inherit it; tests of the upgrade itself delete it.
+os.environ.setdefault("KEPT_KDF_MEMORY_KIB", "65536")
+
 
 class NetworkRefused(OSError):
     pass
@@ -59,9 +64,17 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("QT_SCALE_FACTOR", "1")
     os.environ["ANONYMIZED_TELEMETRY"] = "False"
+    # Requirement 18 for every child process a test starts, whatever it imports first
+    # (storage/__init__.py sets it for Kept's own processes; test_network_native checks that).
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
     model = SHARED / "models" / "all-MiniLM-L6-v2" / "onnx"
     if "KEPT_MODEL_DIR" not in os.environ and model.is_dir():
         os.environ["KEPT_MODEL_DIR"] = str(model)
+    elif os.environ.get("KEPT_MODEL_DIR"):
+        # README's command gives it relative to the project folder; tests start children in
+        # other folders, which must find the same model.
+        os.environ["KEPT_MODEL_DIR"] = str(Path(os.environ["KEPT_MODEL_DIR"]).expanduser()
+                                           .absolute())
     os.umask(0o077)
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]

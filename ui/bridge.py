@@ -1,7 +1,12 @@
 """CoreBridge: the vault's change notifications as Qt signals. Layer: ui. GUI thread.
 
-Scheduler jobs report through ``Vault.subscribe`` on their own thread; the bridge re-emits on
-the GUI thread (a queued signal), so views refresh from change flags and never poll.
+One path for every change: ``changes_applied(changes, initiator)`` on the GUI thread, which
+the window and its pages refresh from (they never poll). Work the window starts through
+``ui.tasks.run_op`` is broadcast by ``run_op`` with its initiator; everything else (scheduler
+jobs on APScheduler's thread) reaches the bridge through ``Vault.subscribe(bridge.listener)``,
+re-emitted on the GUI thread by a queued signal. The vault notifies its listeners of every
+change, so the listener skips those made inside a ``run_op``/``run_query`` task: they would
+otherwise arrive twice, the second time without their initiator.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ class CoreBridge(QObject):
 
     def listener(self, changes: Any) -> None:
         """For ``Vault.subscribe``: callable from any thread."""
+        from ui.tasks import in_task
+        if in_task():  # run_op reports it, with its initiator
+            return
         self._from_thread.emit(changes)
 
     def corrupt_listener(self) -> None:

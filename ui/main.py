@@ -100,10 +100,17 @@ class Controller:
         self.window = MainWindow(vault, self.bridge, idle_minutes=idle)
         if self.demo:
             self.window.show_banner(
-                "This is a demo vault with made-up memories (password: demo). "
+                "This is a demo vault with made-up memories (password: demo). What you change "
+                "or forget stays that way; Reset demo brings the original back. "
                 "Start Kept with --vault FOLDER to create your own.")
+            self._add_reset_demo_action()
+        elif getattr(self.dialog, "notice", ""):  # e.g. a new password set with the code
+            self.window.show_banner(self.dialog.notice)
         self.window.lock_requested.connect(self.lock)
         self.window.show()
+        # Changes made by scheduler jobs reach the window (list, People & Projects, Inbox
+        # count, status bar) through the bridge, on the GUI thread.
+        vault.subscribe(self.bridge.listener)
         self._start_scheduler()
         # The page self-test runs in the background after unlock (storage/db.py): if it
         # fails, nothing has been written and nothing will be; lock and say so.
@@ -146,10 +153,50 @@ class Controller:
             shutdown(self.scheduler, self.jobs)
         self.scheduler = self.jobs = None
 
+    def _add_reset_demo_action(self) -> None:
+        from PySide6.QtGui import QAction
+        from PySide6.QtWidgets import QToolBar
+        action = QAction("Reset demo…", self.window)
+        action.setObjectName("resetDemoAction")
+        action.setToolTip("Replace the demo vault with a fresh copy of its made-up memories")
+        action.triggered.connect(self._on_reset_demo_action_triggered)
+        toolbar = self.window.findChild(QToolBar, "mainToolbar")
+        (toolbar or self.window).addAction(action)
+
+    def _on_reset_demo_action_triggered(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+        answer = QMessageBox.question(
+            self.window, "Reset demo",
+            "Replace the demo vault with a fresh copy of its made-up memories? Everything "
+            "added, corrected or forgotten in it is lost.")
+        if answer == QMessageBox.StandardButton.Yes:
+            self.reset_demo()
+
+    def reset_demo(self) -> None:
+        """Close the demo vault, delete it, and open a fresh one (only ever the demo)."""
+        if not self.demo or self.vault is None:
+            return
+        from app.demo import reset_demo_vault
+        from ui.tasks import run_query
+        self._close_vault()
+        folder = self.folder
+        self._splash_parent = _Hidden()
+        run_query(self._splash_parent, lambda: reset_demo_vault(folder, threaded=True),
+                  self.show_main, self._on_reset_demo_failed)
+
+    def _on_reset_demo_failed(self, exc: BaseException) -> None:
+        from ui.errors import show_error
+        self.ask_unlock()
+        self._error_box = show_error(self.dialog, exc)  # non-modal: keep it alive
+
     def lock(self) -> None:
         """Close connections, drop the index and models, wipe keys, then ask again."""
         if self.vault is None:
             return
+        self._close_vault()
+        self.ask_unlock()
+
+    def _close_vault(self) -> None:
         self._stop_scheduler()
         if self.window is not None:
             self.window.clear_for_lock()
@@ -162,7 +209,6 @@ class Controller:
         vault.lock()
         import gc
         gc.collect()
-        self.ask_unlock()
 
     def shutdown(self) -> None:
         from PySide6.QtCore import QThreadPool
@@ -226,13 +272,21 @@ def debian_package(soname: str) -> str:
     return f"{name}{'-' if name[-1:].isdigit() else ''}{version}"
 
 
-def _qt_check() -> str:
-    """The Qt platform plugin loads and a widget renders (what a frozen build most often
-    misses)."""
-    missing = missing_xcb_libraries()
-    if missing:
-        raise RuntimeError(f"missing system libraries: {', '.join(missing)} (install "
-                           f"{' '.join(debian_package(m) for m in missing)})")
+def screen_problem() -> str | None:
+    """Why Qt's platform plugin would find no screen here, or None. Qt does not fail with an
+    error then: it aborts the whole process (SIGABRT), so this is checked first."""
+    if not sys.platform.startswith("linux"):
+        return None
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    display, wayland = os.environ.get("DISPLAY"), os.environ.get("WAYLAND_DISPLAY")
+    if (platform == "" and not display and not wayland) or (platform == "xcb" and not display):
+        return "no screen found (DISPLAY is not set)"
+    if platform.startswith("wayland") and not wayland:
+        return "no Wayland display (WAYLAND_DISPLAY is not set)"
+    return None
+
+
+def _qt_render() -> str:
     from PySide6 import __version__ as pyside_version
     from PySide6.QtWidgets import QApplication, QLabel
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -242,6 +296,44 @@ def _qt_check() -> str:
     if image.isNull():
         raise RuntimeError("a widget did not render")
     return f"PySide6 {pyside_version}, platform {app.platformName()}"
+
+
+def _qt_probe() -> int:
+    """``kept-app --qt-probe`` (hidden): the Qt check in its own process, one line out."""
+    try:
+        print(_qt_render())
+    except Exception as exc:  # reported as the check's line by the parent
+        print(f"{type(exc).__name__}: {exc}")
+        return 1
+    return 0
+
+
+def _qt_check() -> str:
+    """The Qt platform plugin loads and a widget renders (what a frozen build most often
+    misses). Rendered in a child process: when the plugin cannot start, Qt aborts the process,
+    which would take every other line of the report with it."""
+    import signal
+    import subprocess
+    problem = screen_problem()
+    if problem:
+        raise RuntimeError(f"{problem}: run it on a desktop or under a virtual screen "
+                           "(xvfb-run -a kept-app --self-check), or check Qt without a screen "
+                           "with QT_QPA_PLATFORM=offscreen")
+    missing = missing_xcb_libraries()
+    if missing:
+        raise RuntimeError(f"missing system libraries: {', '.join(missing)} (install "
+                           f"{' '.join(debian_package(m) for m in missing)})")
+    cmd = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m",
+                                                                   "ui.main"]
+    r = subprocess.run([*cmd, "--qt-probe"], capture_output=True, text=True, timeout=120)
+    out = (r.stdout.strip().splitlines() or [""])[-1]
+    if r.returncode == 0:
+        return out
+    if r.returncode < 0:
+        err = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        raise RuntimeError(f"Qt stopped the process ({signal.Signals(-r.returncode).name})"
+                           + (f": {err[0].strip()}" if err else ""))
+    raise RuntimeError(out or f"exit code {r.returncode}")
 
 
 def self_check() -> int:
@@ -260,7 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--self-check", action="store_true",
                         help="check the native parts (SQLCipher, Chroma, model, keychain, Qt) "
                         "and exit: 0 if every required one works")
+    parser.add_argument("--qt-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.qt_probe:
+        return _qt_probe()
     if args.self_check:
         return self_check()
     from storage.paths import default_vault_dir, private_umask
@@ -268,9 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     private_umask()
     harden_process()
     setup_logging(args.debug)
-    if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
-            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
-        print("kept-app: no screen found (DISPLAY is not set). Run it on a desktop, or under "
+    problem = screen_problem()
+    if problem:
+        print(f"kept-app: {problem}. Run it on a desktop, or under "
               "a virtual screen: xvfb-run -a kept-app. The CLI works without one: kept demo.",
               file=sys.stderr)
         return 2

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QMainWindow,
     QProgressBar,
     QSplitter,
@@ -34,10 +33,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.services.browse import MemoryQuery, MemoryRow
+from app.services.browse import LIVE, MemoryQuery, MemoryRow
 from ui.models.memory_table import MemoryTableModel
 from ui.tasks import run_query
 from ui.views.detail import DetailPane
+from ui.views.search import SearchBar, hit_rows, search_filters
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +67,8 @@ class BrowsePage(QWidget):
     def __init__(self, window: MainWindow) -> None:
         super().__init__()
         self.window_ = window
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search everything (Enter)")
-        self.search.setClearButtonEnabled(True)
+        self.search_bar = SearchBar()
+        self.search = self.search_bar.field
         self.title = QLabel()
         self.title.setObjectName("listTitle")
         self.model = MemoryTableModel(window.vault, self)
@@ -90,7 +89,7 @@ class BrowsePage(QWidget):
         left = QWidget()
         lay = QVBoxLayout(left)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.search)
+        lay.addWidget(self.search_bar)
         lay.addWidget(self.title)
         lay.addWidget(self.table)
         split = QSplitter()
@@ -103,13 +102,16 @@ class BrowsePage(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(split)
         self.search.returnPressed.connect(self._on_search_return_pressed)
+        self.search_bar.as_of_changed.connect(self._on_search_bar_as_of_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.model.count_known.connect(self._on_model_count_known)
         self._label = ""
+        self._query = MemoryQuery()
         self._search_generation = 0
 
     def show_query(self, label: str, query: MemoryQuery) -> None:
         self._label = label
+        self._query = query
         self.title.setText(label)
         self.search.blockSignals(True)
         self.search.clear()
@@ -129,12 +131,13 @@ class BrowsePage(QWidget):
         self._search_generation += 1
         gen = self._search_generation
         vault = self.window_.vault
-        self.title.setText(f"Searching for “{text}”…")
+        # In the Archive, search the Archive; the as-of control: what was said and true then.
+        filters = search_filters(self._query.status, self.search_bar.as_of())
+        where = (" in the Archive" if filters.only_archived else "") + self.search_bar.describe()
+        self.title.setText(f"Searching for “{text}”{where}…")
 
         def search() -> list[MemoryRow]:
-            hits = vault.recall(text, k=50, touch=False)
-            return [MemoryRow(h.id, h.store, h.text, h.occurred_at, h.speaker, "active",
-                              h.score, 0.0, False, "") for h in hits]
+            return hit_rows(vault.recall(text, k=50, touch=False, filters=filters))
 
         def done(rows: list[MemoryRow]) -> None:
             if gen != self._search_generation:
@@ -143,8 +146,13 @@ class BrowsePage(QWidget):
             self.model.beginResetModel()
             self.model.rows = rows
             self.model.endResetModel()
-            self.title.setText(f"{len(rows)} results for “{text}”, best first")
+            self.title.setText(f"{len(rows)} results for “{text}”{where}, best first")
         run_query(self, search, done)
+
+    @Slot()
+    def _on_search_bar_as_of_changed(self) -> None:
+        if self.search.text().strip():
+            self._on_search_return_pressed()
 
     @Slot(object, object)
     def _on_table_row_changed(self, current: Any, _previous: Any) -> None:
@@ -201,6 +209,7 @@ class MainWindow(QMainWindow):
         # What is still being prepared after unlock (self-test, text index, vector index).
         self._status_base = ""
         self._background = ""
+        self._runs_note = ""  # "last consolidation had N failed batches", or ""
         self._bg_timer = QTimer(self)
         self._bg_timer.setInterval(500)
         self._bg_timer.timeout.connect(self._poll_background)
@@ -219,6 +228,7 @@ class MainWindow(QMainWindow):
         QApplication.instance().installEventFilter(self._idle_watcher)
         self.nav.setCurrentItem(self.nav.topLevelItem(0).child(0))
         self.refresh_status()
+        self.refresh_runs_note()
 
     # --- structure ----------------------------------------------------------------------
     def _build_actions(self) -> None:
@@ -261,8 +271,7 @@ class MainWindow(QMainWindow):
         vault = self.vault
 
         def load() -> tuple[list[Any], list[tuple[str, int]], int]:
-            return (vault.entities(), vault.timeline_days(120),
-                    len(vault.contradictions()))
+            return (vault.entities(), vault.timeline_days(120), vault.inbox_count())
 
         def done(result: tuple[list[Any], list[tuple[str, int]], int]) -> None:
             if self._cleared:  # locked while loading: the items are gone
@@ -294,7 +303,8 @@ class MainWindow(QMainWindow):
             self.browse.show_query(key[2], MemoryQuery(entity_id=key[1]))
         elif kind == "day":
             self.stack.setCurrentWidget(self.browse)
-            self.browse.show_query(f"Timeline {key[1]}", MemoryQuery(day=key[1]))
+            # Every memory of that day the person has not forgotten, archived ones too.
+            self.browse.show_query(f"Timeline {key[1]}", MemoryQuery(day=key[1], status=LIVE))
         elif kind == "archive":
             self.stack.setCurrentWidget(self.browse)
             self.browse.show_query("Archive", MemoryQuery(status="archived"))
@@ -354,8 +364,24 @@ class MainWindow(QMainWindow):
                              f"{self.idle_timer.interval() // 60000} min idle")
         self._render_status()
 
+    def refresh_runs_note(self) -> None:
+        """The newest consolidation run's failed batches, kept in the status bar until a
+        run without failures (issue 12: a failing batch was only logged)."""
+        vault = self.vault
+        run_query(self, lambda: vault.runs(1), self._show_runs_note)
+
+    def _show_runs_note(self, runs: list[dict[str, Any]]) -> None:
+        if self._cleared:  # locked meanwhile
+            return
+        report = (runs[0].get("report") or {}) if runs else {}
+        n = int(report.get("failed_batches") or 0)
+        self._runs_note = (f"last consolidation had {n} failed batch{'es' if n != 1 else ''}"
+                           if n else "")
+        self._render_status()
+
     def _render_status(self) -> None:
         extra = f" · {self._background}…" if self._background else ""
+        extra += f" · {self._runs_note}" if self._runs_note else ""
         self.status_label.setText(self._status_base + extra)
 
     @Slot()
@@ -454,6 +480,8 @@ class MainWindow(QMainWindow):
             if self.stack.currentWidget() is self.browse and initiator is not self.browse:
                 self.browse.model.refresh()
             self.refresh_status()
+        if changes.runs:
+            self.refresh_runs_note()
         for page in self.pages.values():
             refresh = getattr(page, "on_changes", None)
             if refresh is not None:
@@ -461,6 +489,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_bridge_job_finished(self, outcome: Any) -> None:
+        self.refresh_runs_note()
         text = f"{outcome.job}: " + ("done" if outcome.ok else f"problem ({outcome.error or 'see log'})")
         self.statusBar().showMessage(text, 10_000)
 

@@ -9,6 +9,7 @@ network call goes through here.
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,14 @@ def assert_gui_thread() -> None:
     assert app is not None and QThread.currentThread() == app.thread(), "not the GUI thread"
 
 
+_running = threading.local()
+
+
+def in_task() -> bool:
+    """True on a pool thread while it runs the function of a ``run_query``/``run_op``."""
+    return bool(getattr(_running, "active", False))
+
+
 class _TaskSignals(QObject):
     done = Signal(object)
     failed = Signal(object)
@@ -46,13 +55,21 @@ class _Task(QRunnable):
         self.setAutoDelete(True)
 
     def run(self) -> None:
+        # Let go of the function first: PySide may keep this wrapper alive after the pool is
+        # done with it, and a closure over a search text or a memory would then outlive a
+        # lock (the requirement-20 scan found one, depending on which test ran before).
+        fn, self.fn = self.fn, None  # type: ignore[assignment]
+        _running.active = True
         try:
-            result = self.fn()
+            result = fn()
         except BaseException as exc:  # delivered to the GUI thread, shown by ui.errors
             exc.__traceback_text__ = traceback.format_exc()  # type: ignore[attr-defined]
             if shiboken6.isValid(self.signals):
                 self.signals.failed.emit(exc)
             return
+        finally:
+            _running.active = False
+            del fn
         if shiboken6.isValid(self.signals):
             self.signals.done.emit(result)
 

@@ -10,10 +10,13 @@ from app.domain.memory import MemoryId
 from app.services import scoring
 from storage import browse
 
+LIVE = browse.LIVE
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryQuery:
-    """What a list shows: a store, a status (active / archived / None = all), an entity, a day."""
+    """What a list shows: a store, a status (active / archived / ``LIVE`` = active or archived,
+    what the person has not forgotten or replaced / None = all), an entity, a day."""
 
     store: str | None = None
     status: str | None = "active"

@@ -52,7 +52,7 @@ class FactView:
     id: int
     subject: str
     predicate: str
-    object: str
+    object: str | None      # None: a corrected fact whose new wording names no known object
     qualifier: str | None
     occurred_at: float
     confidence: float
@@ -116,7 +116,8 @@ _DIET_EXCLUDES = {
 
 
 def _diet_clash(diet: FactView, habit: FactView) -> bool:
-    if diet.predicate != "diet" or habit.predicate != "habit" or diet.negated or habit.negated:
+    if diet.predicate != "diet" or habit.predicate != "habit" or diet.negated or habit.negated \
+            or diet.object is None or habit.object is None:
         return False
     words = _content(habit.object)
     banned = {_stem(w) for w in _DIET_EXCLUDES.get(_norm(diet.object), ())}
@@ -141,6 +142,13 @@ def classify(a: FactView, b: FactView) -> Verdict:
         return "compatible"
     older, newer = (a, b) if a.occurred_at <= b.occurred_at else (b, a)
     change = newer.change or (newer.negated and not older.negated)
+    if a.object is None or b.object is None:
+        # The person reworded a fact beyond our templates: nothing to compare it with, except
+        # that a one-value predicate holds one value (resolve() then keeps the person's).
+        same = a.predicate == b.predicate and qualifiers_meet(a.qualifier, b.qualifier)
+        if same and a.negated == b.negated and _single(a.predicate, a.qualifier):
+            return "update" if change else "contradiction"
+        return "compatible"
     if (a.predicate, b.predicate) in OPPOSITES:
         if a.negated or b.negated:
             return "compatible"  # "I don't like X" agrees with "I dislike X"

@@ -373,6 +373,29 @@ def _negated_statement(subject: str, predicate: str, obj: str, qualifier: str | 
     return f"{subject} does not {base} {tail}".rstrip()
 
 
+_HOLE = "\x00"
+
+
+def object_of(subject: str, predicate: str, qualifier: str | None, negated: bool,
+              statement: str) -> str | None:
+    """The object a fact's sentence names, read back through the sentence templates above:
+    "Sam lives in Braga" (lives_in) -> "Braga". For a fact the person corrected, whose new
+    wording has no stored object; None when the sentence does not follow a template."""
+    templates = [_negated_statement(subject, predicate, _HOLE, qualifier, c)
+                 for c in (False, True)] if negated else \
+        [_statement(subject, predicate, _HOLE, qualifier)]
+    text = statement.strip().rstrip(".!").strip()
+    for t in templates:
+        if t.count(_HOLE) != 1:
+            continue
+        head, tail = (re.escape(x) for x in t.split(_HOLE))
+        head = re.sub(r"\\ a\\ $", r"\\ an?\\ ", head)  # "is a nurse" / "is an engineer"
+        m = re.fullmatch(head + r"(?P<o>.+?)" + tail, text, re.I)
+        if m and m.group("o").strip():
+            return m.group("o").strip()
+    return None
+
+
 def _clause_start(text: str, pos: int) -> int:
     cut = max(text.rfind(c, 0, pos) for c in ",;:.!?")
     low = text.lower()

@@ -40,7 +40,20 @@ class PlanItem:
     store: str
     status: str
     text: str
-    role: str  # matched | version | derived | source
+    role: str  # matched | version | derived | source | staying
+    # For a matched memory: how it was matched, "id", "entity" or the field the query was
+    # found in ("text", "speaker", "session name", "ref", "agent", ...); for one that stays:
+    # the reason it stays.
+    reason: str = ""
+
+    @property
+    def why(self) -> str:
+        """What the plan shows next to the item ("" when it goes without saying)."""
+        if self.role == "staying":
+            return self.reason
+        if self.role == "matched" and self.reason not in ("", "id", "entity", "text"):
+            return f"found in its {self.reason}"
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +66,7 @@ class ForgetPlan:
     entity_summaries: int           # summaries cleared and regenerated
     statistics_to_recompute: int
     fingerprint: str
+    staying: tuple[PlanItem, ...] = ()  # linked to what goes but not going, with reasons
 
     @property
     def memory_ids(self) -> tuple[int, ...]:
@@ -130,37 +144,51 @@ def _fingerprint(conn: Any, ids: set[int]) -> str:
 
 def plan(vault: Any, *, ids: tuple[int, ...] = (), query: str | None = None,
          entity: str | None = None, include_sources: bool = True) -> ForgetPlan:
+    """What goes: the matched memories; the earlier versions the person replaced by typing a
+    correction (one memory's history); unless kept, the turns and episodes they came from;
+    then, until nothing changes, what was derived only from what goes, with its own corrected
+    versions. A chain is followed only that far (issue 11, item 6): a newer version learned
+    from its own source, a correction the person typed, an older fact with its own source,
+    stay, and are listed as staying with the reason."""
     if not ids and not query and not entity:
         raise ValidationError("Say what to forget: ids, a query or an entity.")
 
     def build(conn: Any) -> ForgetPlan:
-        matched: set[int] = set()
+        why: dict[int, str] = {}
         entity_ids: set[int] = set()
         if ids:
             known = {r[0] for r in lifecycle.describe(conn, ids)}
             missing = set(int(i) for i in ids) - known
             if missing:
                 raise NotFound(f"No memory with id {', '.join(map(str, sorted(missing)))}.")
-            matched |= known
+            why.update({i: "id" for i in known})
         if query:
-            matched |= lifecycle.match_text(conn, query)
+            for mid, field in lifecycle.match_fields(conn, query).items():
+                why.setdefault(mid, field)
         if entity:
             ents, mems = lifecycle.entity_members(conn, entity)
             entity_ids |= ents
-            matched |= mems
-        vers = lifecycle.versions(conn, matched) - matched
+            for mid in mems:
+                why.setdefault(mid, "entity")
+        matched = set(why)
+        vers = lifecycle.corrected_versions(conn, matched) - matched
         core = matched | vers
         sources = lifecycle.ancestors(conn, core) - core if include_sources else set()
         gone = core | sources
-        derived = lifecycle.derived_only_from(conn, gone)
-        gone |= derived
-        # Versions of derived items go with them.
-        extra_versions = lifecycle.versions(conn, derived) - gone
-        gone |= extra_versions
-        roles = {**{i: "source" for i in sources}, **{i: "derived" for i in derived | extra_versions},
+        derived: set[int] = set()
+        while True:
+            new = lifecycle.derived_only_from(conn, gone)
+            new |= lifecycle.corrected_versions(conn, new | derived)
+            new -= gone
+            if not new:
+                break
+            derived |= new
+            gone |= new
+        roles = {**{i: "source" for i in sources}, **{i: "derived" for i in derived},
                  **{i: "version" for i in vers}, **{i: "matched" for i in matched}}
-        items = tuple(PlanItem(mid, store, status, text, roles[mid])
+        items = tuple(PlanItem(mid, store, status, text, roles[mid], why.get(mid, ""))
                       for mid, store, status, text in lifecycle.describe(conn, gone))
+        staying = _staying(conn, gone, include_sources)
         rows = lifecycle.dependent_counts(conn, gone, entity_ids)
         orphans = lifecycle.orphaned_entities(conn, gone) | entity_ids
         resum = lifecycle.entities_to_resummarise(conn, gone, orphans)
@@ -168,8 +196,55 @@ def plan(vault: Any, *, ids: tuple[int, ...] = (), query: str | None = None,
         return ForgetPlan(items, tuple(sorted(entity_ids)), include_sources,
                           {k: v for k, v in rows.items() if v},
                           sum(1 for i in gone if i in vault.index), len(resum),
-                          stats if gone else 0, _fingerprint(conn, gone))
+                          stats if gone else 0, _fingerprint(conn, gone), staying)
     return vault.db.read(build)  # type: ignore[no-any-return]
+
+
+def _staying(conn: Any, gone: set[int], include_sources: bool) -> tuple[PlanItem, ...]:
+    """Memories joined to what goes by a version, provenance or contradiction link that stay,
+    each with the reason, then the sources of those versions (so "the present" is listed whole:
+    the newer fact and the turn it was learned from)."""
+    reasons: dict[int, str] = {}
+    links = lifecycle.boundary_links(conn, gone)
+    typed = lifecycle.typed_corrections(conn, {s for s, _d, _k in links})
+    back = lifecycle.reinstated(conn, gone)
+
+    def own_sources(mid: int) -> str:
+        srcs = sorted(lifecycle.parents(conn, [mid]) - gone)
+        if not srcs:
+            return "not learned from anything that goes"
+        return ("its own source " if len(srcs) == 1 else "its own sources ") + \
+            ", ".join(f"#{i}" for i in srcs) + " stay" + ("s" if len(srcs) == 1 else "")
+
+    for src, dst, kind in links:
+        if kind != "SUPERSEDES":
+            continue
+        if src not in gone:      # a newer version stays
+            reasons.setdefault(src, f"your typed correction of #{dst}: its own source"
+                               if src in typed else f"newer version; {own_sources(src)}")
+        else:                    # an older version stays
+            again = "; current again" if dst in back else ""
+            reasons.setdefault(dst, f"older version; {own_sources(dst)}{again}")
+    for src, dst, kind in links:
+        if kind in ("DERIVED_FROM", "PROMOTED_FROM"):
+            if src not in gone:  # learned from something that goes, and from more
+                reasons.setdefault(src, "your typed correction: its own source"
+                                   if src in typed else f"also learned from more; "
+                                   f"{own_sources(src)}")
+            else:
+                reasons.setdefault(dst, "a source: kept, as you asked" if not include_sources
+                                   else "a source that stays")
+        elif kind == "CONTRADICTS":
+            other, keep = (dst, src) if src not in gone else (src, dst)
+            reasons.setdefault(keep, f"disagreed with #{other}; not learned from it")
+    for mid in list(reasons):
+        for anc in sorted(lifecycle.ancestors(conn, [mid]) - gone):
+            reasons.setdefault(anc, f"source of #{mid}, which stays")
+    # In the order found: the versions first, then what else they touch, their sources last.
+    order = {mid: n for n, mid in enumerate(reasons)}
+    return tuple(sorted((PlanItem(mid, store, status, text, "staying", reasons[mid])
+                         for mid, store, status, text in lifecycle.describe(conn, reasons)),
+                        key=lambda i: order[i.id]))
 
 
 def execute(vault: Any, p: ForgetPlan) -> ForgetReport:

@@ -1,7 +1,11 @@
 """Parse ``kept import`` files: conversation turns, one JSON object a line. Layer: app. Pure.
 
-Every line is validated before anything is written; any malformed line means nothing is
-imported, and every problem is reported with its line number.
+Every line is validated completely before anything is written (every field, by the same
+``check_*`` rules as ``Vault.validate_draft``): any malformed line means nothing is imported,
+and every problem is reported with its line number. What the checks stop (issue 11, item 4):
+lone surrogates (``"\\ud800"`` in JSON, or bytes that are not UTF-8) that crashed the tokenizer
+or SQLite, and times whose UTC date is outside the years 1 to 9999 that crashed date handling,
+both after the first batches had been committed.
 """
 
 from __future__ import annotations
@@ -9,13 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from app.clock import parse_iso
 from app.domain.memory import Store
 from app.errors import ValidationError
-from app.facade import Turn
+from app.facade import Turn, check_string, check_text, parse_time, validate_turn
 
-MAX_LINE = 1_000_000
+MAX_LINE = 1_000_000  # characters; a text of MAX_TEXT characters fits even \u-escaped
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +42,19 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not allowed")
 
 
+def _utf8(raw: str) -> None:
+    """A line read with ``errors="surrogateescape"`` holds a lone surrogate where the file
+    had a byte that is not UTF-8."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"not valid UTF-8 text (character {exc.start + 1:,})") from exc
+
+
 def parse_line(raw: str, number: int) -> Turn:
     if len(raw) > MAX_LINE:
         raise ValueError("line is longer than 1,000,000 characters")
+    _utf8(raw)
     try:
         obj = json.loads(raw, parse_constant=_reject_constant)
     except RecursionError as exc:
@@ -58,34 +72,49 @@ def parse_line(raw: str, number: int) -> Turn:
             raise ValueError(f"'{k}' must be a string")
     if not isinstance(speaker, str):
         raise ValueError("'speaker' must be a string")
-    if not str(obj["text"]).strip():
-        raise ValueError("'text' is empty")
-    try:
-        at = parse_iso(str(obj["at"]))
-    except ValueError as exc:
-        raise ValueError("'at' is not an ISO 8601 time") from exc
+    if not speaker.strip():
+        raise ValueError("'speaker' is empty")
+    session, ref = str(obj["session"]), str(obj["ref"])
+    text = check_text(str(obj["text"]), "'text'")
+    at = parse_time(str(obj["at"]), "'at'")
     store = Store.EPISODIC
     if obj.get("store") is not None:
         try:
-            store = Store.parse(str(obj["store"]))
+            store = Store.parse(check_string(obj["store"], "'store'"))
             if store is Store.WORKING:
                 raise ValueError
         except ValueError as exc:
-            raise ValueError(f"unknown store {obj['store']!r}") from exc
-    return Turn(session=str(obj["session"]), speaker=speaker.strip(), text=str(obj["text"]).strip(),
-                at=at, ref=str(obj["ref"]), store=store, line=number)
+            raise ValueError(f"unknown store {obj['store'][:40]!r}") from exc
+    turn = Turn(session=session, speaker=speaker.strip(), text=text, at=at, ref=ref,
+                store=store, line=number)
+    validate_turn(turn)
+    return turn
 
 
 def parse_import(lines: Iterable[str]) -> list[Turn]:
     turns: list[Turn] = []
     errors: list[LineError] = []
     for number, raw in enumerate(lines, start=1):
+        if number == 1:
+            raw = raw.removeprefix("\ufeff")  # a byte-order mark some editors write
         if not raw.strip():
             continue
         try:
             turns.append(parse_line(raw, number))
         except ValueError as exc:
             errors.append(LineError(number, str(exc)))
+        except ValidationError as exc:
+            errors.append(LineError(number, exc.user_message))
     if errors:
         raise ImportInvalid(errors)
     return turns
+
+
+def read_import(path: Path) -> list[Turn]:
+    """``parse_import`` of a file. Bytes that are not UTF-8 are reported with their line
+    number (a strict decode would stop at the first with no line to name)."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return parse_import(fh)
+    except OSError as exc:
+        raise ValidationError(f"Cannot read {path}: {exc.strerror or exc}.") from exc

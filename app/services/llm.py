@@ -10,7 +10,9 @@ SECURITY.md requirements 16, 18 and 19, threat model row C:
 * :func:`parse_reply` accepts any text and either returns valid objects or raises
   :class:`~app.errors.ParseError` -- nothing else, for any input.
 * An LLM "delete" only ever becomes a :class:`DeleteRequest`: this module has no access to
-  storage, so it cannot remove anything.
+  storage, so it cannot remove anything. Consolidation files it as a review request of that
+  one memory (inbox kind ``review``: still true, edit, or forget through the forget plan and
+  its confirmation), never as a contradiction of the memory with itself (issue 12).
 * Logs carry hosts, counts, hashes and error classes, never content.
 
 HTTP is plain ``http.client`` on purpose: no proxies from the environment (a proxy would turn

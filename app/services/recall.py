@@ -48,6 +48,16 @@ class RecallTuning:
         "short_term": 1.0})
     # A parsed time range in the query ("in May 2023", "last week") boosts memories inside it.
     time_range_boost: float = 1.25
+    # What decay archived stays searchable, ranked lower (000: cold facts remain for search):
+    # its relevance is multiplied by this, so an archived memory comes after an active one
+    # that matches as well. LoCoMo: no effect (nothing is archived there).
+    archived_weight: float = 0.8
+    # A fact (semantic, procedural, implicit) outranks the episode or turn it was derived from
+    # when both are among the best: it is lifted just above its source when its own relevance
+    # is at least this share of the source's (the episode matches more words, the fact is the
+    # answer). A fact the person confirmed or corrected always qualifies. LoCoMo: no effect
+    # (no facts there).
+    derived_min_share: float = 0.5
 
 
 TUNING = RecallTuning()
@@ -61,6 +71,9 @@ _PROCEDURAL = re.compile(r"\b(how (do|to|should)|usually|routine|habit|prefer|al
 _MONTHS = ("january february march april may june july august september october november "
            "december").split()
 
+
+_FACT_STORES = frozenset(("semantic", "procedural", "implicit"))
+_SOURCE_STORES = frozenset(("episodic", "short_term"))
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Question fillers that never carry content, on top of the standard stop words.
@@ -101,23 +114,46 @@ class Hit:
     occurred_at: float
     speaker: str | None
     breakdown: dict[str, float]
+    status: str = "active"
 
 
 @dataclass(frozen=True, slots=True)
 class Filters:
+    """Which memories a recall may return. Time travel has two axes (DESIGN 6.7): ``as_of``
+    is what was said and true at D (happened by D; valid at D by its validity window; a state
+    that later changed counts, a statement corrected or refuted does not): the axis a person
+    means, and the only one that works on imported history. ``known_at`` is what Kept had
+    learned by D (and not yet replaced). ``happened_by``: nothing that happened after it (the
+    facade sets it to an explicit ``now``; the clock's own now filters nothing, so a memory
+    dated a little ahead of this machine's clock is not lost)."""
+
     stores: tuple[str, ...] | None = None
     agent: str | None = None            # None: every agent; else global + this agent
     context: str | None = None
     since: float | None = None
     until: float | None = None
-    as_of: float | None = None          # time travel: what was believed then
+    as_of: float | None = None          # said and true at D (occurred by D, valid at D)
+    known_at: float | None = None       # what Kept had learned by D
+    happened_by: float | None = None    # occurred at or before this
+    # What decay archived is always searched, ranked lower; what the person archived only
+    # with ``include_archived``. ``only_archived``: the Archive (both kinds, nothing else).
     include_archived: bool = False
+    only_archived: bool = False
     include_superseded: bool = False
 
 
 def parse_time_range(query: str, now: float) -> tuple[float, float] | None:
     """Explicit periods only: a year, a month (with or without year), yesterday, last week,
-    last month, last year, N days/weeks ago. Returns (start, end) in epoch seconds."""
+    last month, last year, N days/weeks ago. Returns (start, end) in epoch seconds. A period
+    that would fall outside the years 1 to 9999 ("3000 years ago", "yesterday" on 1 January of
+    year 1) is no period: the query is searched without one (issue 11, item 5)."""
+    try:
+        return _parse_time_range(query, now)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _parse_time_range(query: str, now: float) -> tuple[float, float] | None:
     q = query.lower()
     today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     if "yesterday" in q:
@@ -244,6 +280,11 @@ class RecallService:
             return []
         meta = self.db.read(lambda c: repo.recall_meta(c, cand_ids))
         cand_ids = [i for i in cand_ids if i in meta and self._visible(meta[i], filters, now)]
+        archived = [i for i in cand_ids if meta[i][1] == "archived"]
+        if archived and not (filters.include_archived or filters.only_archived):
+            # What the person put aside stays out; what decay put aside is searched.
+            put_aside = self.db.read(lambda c: repo.archived_by_person(c, archived))
+            cand_ids = [i for i in cand_ids if i not in put_aside]
         if not cand_ids:
             return []
         lex = dict(lexical)
@@ -281,36 +322,74 @@ class RecallService:
             boost = plan.store_weight.get(m[0], 1.0)
             if plan.time_range and plan.time_range[0] <= m[2] < plan.time_range[1]:
                 boost *= t.time_range_boost
+            if m[1] == "archived":
+                boost *= t.archived_weight
             relevance = (rel[i] + session_bonus + person) * boost
             comp, comp_parts = self._composite(m, now)
             final = t.w_relevance * relevance + t.w_composite * comp
             scored[i] = {**parts[i], "relevance": round(rel[i], 4),
                          "session": round(session_bonus, 4), "person": person, "boost": boost,
-                         "composite": comp, "final": final, **comp_parts}
+                         "composite": comp, "lift": 0.0, "final": final, **comp_parts}
+
         # Ties go to conversation order (session, then turn), as people read them.
-        ranked = sorted(scored, key=lambda i: (-scored[i]["final"], meta[i][16] or "",
-                                               meta[i][17] or 0, i))
+        def order(i: int) -> tuple[float, str, int, int]:
+            return (-scored[i]["final"], meta[i][16] or "", meta[i][17] or 0, i)
+        ranked = sorted(scored, key=order)
         head = ranked[:max(4 * k, 40)]
+        if self._lift_facts(head, meta, scored):
+            head.sort(key=order)
         refs = self.db.read(lambda c: repo.refs_of(c, head))
         head_texts = self.db.read(lambda c: repo.texts(c, head))
         hits: list[Hit] = []
         seen_refs: set[tuple[str, ...]] = set()
         for i in head:
             r = tuple(refs.get(i, []))
+            m = meta[i]
             # Dedupe: a turn and the episode made from it carry the same refs; keep the better.
-            if dedupe and r and r in seen_refs:
+            # What the person confirmed or corrected is never dropped for a copy of its source.
+            if dedupe and r and r in seen_refs and not m[18]:
                 continue
             if r:
                 seen_refs.add(r)
-            m = meta[i]
             hits.append(Hit(MemoryId(i), m[0], head_texts[i], round(scored[i]["final"], 6), r,
-                            m[2], m[15], scored[i]))
+                            m[2], m[15], scored[i], m[1]))
             if len(hits) >= k:
                 break
         return hits
 
+    def _lift_facts(self, head: list[int], meta: dict[int, tuple[Any, ...]],
+                    scored: dict[int, dict[str, float]]) -> bool:
+        """A fact outranks its own source episode (or turn) when both are in ``head`` and
+        the fact qualifies (RecallTuning.derived_min_share): its final score is raised just
+        above the source's and the difference is recorded as ``lift``. True if any moved."""
+        facts = [i for i in head if meta[i][0] in _FACT_STORES]
+        if not facts:
+            return False
+        sources = self.db.read(lambda c: repo.ancestors(c, facts))
+        in_head = set(head)
+        t = self.tuning
+
+        def matched(s: dict[str, float]) -> float:  # the query-dependent part of final
+            return s["final"] - s["lift"] - t.w_composite * s["composite"]
+        moved = False
+        for i in facts:
+            own = scored[i]
+            above = [a for a in sources.get(i, ()) if a in in_head
+                     and meta[a][0] in _SOURCE_STORES and scored[a]["final"] >= own["final"]]
+            if not above:
+                continue
+            src = scored[max(above, key=lambda a: scored[a]["final"])]
+            if not meta[i][18] and matched(own) < t.derived_min_share * matched(src):
+                continue
+            lift = src["final"] - own["final"] + 1e-6
+            own["lift"] = round(own["lift"] + lift, 6)
+            own["final"] += lift
+            moved = True
+        return moved
+
     def _visible(self, m: tuple[Any, ...], f: Filters, now: float) -> bool:
         store, status, occurred, created = m[0], m[1], m[2], m[3]
+        valid_from, valid_until, superseded_at = m[13], m[14], m[19]
         if f.stores is not None and store not in f.stores:
             return False
         if f.agent is not None and m[11] not in ("global", f.agent):
@@ -321,23 +400,38 @@ class RecallService:
             return False
         if f.until is not None and occurred >= f.until:
             return False
-        if f.as_of is not None:
-            if created > f.as_of:
-                return False
-            if m[13] is not None and m[13] > f.as_of:
-                return False
-            if m[14] is not None and m[14] <= f.as_of:
-                return False
-            if status == "superseded" and m[19] is not None and m[19] <= f.as_of:
-                return False  # already replaced by then
-            return status != "archived" or f.include_archived
-        if status == "archived" and not f.include_archived:
+        if f.happened_by is not None and occurred > f.happened_by:
+            return False  # an explicit ``now`` never returns what happened after it
+        if f.only_archived and status != "archived":
             return False
+        point = now
+        if f.as_of is not None:  # said and true at D
+            if occurred > f.as_of:
+                return False
+            point = min(point, f.as_of)
+        if f.known_at is not None:  # learned by D
+            if created > f.known_at:
+                return False
+            point = min(point, f.known_at)
+        if f.as_of is not None or f.known_at is not None:
+            # Valid at the time asked about (as_of, else known_at): valid_until exclusive.
+            at = f.as_of if f.as_of is not None else f.known_at
+            if valid_from is not None and valid_from > at:
+                return False
+            if valid_until is not None and valid_until <= at:
+                return False
         if status == "superseded" and not f.include_superseded:
-            return False
+            if f.known_at is not None:
+                if superseded_at is not None and superseded_at <= f.known_at:
+                    return False  # already replaced by then
+            elif f.as_of is not None:
+                if valid_until is None:
+                    return False  # corrected or refuted, not a state that later changed
+            else:
+                return False
         if store == "short_term":
             # Turns are the current session's scratchpad; older ones live on as episodes.
-            return now - occurred <= policy.DAY
+            return point - occurred <= policy.DAY
         return True
 
     @staticmethod
@@ -346,7 +440,8 @@ class RecallService:
             m[5], m[6], m[7], m[8], m[9], m[10])
         reference = max(x for x in (m[2], last_access) if x is not None)
         rec = scoring.recency(decay_class, (now - reference) / policy.HOUR)
-        freq = scoring.frequency(access_count)
+        freq = scoring.frequency(access_count, (now - last_access) / policy.HOUR
+                                 if last_access is not None else None)
         comp = scoring.composite(importance, rec, freq, emotional, social)
         return comp, {"importance": importance, "recency": rec, "frequency": freq,
                       "emotional": emotional, "social": social}
@@ -361,7 +456,8 @@ class RecallService:
             updates = []
             for mid, (imp, emo, count, last, r_at, e_at) in state.items():
                 new_imp, r_at, e_at = scoring.reinforce(imp, emo, count, last, r_at, e_at, now)
-                updates.append((new_imp, r_at, e_at, now, scoring.frequency(count + 1), mid))
+                updates.append((new_imp, r_at, e_at, now, scoring.frequency(count + 1, 0.0),
+                                mid))
             repo.touch(conn, updates)
         self.db.write_sync(run)
 

@@ -17,10 +17,27 @@ def recency(decay_class: str, hours_since_access: float) -> float:
     return math.exp(-math.log(2) / d.half_life_h * hours * d.rate)
 
 
-def frequency(access_count: int) -> float:
-    """Logarithmic, saturating at 1.0 near 20 accesses."""
+def retention_idle_days(occurred_at: float, last_accessed_at: float | None, learned_at: float,
+                        now: float) -> float:
+    """Days a memory has gone unused, for retention and archival (DESIGN 5): counted from the
+    latest of when it happened, when it was last used and when Kept learned it, so importing
+    years of history does not archive it on the first run (measured: 97% of a 3-year import
+    disappeared from recall when only the first two counted)."""
+    reference = max(x for x in (occurred_at, last_accessed_at, learned_at) if x is not None)
+    return max(0.0, (now - reference) / policy.DAY)
+
+
+def frequency(access_count: int, hours_since_access: float | None = None) -> float:
+    """Logarithmic, saturating at 1.0 near 20 accesses. 002's weekly boost: a memory used
+    >= 10 times scores +10% in any week it is used again (``hours_since_access`` within 7
+    days); a boost, not a compounding multiplier, since the score is recomputed from the
+    count at every access and every daily rescoring."""
     n = max(0, access_count)
-    return min(1.0, math.log1p(n) / math.log1p(policy.FREQUENCY_SATURATION))
+    base = min(1.0, math.log1p(n) / math.log1p(policy.FREQUENCY_SATURATION))
+    if (n >= policy.FREQUENT_ACCESSES and hours_since_access is not None
+            and hours_since_access <= policy.FREQUENT_BOOST_WINDOW_H):
+        base *= policy.FREQUENT_WEEKLY_BOOST
+    return min(1.0, base)
 
 
 def composite(importance: float, recency_: float, frequency_: float, emotional: float,
@@ -69,8 +86,29 @@ def reinforce(importance: float, emotional: float, access_count: int,
 
 
 def confidence(source_reliability: float, corroboration: float, recency_: float,
-               user_validated: bool, usage_success: float) -> float:
-    """003 weighted confidence."""
-    return (policy.CONF_SOURCE * source_reliability + policy.CONF_CORROBORATION * corroboration
-            + policy.CONF_RECENCY * recency_ + policy.CONF_USER * (1.0 if user_validated else 0.0)
-            + policy.CONF_USAGE * usage_success)
+               user_validated: bool | None, usage_success: float | None) -> float:
+    """003 weighted confidence. ``user_validated`` None: not reviewed by the person yet;
+    ``usage_success`` None: no feedback recorded (Kept records none yet). Unknown evidence
+    counts as the neutral ``policy.CONF_UNKNOWN``, not as evidence against: with 0 an
+    unreviewed fact could never pass .70, and the resolution rule "the newer fact wins above
+    .7" (DESIGN 5) could never fire."""
+    user = policy.CONF_UNKNOWN if user_validated is None else float(user_validated)
+    usage = policy.CONF_UNKNOWN if usage_success is None else usage_success
+    return round(policy.CONF_SOURCE * source_reliability
+                 + policy.CONF_CORROBORATION * corroboration + policy.CONF_RECENCY * recency_
+                 + policy.CONF_USER * user + policy.CONF_USAGE * usage, 4)
+
+
+def corroboration(sources: int) -> float:
+    """One source: 0; each further independent source halves the remaining doubt (2: .5,
+    3: .75, 4: .875)."""
+    return 1.0 - 0.5 ** max(0, sources - 1)
+
+
+def derived_confidence(source_reliability: float, sources: int, decay_class: str,
+                       hours_since_source: float) -> float:
+    """The confidence of something consolidation derives (a fact, a habit): the extractor's
+    reliability for the pattern, how many sources say it, how recent the newest source is;
+    not reviewed by the person and never used yet."""
+    return confidence(source_reliability, corroboration(sources),
+                      recency(decay_class, hours_since_source), None, None)

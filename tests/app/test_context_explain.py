@@ -13,6 +13,7 @@ from app.services.text import approx_tokens
 from tests.app.conftest import DAY, HOUR, T0, neutral, remember, row, turn
 
 BREAKDOWN_KEYS = {"lexical", "dense", "relevance", "session", "person", "boost", "composite",
+                  "lift",
                   "final", "importance",
                   "recency", "frequency", "emotional", "social"}
 

@@ -4,7 +4,8 @@ A full session (create, remember, import, recall, context, explain, consolidate,
 reopen with the Chroma index, recall, lock) makes no non-loopback connection and no DNS lookup:
 in this process under the conftest guard (with every attempt recorded, in case a library
 swallowed the guard's exception), and in a fresh interpreter that has no conftest, with
-``socket`` patched to record and refuse.
+``socket`` patched to record and refuse. Native code bypasses Python's ``socket``:
+tests/app/test_network_native.py watches a session's system calls under strace instead.
 """
 
 from __future__ import annotations

@@ -110,18 +110,18 @@ def test_since_until_filter_on_occurred_at(vault: Vault) -> None:
     assert set(ids(only_since)) == {made[10], made[1]}
 
 
-def test_as_of_hides_what_was_learned_later(vault: Vault, clock: FixedClock) -> None:
+def test_known_at_hides_what_was_learned_later(vault: Vault, clock: FixedClock) -> None:
     early = remember(vault, "Planted the apple tree in the back garden", **neutral())
     clock.advance(10 * DAY)
     late = remember(vault, "Planted the pear tree in the back garden", **neutral())
     q = "planted a tree in the garden"
     assert set(ids(vault.recall(q, touch=False))) == {early, late}
-    then = vault.recall(q, filters=Filters(as_of=T0 + 5 * DAY), touch=False)
+    then = vault.recall(q, filters=Filters(known_at=T0 + 5 * DAY), touch=False)
     assert ids(then) == [early]
-    assert ids(vault.recall(q, filters=Filters(as_of=T0 - DAY), touch=False)) == []
-    # Learned exactly at as_of counts as known.
-    assert set(ids(vault.recall(q, filters=Filters(as_of=T0 + 10 * DAY), touch=False))) == {
-        early, late}
+    assert ids(vault.recall(q, filters=Filters(known_at=T0 - DAY), touch=False)) == []
+    # Learned exactly at known_at counts as known.
+    assert set(ids(vault.recall(q, filters=Filters(known_at=T0 + 10 * DAY),
+                                touch=False))) == {early, late}
 
 
 def _corrected_phone(vault: Vault, clock: FixedClock) -> tuple[MemoryId, MemoryId]:
@@ -141,18 +141,22 @@ def test_superseded_hidden_by_default_visible_before_supersession(
     assert new in now_hits and old not in now_hits
     both = ids(vault.recall(q, filters=Filters(include_superseded=True), touch=False))
     assert old in both and new in both
-    before = ids(vault.recall(q, filters=Filters(as_of=T0 + 2 * DAY), touch=False))
+    # What Kept knew two days in: the old number (the correction came on day five).
+    before = ids(vault.recall(q, filters=Filters(known_at=T0 + 2 * DAY), touch=False))
     assert old in before and new not in before
+    # What was said and true then: the corrected number (the old one was a mistake).
+    said = ids(vault.recall(q, filters=Filters(as_of=T0 + 2 * DAY), touch=False))
+    assert new in said and old not in said
 
 
 def test_as_of_after_supersession_shows_only_the_new_version(
         vault: Vault, clock: FixedClock) -> None:
     """What was believed one day after the correction: the new number, not the old one."""
     old, new = _corrected_phone(vault, clock)
-    after = ids(vault.recall("what is Bob's phone number",
-                             filters=Filters(as_of=T0 + 6 * DAY), touch=False))
-    assert new in after
-    assert old not in after, "as_of after the correction still returns the superseded version"
+    for f in (Filters(known_at=T0 + 6 * DAY), Filters(as_of=T0 + 6 * DAY)):
+        after = ids(vault.recall("what is Bob's phone number", filters=f, touch=False))
+        assert new in after
+        assert old not in after, f"{f} after the correction returns the superseded version"
 
 
 def test_validity_window_under_as_of(vault: Vault) -> None:

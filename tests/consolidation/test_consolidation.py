@@ -82,12 +82,12 @@ def test_planted_update_is_resolved_by_policy_and_undo_puts_everything_back(vaul
     lisbon = items[0].a if "Lisbon" in items[0].a["text"] else items[0].b
     m = vault.get(lisbon["id"])
     assert m.status.value == "superseded" and m.valid_until == parse_iso("2026-06-10T10:00:00Z")
-    # Time travel uses learned-at and validity: before the run nothing was learned; after
-    # it, Lisbon's validity ended on June 10.
-    facts = Filters(stores=("semantic",), as_of=parse_iso("2026-07-01T00:00:00Z"))
+    # Time travel by what Kept knew (learned-at and validity): before the run nothing was
+    # learned; after it, Lisbon's validity ended on June 10.
+    facts = Filters(stores=("semantic",), known_at=parse_iso("2026-07-01T00:00:00Z"))
     assert vault.recall("where does Sam live", k=3, touch=False, filters=facts) == []
     later = vault.recall("where does Sam live", k=3, touch=False, filters=Filters(
-        stores=("semantic",), as_of=parse_iso("2026-07-03T00:00:00Z")))
+        stores=("semantic",), known_at=parse_iso("2026-07-03T00:00:00Z")))
     assert [h.text for h in later if "lives" in h.text] == ["Sam lives in Porto"]
     vault.undo_run(report.run_id)
     after = snapshot(vault)
@@ -130,7 +130,11 @@ def test_duplicates_merge_and_corroborate(vault: Vault) -> None:
     assert report.counts["facts_created"] == 1 and report.counts["facts_corroborated"] == 1
     [hit] = [h for h in vault.recall("allergy peanuts", k=5, touch=False) if h.store == "semantic"]
     assert set(hit.refs) == {"d1", "d2"}
-    assert vault.get(hit.id).confidence > 0.9
+    # 003 confidence: a second source is corroboration no single source can match, however
+    # reliable its pattern; still short of the .7 that lets a newer fact win on its own.
+    from app.services import scoring
+    conf = vault.get(hit.id).confidence
+    assert scoring.derived_confidence(1.0, 1, "semantic", 0.0) < conf < 0.7
 
 
 def test_habits_become_procedures_and_statistics_follow_forget(vault: Vault) -> None:
@@ -165,11 +169,15 @@ def test_decay_archives_never_deletes(vault: Vault) -> None:
     kept = vault.remember(Draft(text="my passport number is in the drawer",
                                 occurred_at=parse_iso("2024-01-01T00:00:00Z"),
                                 user_validated=True, importance=0.9)).value
-    report = vault.consolidate(steps=("decay",)).value
+    # Retention counts from when Kept learned a memory (issue 12): a year and more later.
+    later = vault.clock.now() + 400 * DAY
+    report = vault.consolidate(steps=("decay",), now=later).value
     assert report.counts["archived"] >= 1
     assert vault.get(old).status.value == "archived"
     assert vault.get(kept).status.value == "active"
-    assert all(h.id != old for h in vault.recall("weather remark", touch=False))
+    # Archived by decay: still found (000: cold facts remain for search), marked archived.
+    assert [h.status for h in vault.recall("weather remark", touch=False) if h.id == old] == [
+        "archived"]
     vault.restore(old)
     assert vault.get(old).status.value == "active"
 
@@ -181,11 +189,11 @@ def test_a_failing_batch_is_skipped_and_retried(vault: Vault, monkeypatch: pytes
     real = cons.ConsolidationService._store_facts
     calls = {"n": 0}
 
-    def flaky(self: object, rl: object, facts: object, now: float) -> None:
+    def flaky(self: object, rl: object, facts: object, now: float, *scope: object) -> None:
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("transient")
-        real(self, rl, facts, now)  # type: ignore[arg-type]
+        real(self, rl, facts, now, *scope)  # type: ignore[arg-type]
     monkeypatch.setattr(cons.ConsolidationService, "_store_facts", flaky)
     first = vault.consolidate().value
     assert first.failed_batches == 1 and "facts_created" not in first.counts

@@ -78,10 +78,34 @@ def test_derive_kek_passes_parameters_through() -> None:
 @pytest.mark.parametrize("bad", [
     dict(alg="argon2i"), dict(alg="pbkdf2"), dict(v=0x10), dict(salt=b"x" * 8),
     dict(salt=b"x" * 32), dict(m=31), dict(t=0), dict(p=0), dict(m=5 * 1024 * 1024),
+    # Upper bounds (issue 11 item 3), refused before any derive:
+    dict(t=13), dict(t=1_000_000), dict(p=17), dict(p=65_536, m=8 * 65_536),
+    dict(m=524_288 + 1024), dict(m=4 * 1024 * 1024), dict(m=524_288, t=12),
+    dict(t=True), dict(m=65_536.0),
 ])
-def test_derive_kek_refuses_unexpected_parameters(bad: dict) -> None:
+def test_derive_kek_refuses_unexpected_parameters(bad: dict, monkeypatch: pytest.MonkeyPatch
+                                                  ) -> None:
+    """Refused before Argon2id runs: a t=1000000 derive would spin for hours."""
+    def no_derive(**kwargs: object) -> None:
+        raise AssertionError(f"Argon2id was started with {kwargs}")
+    monkeypatch.setattr(crypto, "Argon2id", no_derive)
     with pytest.raises(WrongKey):
         crypto.derive_kek("pw", replace(KdfParams(**TINY), **bad))
+
+
+@pytest.mark.parametrize("change", [
+    dict(m="65536"), dict(m=65_536.0), dict(m=65_536.5), dict(t=3.0), dict(t=True),
+    dict(p="4"), dict(v=19.0), dict(m=None), dict(salt=12), dict(alg=["argon2id"]),
+    dict(t=1_000_000), dict(m=4 * 1024 * 1024), dict(p=65_536), dict(m=524_288, t=12),
+])
+def test_kdf_params_from_json_is_strict(change: dict) -> None:
+    """Issue 11 item 3: integers must be JSON integers (a "65536" or 65536.0 used to be
+    accepted as 65536) and within bounds, else the tampered-file error, at parse time."""
+    obj = KdfParams(m=65_536).to_json() | change
+    with pytest.raises(WrongKey) as info:
+        KdfParams.from_json(json.loads(json.dumps(obj)))
+    assert "tampered" in info.value.user_message
+    assert KdfParams.from_json(KdfParams(m=65_536, t=12).to_json()).t == 12  # the maximum t
 
 
 def test_kdf_params_defaults_and_json() -> None:
@@ -301,9 +325,12 @@ class FakeMachine:
         return bytearray(32)
 
 
-def _calibrate(base: float, monkeypatch: pytest.MonkeyPatch, free: int = 16 * 1024**3
+def _calibrate(base: float, monkeypatch: pytest.MonkeyPatch, ram: int = 16 * 1024**3
                ) -> tuple[crypto.Calibration, FakeMachine]:
-    monkeypatch.setattr(crypto, "free_ram_bytes", lambda: free)
+    """Calibration on a fake machine with ``ram`` bytes installed (all of it free)."""
+    monkeypatch.delenv(crypto.MEMORY_ENV, raising=False)  # the suite's 64 MiB cap (conftest)
+    monkeypatch.setattr(crypto, "installed_ram_bytes", lambda: ram, raising=False)
+    monkeypatch.setattr(crypto, "free_ram_bytes", lambda: ram, raising=False)  # older code
     fake = FakeMachine(base)
     return crypto.calibrate(clock=fake.clock, derive=fake.derive), fake
 
@@ -321,29 +348,47 @@ def test_calibrate_fast_machine_raises_t_keeps_m(base: float, monkeypatch: pytes
         assert 0.5 <= cal.seconds <= 1.0 or (p.t == 3 and cal.seconds <= 1.0)
     else:
         assert p.t == crypto.MAX_T  # as strong as allowed, even if still fast
-    assert all(c.p == 4 and c.m >= 65_536 for c in fake.calls)
+    assert all(c.p == 4 and c.m == 262_144 for c in fake.calls)
 
 
-@pytest.mark.parametrize("base,expected_m", [(1.5, 131_072), (2.0, 131_072), (3.9, 65_536),
-                                             (4.0, 65_536), (10.0, 65_536)])
-def test_calibrate_slow_machine_halves_m_to_floor(base: float, expected_m: int,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("base", [1.5, 2.0, 4.0, 7.0, 20.0])
+def test_calibrate_slow_or_busy_machine_keeps_default_memory(base: float,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """Issue 11 item 10: under load (5-7 s for one derive) the old calibration halved m down
+    to the 64 MiB floor. Timing now sets t only: m stays what the installed RAM allows."""
     cal, fake = _calibrate(base, monkeypatch)
-    assert cal.params.m == expected_m
-    assert cal.params.t >= 3 and cal.params.p == 4
-    assert not cal.params.below_floor
+    assert (cal.params.m, cal.params.t, cal.params.p) == (262_144, 3, 4)
     assert cal.warning is None
-    assert [c.m for c in fake.calls][:2] == [262_144, 131_072]
-    if base <= 4.0:
-        assert cal.seconds <= 1.0
+    assert {c.m for c in fake.calls} == {262_144}  # memory was never traded for time
 
 
-def test_calibrate_low_ram_may_go_below_floor_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    cal, _ = _calibrate(0.3, monkeypatch, free=1 * 1024**3)
-    assert cal.params.m == 65_536 and cal.warning  # starts at the floor with little RAM
-    cal, _ = _calibrate(40.0, monkeypatch, free=1 * 1024**3)
-    assert cal.params.m == 19_456 and cal.warning
-    assert "memory" in cal.warning.lower()
+@pytest.mark.parametrize("gib,expected_mib", [(64, 256), (16, 256), (4, 256), (3, 192), (2, 128),
+                                              (1.5, 96), (1, 64), (0.5, 64)])
+def test_calibrate_memory_comes_from_installed_ram(gib: float, expected_mib: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 MiB unless the machine is short: 1/16 of installed RAM below 4 GiB, never below
+    the 64 MiB floor; the person is told when it is less than 256 MiB. The same on a fast
+    and on a slow machine."""
+    for base in (0.1, 9.0):
+        cal, _ = _calibrate(base, monkeypatch, ram=int(gib * 1024**3))
+        assert cal.params.m == expected_mib * 1024
+        assert not cal.params.below_floor
+        if expected_mib < 256:
+            assert cal.warning and f"{expected_mib} MiB" in cal.warning
+        else:
+            assert cal.warning is None
+    assert crypto.memory_for_ram(int(gib * 1024**3)) == expected_mib * 1024
+
+
+def test_policy_params_are_the_default_not_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What weak parameters are upgraded to (issue 11 item 10: it used to be the floor)."""
+    monkeypatch.delenv(crypto.MEMORY_ENV, raising=False)
+    monkeypatch.setattr(crypto, "installed_ram_bytes", lambda: 16 * 1024**3, raising=False)
+    p = crypto.policy_params()
+    assert (p.m, p.t, p.p) == (262_144, 3, 4) and len(p.salt) == 16
+    monkeypatch.setattr(crypto, "installed_ram_bytes", lambda: 2 * 1024**3)
+    assert crypto.policy_params().m == 131_072
 
 
 # --- AES-GCM files ----------------------------------------------------------------------------

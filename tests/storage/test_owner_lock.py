@@ -106,3 +106,44 @@ def test_create_over_existing_vault_is_refused(clone_vault: Callable[..., Path],
     with pytest.raises(VaultExists):
         OpenVault.create(folder, "another password")
     assert sha_tree(folder) == before
+
+
+def test_deleted_lock_file_does_not_let_a_second_owner_in(clone_vault: Callable[..., Path],
+                                                           template_vault: Template) -> None:
+    """Issue 11 item 9: the lock used to sit on ``vault.lock``'s inode only, so ``rm
+    vault.lock`` let a second process create a fresh file, lock it and write under the
+    window's feet. The owner also locks the folder itself, which cannot be swapped for
+    another without moving the whole vault."""
+    folder = clone_vault()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(template_vault.password + "\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "OPEN", proc.stderr.read() if proc.stderr else ""
+        (folder / "vault.lock").unlink()
+        before = sha_tree(folder)
+        with pytest.raises(VaultBusy):
+            OpenVault.unlock(folder, template_vault.password)
+        assert sha_tree(folder) == before  # refused before anything was written
+        # The unit too, in this process: a lock object whose file was deleted under it.
+        a = OwnerLock(folder)
+        with pytest.raises(VaultBusy):
+            a.acquire()
+        assert not a.held
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "CLOSED"
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    v, _ = OpenVault.unlock(folder, template_vault.password)  # free once the owner is gone
+    try:
+        assert (folder / "vault.lock").exists()
+    finally:
+        v.lock()

@@ -7,6 +7,7 @@ Keys are random 32-byte raw keys: no Argon2id is needed at this level.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,3 +258,77 @@ def test_wrong_key_and_missing_file_never_create(tmp_path: Path, key: bytes) -> 
         open_connection(tmp_path / "absent.db", key)
     assert not (tmp_path / "absent.db").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.db"]
+
+
+# --- Keying without key text (SECURITY.md requirement 20; issue 11 item 8) --------------------
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="measured on Linux")
+def test_connections_are_keyed_through_the_c_api() -> None:
+    """sqlcipher3's extension exports sqlite3_key/sqlite3_rekey; the text fallback (which
+    leaves the key as hex in freed memory) is not in use here."""
+    assert sqlcipher.keys_without_text()
+
+
+def test_c_api_key_is_the_same_raw_key_as_the_pragma_text(tmp_path: Path, key: bytes) -> None:
+    """Files keyed with ``PRAGMA key = "x'..'"`` (every vault made so far) open through
+    ``sqlite3_key``, and a ``sqlite3_rekey`` gives a file the PRAGMA text opens."""
+    path = tmp_path / "compat.db"
+    c = sqlcipher3.connect(str(path))
+    c.execute(f"PRAGMA key = {raw_key_literal(key)}")
+    c.execute("CREATE TABLE t(x)")
+    c.close()
+    conn = open_connection(path, bytearray(key))
+    new = bytearray(random_key())
+    sqlcipher.rekey_connection(conn, new)
+    conn.close()
+    with pytest.raises(WrongKey):
+        open_connection(path, key)
+    r = sqlcipher3.connect(str(path))
+    r.execute(f"PRAGMA key = {raw_key_literal(new)}")
+    assert r.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 1
+    r.close()
+
+
+def test_key_buffer_is_built_without_text_and_wiped(tmp_path: Path, key: bytes,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    buf = sqlcipher._hex_key_buffer(key)
+    assert isinstance(buf, bytearray) and bytes(buf) == b"x'" + key.hex().encode() + b"'"
+    seen: list[bytearray] = []
+    real = sqlcipher._hex_key_buffer
+
+    def spy(k: bytes | bytearray) -> bytearray:
+        seen.append(real(k))
+        return seen[-1]
+    monkeypatch.setattr(sqlcipher, "_hex_key_buffer", spy)
+    open_connection(tmp_path / "w.db", key, create=True).close()
+    assert seen and all(b == bytearray(len(b)) for b in seen)  # zeroed after the call
+
+
+def test_handle_check_fails_closed(tmp_path: Path, key: bytes) -> None:
+    """The sqlite3* is read from the driver's struct; if it does not name the file this
+    connection opened, nothing is keyed."""
+    c = open_connection(tmp_path / "a.db", key, create=True)
+    (tmp_path / "b.db").write_bytes(b"")
+    try:
+        assert sqlcipher._db_handle(c, tmp_path / "a.db")
+        with pytest.raises(sqlcipher3.DatabaseError):
+            sqlcipher._db_handle(c, tmp_path / "b.db")
+    finally:
+        c.close()
+
+
+def test_text_fallback_still_opens_when_the_c_api_is_missing(tmp_path: Path, key: bytes,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """Where a driver build does not export sqlite3_key, connections are keyed through the
+    PRAGMA text (with its known leak, logged) rather than not at all."""
+    path = tmp_path / "f.db"
+    open_connection(path, key, create=True).close()
+    monkeypatch.setattr(sqlcipher, "_C_API", None)
+    assert not sqlcipher.keys_without_text()
+    conn = open_connection(path, key)
+    new = random_key()
+    sqlcipher.rekey_connection(conn, new)
+    conn.close()
+    monkeypatch.undo()
+    open_connection(path, new).close()

@@ -66,11 +66,14 @@ def test_rotate_data_key(clone_vault: Callable[..., Path], template_vault: Templ
         old_key_file = (folder / "vault.key.json").read_bytes()
         db_before = (folder / "vault.db").read_bytes()
 
-        kf = v.rotate_data_key(pw)
+        kf, new_code = v.rotate_data_key(pw)
 
         assert bytes(v.keys.dek) != old_dek and bytes(v.keys.db_key) != old_db_key
         assert bytes(v.keys.file_key) != old_file_key
-        assert kf.wrap_recovery is None and kf.wrap_device is None and kf.wrap_pending is None
+        assert kf.wrap_device is None and kf.wrap_pending is None
+        # The vault had a recovery code: a new one wraps the new DEK (issue 11, item 11).
+        assert new_code is not None and new_code != code
+        assert bytes(crypto.unwrap_recovery(kf, new_code)) == bytes(v.keys.dek)
         assert keyring.get_password(crypto.KEYRING_SERVICE,
                                     f"device-key-v1:{kf.vault_id}") is None
         assert not (folder / "vault.key.json.bak").exists()

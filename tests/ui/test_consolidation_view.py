@@ -108,3 +108,50 @@ def test_run_table_model_undo_rules(qtmodeltester: Any) -> None:
     assert model.data(model.index(2, Column.CHANGES)) == "1 fact learned"
     assert model.data(model.index(0, Column.RUN)) == "#3"
     qtmodeltester.check(model)
+
+
+def test_failed_batches_and_llm_fallbacks_show_on_the_page_and_in_the_status_bar(
+        qtbot: Any, open_page: Any, window: Any, demo_vault: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12: a run whose extraction batch failed (here the endpoint is down and the rules
+    raise too) is said on the page, in the run's tooltip and in the status bar, with the
+    error's class only; the next clean run clears the status bar."""
+    import socket
+
+    import app.services.consolidation as cons
+    from app.domain.memory import Draft
+
+    def boom(ep: Any) -> Any:
+        raise ValueError(f"cannot read {ep.text!r}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo_vault.set_setting("extraction.provider", "llm")
+    demo_vault.set_setting("extraction.llm_base_url", f"http://127.0.0.1:{port}/v1")
+    demo_vault.set_setting("extraction.llm_model", "tiny")
+    demo_vault.remember(Draft(text="I moved to Ghent last week.", speaker="Sam"))
+    monkeypatch.setattr(cons, "extract", boom)
+    view = open_page("consolidation")
+    _loaded(qtbot, view, 1)
+    with qtbot.waitSignal(window.bridge.changes_applied, timeout=30_000):
+        qtbot.mouseClick(view.run_btn, Qt.MouseButton.LeftButton)
+    _loaded(qtbot, view, 2)
+    qtbot.waitUntil(lambda: view.last_problems.isVisible(), timeout=10_000)
+    problems = view.last_problems.text()
+    assert "1 batch failed in extract (ValueError)" in problems
+    assert "The LLM endpoint could not be used for 1 batch (endpoint unreachable" in problems
+    assert "Ghent" not in problems
+    assert "1 failed batch (extract: ValueError)" in view.message.text()
+    assert "partial" in view.model.data(view.model.index(0, Column.STATUS))
+    assert "extract (ValueError)" in view.model.data(view.model.index(0, Column.STATUS),
+                                                     Qt.ItemDataRole.ToolTipRole)
+    qtbot.waitUntil(lambda: "last consolidation had 1 failed batch"
+                    in window.status_label.text(), timeout=10_000)
+
+    monkeypatch.undo()  # the rules work again: the retried batch goes through
+    demo_vault.set_setting("extraction.provider", "rules")
+    with qtbot.waitSignal(window.bridge.changes_applied, timeout=30_000):
+        qtbot.mouseClick(view.run_btn, Qt.MouseButton.LeftButton)
+    _loaded(qtbot, view, 3)
+    qtbot.waitUntil(lambda: "failed batch" not in window.status_label.text(), timeout=10_000)
+    assert not view.last_problems.isVisible()

@@ -12,9 +12,17 @@ from PySide6.QtCore import Qt
 pytestmark = pytest.mark.gui
 
 
+def _click_undo(qtbot: Any, view: Any, status: str, cid: int) -> None:
+    """Click the Undo button painted in row ``cid`` of a settled list."""
+    settled = view.lists[status]
+    qtbot.mouseClick(settled.viewport(), Qt.MouseButton.LeftButton,
+                     pos=settled.button_center(cid))
+
+
 def _loaded(qtbot: Any, view: Any, n_open: int) -> None:
     # Cards added to a shown page are shown from the event loop (QLayout::addChildWidget).
-    qtbot.waitUntil(lambda: len(view.cards) == n_open and view.summary.text() != "Loading…"
+    qtbot.waitUntil(lambda: not view.loading and len(view.cards) == n_open
+                    and view.summary.text() != "Loading…"
                     and all(c.isVisible() for c in view.cards.values()), timeout=10_000)
 
 
@@ -26,7 +34,7 @@ def test_open_contradiction_shows_both_facts_side_by_side(qtbot: Any, open_page:
     card = view.cards[item.id]
     assert card.side_a.text.text() == item.a["text"]
     assert card.side_b.text.text() == item.b["text"]
-    assert "confidence 0.60" in card.side_a.meta.text()
+    assert f"confidence {item.a['confidence']:.2f}" in card.side_a.meta.text()
     assert item.a["refs"][0] in card.side_a.sources.text()
     for btn in (card.keep_a_btn, card.keep_b_btn, card.both_btn, card.edit_btn):
         assert btn.isVisible() and btn.isEnabled()
@@ -44,6 +52,7 @@ def test_keep_a_by_click_supersedes_b(qtbot: Any, open_page: Any, window: Any,
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
         qtbot.mouseClick(card.keep_a_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not view.cards and item.id in view.resolved_rows, timeout=10_000)
+    qtbot.waitUntil(lambda: not view.loading, timeout=10_000)
     assert view.empty.isVisible()  # the empty state once nothing waits
     assert "Nothing waits" in view.empty.text()
     assert demo_vault.contradictions("open") == []
@@ -60,13 +69,14 @@ def test_undo_an_automatic_resolution_reopens_it(qtbot: Any, open_page: Any, win
     _loaded(qtbot, view, 1)
     (auto,) = demo_vault.contradictions("auto")
     row = view.auto_rows[auto.id]
-    assert "the newer statement is a stated change" in row.label.text()
+    assert "Rule: the newer statement is a stated change" in row.how
+    assert row.what.startswith("Kept “Sam lives in Porto” over")
     assert row.rule == "the newer statement is a stated change"
     loser = auto.a["id"] if auto.a["status"] == "superseded" else auto.b["id"]
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
-        qtbot.mouseClick(row.undo_btn, Qt.MouseButton.LeftButton)
+        _click_undo(qtbot, view, "auto", auto.id)
     qtbot.waitUntil(lambda: auto.id in view.cards and not view.auto_rows, timeout=10_000)
-    assert len(view.cards) == 2  # the film one still waits too
+    _loaded(qtbot, view, 2)  # the film one still waits too
     assert view.auto_empty.isVisible()
     assert demo_vault.contradictions("auto") == []
     assert demo_vault.get(loser).status.value == "active"
@@ -104,7 +114,7 @@ def test_edit_replaces_both_with_the_typed_text(qtbot: Any, open_page: Any, wind
     assert new.confidence == 1.0
     assert demo_vault.get(item.a["id"]).status.value == "superseded"
     assert demo_vault.get(item.b["id"]).status.value == "superseded"
-    assert "replaced by your edit" in view.resolved_rows[item.id].label.text()
+    assert "replaced by your edit" in view.resolved_rows[item.id].what
 
 
 def test_both_true_then_undo_from_resolved_list(qtbot: Any, open_page: Any, window: Any,
@@ -118,6 +128,118 @@ def test_both_true_then_undo_from_resolved_list(qtbot: Any, open_page: Any, wind
     older = demo_vault.get(item.a["id"])
     assert older.status.value == "active" and older.valid_until is not None
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
-        qtbot.mouseClick(view.resolved_rows[item.id].undo_btn, Qt.MouseButton.LeftButton)
+        settled = view.lists["resolved"]  # from the keyboard this time
+        settled.setCurrentIndex(settled.model_.index(settled.model_.row_of(item.id), 0))
+        qtbot.keyClick(settled, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: item.id in view.cards, timeout=10_000)
     assert demo_vault.get(item.a["id"]).valid_until is None
+
+
+# --- issue 12: review requests and paging ------------------------------------------------------
+def _add_review(vault: Any, text: str = "Sam lives in Porto") -> tuple[int, int]:
+    """A review request as consolidation stores an LLM delete (kind 'review', one memory)."""
+    def w(c: Any) -> tuple[int, int]:
+        mid = c.execute("SELECT id FROM memory WHERE text = ? AND status = 'active'",
+                        (text,)).fetchone()[0]
+        cid = c.execute("INSERT INTO contradiction (a, b, reason, created_at, kind) VALUES "
+                        "(?, ?, 'user asked', 1.8e9, 'review')", (mid, mid)).lastrowid
+        return int(cid), int(mid)
+    return vault.db.write_sync(w)  # type: ignore[no-any-return]
+
+
+def test_review_request_is_a_one_sided_card_and_still_true_keeps_it(
+        qtbot: Any, open_page: Any, window: Any, demo_vault: Any) -> None:
+    from ui.views.inbox import ReviewCard
+    cid, mid = _add_review(demo_vault)
+    view = open_page("inbox")
+    _loaded(qtbot, view, 2)
+    card = view.cards[cid]
+    assert isinstance(card, ReviewCard)
+    assert not hasattr(card, "keep_a_btn")  # nothing to keep "over" itself
+    assert card.side.text.text() == "Sam lives in Porto"
+    assert "asked to forget this memory (user asked)" in card.reason.text()
+    assert "1 contradiction and 1 review request need your answer" in view.summary.text()
+    with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
+        qtbot.mouseClick(card.still_true_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: cid not in view.cards and cid in view.resolved_rows, timeout=10_000)
+    m = demo_vault.get(mid)
+    assert m.status.value == "active" and m.superseded_by is None and m.user_validated
+    assert view.resolved_rows[cid].what == "Asked to forget “Sam lives in Porto”: still true"
+
+
+def test_forget_from_a_review_request_goes_through_the_forget_plan(
+        qtbot: Any, open_page: Any, window: Any, demo_vault: Any) -> None:
+    from app.errors import NotFound
+    from ui.dialogs.forget import ForgetDialog
+    cid, mid = _add_review(demo_vault)
+    view = open_page("inbox")
+    _loaded(qtbot, view, 2)
+    qtbot.mouseClick(view.cards[cid].forget_btn, Qt.MouseButton.LeftButton)
+    dlg = view.forget_dialog
+    assert isinstance(dlg, ForgetDialog) and dlg.isVisible()
+    qtbot.waitUntil(lambda: dlg.plan is not None, timeout=10_000)
+    assert mid in {it.id for it in dlg.plan.items}
+    assert not dlg.forget_btn.isEnabled()  # nothing goes before the explicit confirmation
+    assert demo_vault.get(mid).status.value == "active"
+    dlg.confirm.setChecked(True)
+    with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
+        qtbot.mouseClick(dlg.forget_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: cid not in view.cards, timeout=10_000)
+    with pytest.raises(NotFound):
+        demo_vault.get(mid)
+    assert [c.id for c in demo_vault.contradictions("open")] == list(view.cards)
+    dlg.close()
+
+
+def test_lists_are_paged_and_only_a_page_of_widgets_exists(qtbot: Any, open_page: Any,
+                                                           demo_vault: Any,
+                                                           qtmodeltester: Any) -> None:
+    from ui.views.inbox import PAGE_SIZE, ContradictionCard
+
+    def add(c: Any) -> None:
+        ids = [r[0] for r in c.execute("SELECT id FROM memory ORDER BY id")]
+        pairs = [(x, y) for n, x in enumerate(ids) for y in ids[n + 1:]]
+        have = {(r[0], r[1]) for r in c.execute("SELECT a, b FROM contradiction")}
+        pairs = [p for p in pairs if p not in have]
+        for n, (x, y) in enumerate(pairs[:72]):
+            status = "auto" if n < 60 else "open"
+            c.execute("INSERT INTO contradiction (a, b, reason, status, resolution, created_at) "
+                      "VALUES (?, ?, 'facts disagree', ?, ?, ?)",
+                      (x, y, status, json.dumps({"kept": y, "rule": f"rule {n}", "prior": {}})
+                       if status == "auto" else None, 1.8e9 + n))
+    demo_vault.db.write_sync(add)
+    n_auto = len(demo_vault.contradictions("auto"))
+    n_open = len(demo_vault.contradictions("open"))
+    assert n_auto == 61 and n_open == 13
+    view = open_page("inbox")
+    _loaded(qtbot, view, PAGE_SIZE["open"])
+    pager = view.pagers["auto"]
+    qtbot.waitUntil(lambda: len(view.auto_rows) == PAGE_SIZE["auto"], timeout=10_000)
+    assert pager.isVisible() and pager.label.text() == f"1–25 of {n_auto}"
+    assert not pager.prev_btn.isEnabled() and pager.next_btn.isEnabled()
+    # Only the page is loaded, and painted by one list view (the old view built a widget
+    # per item, 2,435 of them at 100k memories).
+    assert view.lists["auto"].model_.rowCount() == PAGE_SIZE["auto"]
+    assert len(view.findChildren(ContradictionCard)) == PAGE_SIZE["open"]
+    newest = [c.id for c in demo_vault.contradictions("auto")]
+    assert newest == sorted(newest, reverse=True)  # settled lists: newest first
+    assert list(view.auto_rows) == newest[:25]
+    seen = list(view.auto_rows)
+    for page, n in ((1, 25), (2, 11)):
+        qtbot.mouseClick(pager.next_btn, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda p=page: pager.page == p, timeout=10_000)
+        assert len(view.auto_rows) == n
+        assert list(view.auto_rows) == newest[25 * page:25 * page + n]
+        seen += list(view.auto_rows)
+    assert sorted(seen) == sorted(newest)  # every item once, none twice
+    assert pager.label.text() == f"51–61 of {n_auto}" and not pager.next_btn.isEnabled()
+    qtbot.mouseClick(pager.prev_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: pager.page == 1, timeout=10_000)
+    assert list(view.auto_rows) == newest[25:50]
+    qtmodeltester.check(view.lists["auto"].model_)
+    # The open list pages the same way; the summary counts the whole list.
+    assert "13 contradictions need your answer" in view.summary.text()
+    qtbot.mouseClick(view.pagers["open"].next_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.pagers["open"].page == 1, timeout=10_000)
+    assert len(view.cards) == 3
+    qtbot.waitUntil(lambda: len(view.findChildren(ContradictionCard)) == 3, timeout=10_000)

@@ -24,6 +24,7 @@ from ui.tasks import run_op, run_query
 ROLE_LABELS = {"matched": "What you chose", "version": "Earlier versions of it",
                "derived": "Facts and procedures learned only from it",
                "source": "Conversation turns and episodes it came from"}
+STAYING_LABEL = "What stays, and why"
 
 
 class ForgetDialog(QDialog):
@@ -92,8 +93,8 @@ class ForgetDialog(QDialog):
                 continue
             parent = QTreeWidgetItem(self.tree, [ROLE_LABELS[role], str(len(items))])
             for it in items:
-                text = it.text if len(it.text) < 120 else it.text[:117] + "…"
-                QTreeWidgetItem(parent, [f"#{it.id} {it.store}: {text}", ""])
+                where = f" ({it.why})" if it.why else ""
+                QTreeWidgetItem(parent, [f"#{it.id} {it.store}: {_short(it.text)}{where}", ""])
             parent.setExpanded(True)
         also = QTreeWidgetItem(self.tree, ["Also removed with them", ""])
         for kind, n in plan.groups().items():
@@ -102,6 +103,16 @@ class ForgetDialog(QDialog):
                 continue
             QTreeWidgetItem(also, [kind, str(n)])
         also.setExpanded(True)
+        # Linked memories that do not go (a newer version with its own source, a correction
+        # the person typed, ...), each with the reason: the plan is honest about its edges.
+        if plan.staying:
+            stays = QTreeWidgetItem(self.tree, [STAYING_LABEL, str(len(plan.staying))])
+            for it in plan.staying:
+                line = QTreeWidgetItem(stays, [f"#{it.id} {it.store}: {_short(it.text)}", ""])
+                why = QTreeWidgetItem(line, [it.why, ""])
+                why.setToolTip(0, it.why)
+                line.setExpanded(True)
+            stays.setExpanded(True)
         n = len(plan.items)
         self.summary.setText(f"{n} memories and {plan.total_rows} stored rows in all will be "
                              "removed." if n else "Nothing matches; nothing would be forgotten.")
@@ -157,3 +168,7 @@ class ForgetDialog(QDialog):
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             return  # Enter never forgets: the button must be clicked
         super().keyPressEvent(event)
+
+
+def _short(text: str) -> str:
+    return text if len(text) < 120 else text[:117] + "…"

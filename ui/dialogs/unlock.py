@@ -1,5 +1,8 @@
 """Unlock and create dialogs, the strength meter and the one-time recovery code.
-Layer: ui. GUI thread; Argon2id, the database and the keyring run through ``ui.tasks``."""
+Layer: ui. GUI thread; Argon2id, the database and the keyring run through ``ui.tasks``.
+
+"Use recovery code…" (unlock only) swaps the password field for the recovery code and a new
+password: the code opens the vault and the new password replaces the forgotten one."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QVBoxLayout,
+    QWidget,
 )
 
 from ui.tasks import run_query
@@ -51,9 +55,15 @@ def strength(password: str) -> tuple[int, str]:
     return bits, word
 
 
+RECOVERED_NOTICE = ("New password set with the recovery code; use it from now on. The "
+                    "recovery code still opens the vault: make a new one in Settings if "
+                    "anyone may have seen it.")
+
+
 class UnlockDialog(QDialog):
     """Unlocks ``folder`` (or creates a vault there when ``create``). Emits ``unlocked`` with
-    the open Vault; wrong passwords show inline and change nothing."""
+    the open Vault; wrong passwords show inline and change nothing. ``notice``: a sentence
+    for the window after a recovery-code unlock."""
 
     unlocked = Signal(object)
 
@@ -64,6 +74,9 @@ class UnlockDialog(QDialog):
         self.create = create
         self.vault_factory = vault_factory
         self.recovery_code: str | None = None
+        self.recovering = False
+        self.notice = ""
+        self.folder_problem = ""  # create: why this folder cannot take a vault
         self.setWindowTitle("Create your vault" if create else "Unlock Kept")
         self.setModal(True)
         self.password = QLineEdit()
@@ -98,20 +111,93 @@ class UnlockDialog(QDialog):
             form.addRow(warn)
         form.addRow(self.remember)
         form.addRow(self.remember_note)
+        form.setContentsMargins(0, 0, 0, 0)  # laid out as before, inside a page
+        self.password_page = QWidget()
+        self.password_page.setLayout(form)
+        self.recovery_page = self._build_recovery_page()
+        self.use_code = QPushButton("Use recovery code…")
+        self.use_code.setFlat(True)
+        self.use_code.setVisible(not create)
         self.buttons = QDialogButtonBox()
         self.ok = QPushButton("Create vault" if create else "Unlock")
         self.ok.setDefault(True)
         self.buttons.addButton(self.ok, QDialogButtonBox.ButtonRole.AcceptRole)
         self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
         lay = QVBoxLayout(self)
-        lay.addLayout(form)
+        lay.addWidget(self.password_page)
+        lay.addWidget(self.recovery_page)
+        lay.addWidget(self.use_code, 0, Qt.AlignmentFlag.AlignLeft)
         lay.addWidget(self.error)
         lay.addWidget(self.busy)
         lay.addWidget(self.buttons)
         self.ok.clicked.connect(self._on_ok_clicked)
         self.buttons.rejected.connect(self.reject)
         self.password.textChanged.connect(self._on_password_text_changed)
+        self.use_code.clicked.connect(self._on_use_code_clicked)
         self._probe_keyring()
+        if create:
+            self._check_folder()
+
+    def _build_recovery_page(self) -> QWidget:
+        self.code = QLineEdit()
+        self.code.setObjectName("recoveryCode")
+        self.code.setPlaceholderText("XXXX-XXXX-XXXX-XXXX-XXXX-XXXX-XXXX-XXXX")
+        self.new_password = QLineEdit()
+        self.new_password.setEchoMode(QLineEdit.EchoMode.Password)
+        self.new_repeat = QLineEdit()
+        self.new_repeat.setEchoMode(QLineEdit.EchoMode.Password)
+        self.new_meter = QProgressBar()
+        self.new_meter.setRange(0, 100)
+        self.new_meter.setFormat("")
+        self.new_password.textChanged.connect(self._on_new_password_text_changed)
+        self.code.textChanged.connect(self.error.clear)
+        note = QLabel("Forgot your password? The recovery code you saved when the vault was "
+                      "made opens it; then choose a new password. The code keeps working.")
+        note.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow(note)
+        form.addRow("Recovery code", self.code)
+        form.addRow("New password", self.new_password)
+        form.addRow("Repeat", self.new_repeat)
+        form.addRow("Strength", self.new_meter)
+        form.setContentsMargins(0, 0, 0, 0)
+        page = QWidget()
+        page.setLayout(form)
+        page.setVisible(False)
+        return page
+
+    def _check_folder(self) -> None:
+        """A vault is made only in a new or empty folder: said before any password is typed."""
+        from storage.paths import check_new_vault_folder
+        folder = self.folder
+
+        def refused(exc: BaseException) -> None:
+            from app.errors import AppError
+            if isinstance(exc, AppError):
+                self.folder_problem = exc.user_message
+                self.error.setText(exc.user_message)
+                self.ok.setEnabled(False)
+        run_query(self, lambda: check_new_vault_folder(folder), lambda _r: None, refused)
+
+    @Slot()
+    def _on_use_code_clicked(self) -> None:
+        self.recovering = not self.recovering
+        self.error.clear()
+        self.password_page.setVisible(not self.recovering)
+        self.recovery_page.setVisible(self.recovering)
+        self.use_code.setText("Use password instead" if self.recovering
+                              else "Use recovery code…")
+        self.ok.setText("Unlock and set password" if self.recovering else "Unlock")
+        self.setWindowTitle("Unlock with your recovery code" if self.recovering
+                            else "Unlock Kept")
+        (self.code if self.recovering else self.password).setFocus()
+
+    @Slot(str)
+    def _on_new_password_text_changed(self, text: str) -> None:
+        self.error.clear()
+        bits, word = strength(text)
+        self.new_meter.setValue(min(100, bits))
+        self.new_meter.setFormat(word)
 
     def _probe_keyring(self) -> None:
         """Only offer the keychain where a real, allowlisted OS keychain exists."""
@@ -126,6 +212,8 @@ class UnlockDialog(QDialog):
 
     @Slot(str)
     def _on_password_text_changed(self, text: str) -> None:
+        if self.folder_problem:
+            return  # the folder cannot take a vault: that message stays
         self.error.clear()
         if self.create:
             bits, word = strength(text)
@@ -134,6 +222,9 @@ class UnlockDialog(QDialog):
 
     @Slot()
     def _on_ok_clicked(self) -> None:
+        if self.recovering:
+            self._recover()
+            return
         pw = self.password.text()
         if self.create:
             if len(pw) < 8:
@@ -166,11 +257,36 @@ class UnlockDialog(QDialog):
             return vault, code
         run_query(self, work, self._on_done, self._on_failed)
 
+    def _recover(self) -> None:
+        code, new = self.code.text(), self.new_password.text()
+        if not code.strip():
+            self.error.setText("Type your recovery code.")
+            return
+        if len(new) < 8:
+            self.error.setText("Use at least 8 characters; a few words are easiest.")
+            return
+        if new != self.new_repeat.text():
+            self.error.setText("The two passwords differ.")
+            return
+        self.ok.setEnabled(False)
+        self.use_code.setEnabled(False)
+        self.busy.setText("Unlocking…")
+        QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+        folder = self.folder
+
+        def work() -> tuple[Any, str | None]:
+            from app.facade import Vault
+            return Vault.open(folder, recovery_code=code, new_password=new), None
+        run_query(self, work, self._on_done, self._on_failed)
+
     def _on_done(self, result: tuple[Any, str | None]) -> None:
         QApplication.restoreOverrideCursor()
         vault, code = result
-        self.password.clear()
-        self.repeat.clear()
+        if self.recovering:
+            self.notice = RECOVERED_NOTICE
+        for field in (self.password, self.repeat, self.code, self.new_password,
+                      self.new_repeat):
+            field.clear()
         self.recovery_code = code
         if code:
             RecoveryCodeDialog(code, self).exec()
@@ -182,9 +298,11 @@ class UnlockDialog(QDialog):
         QApplication.restoreOverrideCursor()
         from app.errors import AppError
         self.ok.setEnabled(True)
+        self.use_code.setEnabled(True)
         self.busy.clear()
-        self.password.selectAll()
-        self.password.setFocus()
+        retry = self.code if self.recovering else self.password
+        retry.selectAll()
+        retry.setFocus()
         if isinstance(exc, AppError):
             self.error.setText(exc.user_message + (f" {exc.hint}" if exc.hint else ""))
         else:
@@ -198,8 +316,10 @@ class RecoveryCodeDialog(QDialog):
     def __init__(self, code: str, parent: Any = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Your recovery code")
-        label = QLabel("Write this down or print it, and keep it somewhere safe. It opens "
-                       "your vault if you forget your password. Kept will not show it again.")
+        label = QLabel("Write this down or print it, and keep it somewhere safe. If you forget "
+                       "your password, choose \"Use recovery code…\" when unlocking (or run "
+                       "kept passwd --recovery-code) and set a new one. Kept will not show it "
+                       "again; any earlier recovery code no longer works.")
         label.setWordWrap(True)
         self.code = QLabel(code)
         self.code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

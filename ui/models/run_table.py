@@ -51,6 +51,12 @@ COUNT_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
+# Why an LLM batch fell back to the rules (the error classes of app/services/llm.py).
+LLM_REASONS = {"LlmUnavailable": "endpoint unreachable or failing",
+               "ConsentRequired": "no consent to send to this endpoint",
+               "ParseError": "replies not understood"}
+
+
 def when_text(ts: float | None) -> str:
     if ts is None:
         return ""
@@ -85,14 +91,40 @@ class RunRow:
     seconds: float | None
     failed_batches: int
     undone_at: float | None
+    # (step, error class) of each failed batch; LLM batches that fell back to the rules, by
+    # error class. Neither holds any memory text.
+    failures: tuple[tuple[str, str], ...] = ()
+    llm_fallbacks: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunRow:
         report = d.get("report") or {}
+        failures = tuple((str(f.get("step")), str(f.get("error")))
+                         for f in report.get("failures") or ())
+        fallbacks = tuple(sorted((str(k), int(v))
+                                 for k, v in (report.get("llm_fallbacks") or {}).items()))
         return cls(int(d["id"]), str(d["kind"]), float(d["started_at"]), d.get("finished_at"),
                    str(d.get("status") or "running"), dict(report.get("counts") or {}),
                    report.get("seconds"), int(report.get("failed_batches") or 0),
-                   d.get("undone_at"))
+                   d.get("undone_at"), failures, fallbacks)
+
+    @property
+    def problems_text(self) -> str:
+        """What went wrong in this run, in words ("" when nothing did)."""
+        out = []
+        if self.failed_batches:
+            n = self.failed_batches
+            where = ", ".join(f"{step} ({error})" for step, error in dict.fromkeys(self.failures))
+            out.append(f"{n} batch{'es' if n != 1 else ''} failed"
+                       + (f" in {where}" if where else "")
+                       + "; retried on the next run, details in the log.")
+        if self.llm_fallbacks:
+            n = sum(c for _, c in self.llm_fallbacks)
+            why = ", ".join(LLM_REASONS.get(e, e) for e, _ in self.llm_fallbacks)
+            out.append(f"The LLM endpoint could not be used for {n} batch"
+                       f"{'es' if n != 1 else ''} ({why}); the offline rules were used. "
+                       "Check the endpoint in Settings.")
+        return " ".join(out)
 
     @property
     def finished(self) -> bool:
@@ -181,6 +213,8 @@ class RunTableModel(QAbstractTableModel):
                 return r.status_text
             return None
         if role == Qt.ItemDataRole.ToolTipRole:
+            if col is Column.STATUS and r.problems_text:
+                return r.problems_text
             if col is Column.CHANGES and r.finished:
                 secs = f" in {r.seconds:.1f} s" if r.seconds is not None else ""
                 return f"Run {r.id}{secs}: {counts_text(r.counts)}"

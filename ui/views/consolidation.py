@@ -100,6 +100,12 @@ class ConsolidationView(QWidget):
         self.last_changes = QLabel()
         self.last_changes.setObjectName("lastChanges")
         self.last_changes.setWordWrap(True)
+        # Failed batches and LLM fallbacks of the last run: said, never only logged.
+        self.last_problems = QLabel()
+        self.last_problems.setObjectName("lastProblems")
+        self.last_problems.setWordWrap(True)
+        self.last_problems.setStyleSheet("color: #8a4b00")
+        self.last_problems.hide()
         self.run_btn = QPushButton("Run now")
         self.run_btn.setToolTip("Run the whole pipeline once now (the window stays usable).")
         self.cancel_btn = QPushButton("Cancel")
@@ -121,6 +127,7 @@ class ConsolidationView(QWidget):
         sl = QVBoxLayout(status_box)
         sl.addWidget(self.last_run)
         sl.addWidget(self.last_changes)
+        sl.addWidget(self.last_problems)
         sl.addLayout(run_row)
         sl.addWidget(self.message)
 
@@ -208,6 +215,9 @@ class ConsolidationView(QWidget):
         self.table.setVisible(bool(rows))
         self.runs_empty.setVisible(not rows)
         last = rows[0] if rows else None
+        problems = last.problems_text if last is not None and last.finished else ""
+        self.last_problems.setText(f"<b>Problems:</b> {problems}" if problems else "")
+        self.last_problems.setVisible(bool(problems))
         if last is None:
             self.last_run.setText("<b>Never run yet.</b>")
             self.last_changes.clear()
@@ -314,8 +324,9 @@ class ConsolidationView(QWidget):
         r = result.value
         self._set_running(False)
         verb = "stopped early" if r.cancelled else "finished"
+        failed = f" It had {r.failure_text}, retried on the next run." if r.failed_batches else ""
         self._say(f"Run {r.run_id} {verb} in {r.seconds:.1f} s: "
-                             f"{counts_text(r.counts)}.")
+                  f"{counts_text(r.counts)}.{failed}")
         # The run list refreshes from the change flags (on_changes), not from here.
 
     def _on_run_failed(self, exc: BaseException) -> None:

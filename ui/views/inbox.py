@@ -1,10 +1,21 @@
-"""Inbox: contradictions waiting for the person, each with the two facts side by side and the
-four answers (keep A, keep B, both true at different times, edit); below, what the policy
-resolved on its own (with the rule it used) and what the person resolved, each with Undo.
-Layer: ui. GUI thread; every vault call goes through ``ui.tasks``.
+"""Inbox: what waits for the person, and what was settled. Layer: ui. GUI thread; every vault
+call goes through ``ui.tasks``.
 
-The lists are short (a handful of cards), so they are plain widgets rebuilt on each refresh
-rather than a model; the view refreshes from ``Changes.contradictions``/``memories``.
+- Contradictions: the two facts side by side and the four answers (keep A, keep B, both true
+  at different times, edit).
+- Review requests (an LLM asked to forget a memory): a one-sided card, answered with still
+  true, edit, or forget, which opens the normal forget plan and its confirmation (never a
+  direct delete).
+- Below, what the policy resolved on its own (with its rule) and what the person resolved,
+  each with Undo.
+
+Each list is paged (issue 12: a widget per item froze the window for 39 s at 2,435 settled
+items). A page is read ids first with batched rows (``Vault.inbox_page``, off the GUI thread).
+Settled lists are model/views painted by a delegate (no widget per row); open items are cards,
+built a slice at a time between turns of the event loop, and kept as they are when a reload
+brings the same items. Measured with ``bench/ui_responsiveness.py --parts inbox``. The view
+refreshes from ``Changes.contradictions``/``memories`` while shown, and on showing after a
+change.
 """
 
 from __future__ import annotations
@@ -12,17 +23,40 @@ from __future__ import annotations
 import html
 import json
 import logging
+import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal, Slot
+import shiboken6
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractListModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+    Slot,
+)
+from PySide6.QtGui import QColor, QFontMetrics, QKeyEvent, QMouseEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QListView,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionButton,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
@@ -31,13 +65,37 @@ from ui.tasks import run_op, run_query
 
 log = logging.getLogger(__name__)
 
-ERROR_STYLE = "color: #b00020"
-CARD_STYLE = ("QFrame#card { border: 1px solid #c8c8c8; border-radius: 6px; background: palette(base); }"
-              " QFrame#side { border: 1px solid #e2e2e2; border-radius: 4px; }")
+ERROR_COLOR = "#b00020"
+# Building stays under the stall budget: a page's widgets are made a slice at a time, each
+# slice ending once it has taken this long, then the event loop runs (paints, input).
+SLICE_SECONDS = 0.008
 REASONS = {"facts disagree": "These two facts disagree.",
            "update over time": "This looks like a change over time."}
 KEEP_WORDS = {"a": "kept A", "b": "kept B", "both": "both true at different times",
-              "edit": "replaced by your edit"}
+              "edit": "replaced by your edit", "still_true": "still true"}
+# Cards are heavy (a dozen widgets each), rows light: sizes keep building one page well
+# under the 100 ms stall budget (bench/ui_responsiveness.py --parts inbox).
+PAGE_SIZE = {"open": 10, "auto": 25, "resolved": 25}
+
+
+def _panel(frame: QFrame, *, base: bool) -> None:
+    """A bordered panel drawn by the style. Not a style sheet: one on the page sent every
+    label of every card through QStyleSheetStyle, and polishing was most of a page's build
+    time (issue 12)."""
+    frame.setFrameShape(QFrame.Shape.StyledPanel)
+    if base:
+        frame.setAutoFillBackground(True)
+        frame.setBackgroundRole(QPalette.ColorRole.Base)
+
+
+def _muted(label: QLabel) -> None:
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+
+
+def _error_color(label: QLabel) -> None:
+    pal = label.palette()
+    pal.setColor(QPalette.ColorRole.WindowText, QColor(ERROR_COLOR))
+    label.setPalette(pal)
 
 
 def day_text(ts: float | None) -> str:
@@ -65,6 +123,7 @@ class FactSide(QFrame):
     def __init__(self, label: str, side: dict[str, Any]) -> None:
         super().__init__()
         self.setObjectName("side")
+        _panel(self, base=False)
         self.fact_id = int(side["id"])
         head = QLabel(f"<b>{label}</b> · memory #{self.fact_id}"
                       + (f" · {side['status']}" if side.get("status") not in (None, "",
@@ -74,7 +133,9 @@ class FactSide(QFrame):
         self.text.setTextFormat(Qt.TextFormat.PlainText)  # memory text is never markup
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text.setStyleSheet("font-size: 14px")
+        font = self.text.font()
+        font.setPixelSize(14)
+        self.text.setFont(font)
         conf = side.get("confidence")
         conf_text = f"confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
         self.meta = QLabel(" · ".join(p for p in (f"said on {day_text(side.get('occurred_at'))}",
@@ -83,7 +144,7 @@ class FactSide(QFrame):
         self.sources.setTextFormat(Qt.TextFormat.PlainText)
         self.sources.setWordWrap(True)
         for w in (self.meta, self.sources):
-            w.setStyleSheet("color: palette(placeholder-text)")
+            _muted(w)
         lay = QVBoxLayout(self)
         lay.addWidget(head)
         lay.addWidget(self.text)
@@ -92,17 +153,130 @@ class FactSide(QFrame):
         lay.addStretch(1)
 
 
-class ContradictionCard(QFrame):
-    """An open contradiction with its four answers. Emits ``resolution_chosen(cid, keep,
-    text)``; the view runs the operation and calls ``busy``/``show_error`` back."""
+class _EditableCard(QFrame):
+    """What both cards share: the error line and an edit row made on first use (a text editor
+    per card was a third of building a page of cards)."""
 
     resolution_chosen = Signal(int, str, str)
 
     def __init__(self, item: Any) -> None:
         super().__init__()
         self.setObjectName("card")
+        _panel(self, base=True)
         self.cid = int(item.id)
         self.item = item
+        self._edit_row: QWidget | None = None
+        self._editor: QPlainTextEdit | None = None
+        self._save_btn: QPushButton | None = None
+        self._cancel_btn: QPushButton | None = None
+        self.error = QLabel()
+        self.error.setObjectName("error")
+        _error_color(self.error)
+        self.error.setWordWrap(True)
+        self.error.hide()
+        self.lay = QVBoxLayout(self)
+
+    def _edit_text(self) -> str:
+        raise NotImplementedError
+
+    def _answer_buttons(self) -> tuple[QPushButton, ...]:
+        raise NotImplementedError
+
+    def _make_edit_row(self) -> QWidget:
+        if self._edit_row is None:
+            self._editor = QPlainTextEdit()
+            self._editor.setObjectName("editor")
+            self._editor.setPlaceholderText("What is true now")
+            self._editor.setMaximumHeight(70)
+            self._save_btn = QPushButton("Save")
+            self._cancel_btn = QPushButton("Cancel")
+            row = QWidget()
+            er = QHBoxLayout(row)
+            er.setContentsMargins(0, 0, 0, 0)
+            er.addWidget(self._editor, 1)
+            er.addWidget(self._save_btn)
+            er.addWidget(self._cancel_btn)
+            row.hide()
+            self.lay.insertWidget(self.lay.indexOf(self.error), row)
+            self._save_btn.clicked.connect(self._on_save_btn_clicked)
+            self._cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
+            self._edit_row = row
+        return self._edit_row
+
+    @property
+    def edit_row(self) -> QWidget:
+        return self._make_edit_row()
+
+    @property
+    def editor(self) -> QPlainTextEdit:
+        self._make_edit_row()
+        assert self._editor is not None
+        return self._editor
+
+    @property
+    def save_btn(self) -> QPushButton:
+        self._make_edit_row()
+        assert self._save_btn is not None
+        return self._save_btn
+
+    @property
+    def cancel_btn(self) -> QPushButton:
+        self._make_edit_row()
+        assert self._cancel_btn is not None
+        return self._cancel_btn
+
+    @property
+    def buttons(self) -> tuple[QPushButton, ...]:
+        extra = (self._save_btn, self._cancel_btn) if self._edit_row is not None else ()
+        return (*self._answer_buttons(), *(b for b in extra if b is not None))
+
+    def busy(self, on: bool) -> None:
+        for b in self.buttons:
+            b.setEnabled(not on)
+        if self._editor is not None:
+            self._editor.setReadOnly(on)
+
+    def show_error(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+
+    def _choose(self, keep: str, text: str = "") -> None:
+        self.show_error("")
+        self.resolution_chosen.emit(self.cid, keep, text)
+
+    @Slot()
+    def _on_edit_btn_clicked(self) -> None:
+        self.editor.setPlainText(self._edit_text())
+        self.edit_row.show()
+        self.edit_btn.setEnabled(False)
+        self.editor.setFocus()
+        self.editor.selectAll()
+
+    @Slot()
+    def _on_cancel_btn_clicked(self) -> None:
+        self.edit_row.hide()
+        self.edit_btn.setEnabled(True)
+        self.show_error("")
+
+    @Slot()
+    def _on_save_btn_clicked(self) -> None:
+        from app.domain.memory import Draft
+        from app.errors import ValidationError
+        from app.facade import Vault
+        try:  # pure and cheap, no I/O (STYLE B8): inline
+            text = Vault.validate_draft(Draft(text=self.editor.toPlainText())).text
+        except ValidationError as exc:
+            self.show_error(exc.user_message)
+            return
+        self._choose("edit", text)
+
+
+class ContradictionCard(_EditableCard):
+    """An open contradiction with its four answers. Emits ``resolution_chosen(cid, keep,
+    text)``; the view runs the operation and calls ``busy``/``show_error`` back."""
+
+    def __init__(self, item: Any) -> None:
+        super().__init__(item)
         reason = QLabel(f"<b>{REASONS.get(item.reason, item.reason)}</b> Which is true? "
                         f"<span style='color:gray'>(found {day_text(item.created_at)})</span>")
         reason.setWordWrap(True)
@@ -131,54 +305,20 @@ class ContradictionCard(QFrame):
         more.addWidget(self.both_btn)
         more.addWidget(self.edit_btn)
         more.addStretch(1)
-        self.editor = QPlainTextEdit()
-        self.editor.setObjectName("editor")
-        self.editor.setPlaceholderText("What is true now")
-        self.editor.setMaximumHeight(70)
-        self.save_btn = QPushButton("Save")
-        self.cancel_btn = QPushButton("Cancel")
-        self.edit_row = QWidget()
-        er = QHBoxLayout(self.edit_row)
-        er.setContentsMargins(0, 0, 0, 0)
-        er.addWidget(self.editor, 1)
-        er.addWidget(self.save_btn)
-        er.addWidget(self.cancel_btn)
-        self.error = QLabel()
-        self.error.setObjectName("error")
-        self.error.setStyleSheet(ERROR_STYLE)
-        self.error.setWordWrap(True)
-        self.error.hide()
-        lay = QVBoxLayout(self)
-        lay.addWidget(reason)
-        lay.addLayout(sides)
-        lay.addLayout(more)
-        lay.addWidget(self.edit_row)
-        lay.addWidget(self.error)
-        self.edit_row.hide()
+        self.lay.addWidget(reason)
+        self.lay.addLayout(sides)
+        self.lay.addLayout(more)
+        self.lay.addWidget(self.error)
         self.keep_a_btn.clicked.connect(self._on_keep_a_btn_clicked)
         self.keep_b_btn.clicked.connect(self._on_keep_b_btn_clicked)
         self.both_btn.clicked.connect(self._on_both_btn_clicked)
         self.edit_btn.clicked.connect(self._on_edit_btn_clicked)
-        self.save_btn.clicked.connect(self._on_save_btn_clicked)
-        self.cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
 
-    @property
-    def buttons(self) -> tuple[QPushButton, ...]:
-        return (self.keep_a_btn, self.keep_b_btn, self.both_btn, self.edit_btn, self.save_btn,
-                self.cancel_btn)
+    def _answer_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.keep_a_btn, self.keep_b_btn, self.both_btn, self.edit_btn)
 
-    def busy(self, on: bool) -> None:
-        for b in self.buttons:
-            b.setEnabled(not on)
-        self.editor.setReadOnly(on)
-
-    def show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
-
-    def _choose(self, keep: str, text: str = "") -> None:
-        self.show_error("")
-        self.resolution_chosen.emit(self.cid, keep, text)
+    def _edit_text(self) -> str:
+        return str(self.item.b.get("text") or "")
 
     @Slot()
     def _on_keep_a_btn_clicked(self) -> None:
@@ -192,76 +332,289 @@ class ContradictionCard(QFrame):
     def _on_both_btn_clicked(self) -> None:
         self._choose("both")
 
-    @Slot()
-    def _on_edit_btn_clicked(self) -> None:
-        self.editor.setPlainText(self.item.b.get("text") or "")
-        self.edit_row.show()
-        self.edit_btn.setEnabled(False)
-        self.editor.setFocus()
-        self.editor.selectAll()
 
-    @Slot()
-    def _on_cancel_btn_clicked(self) -> None:
-        self.edit_row.hide()
-        self.edit_btn.setEnabled(True)
-        self.show_error("")
+class ReviewCard(_EditableCard):
+    """A review request: an LLM asked to forget one memory. One side, three answers: still
+    true, edit, forget. Emits ``resolution_chosen(cid, keep, text)`` for the first two and
+    ``forget_requested(mid)`` for the third; the view opens the forget dialog (its plan and
+    confirmation), so nothing is ever deleted from here."""
 
-    @Slot()
-    def _on_save_btn_clicked(self) -> None:
-        from app.domain.memory import Draft
-        from app.errors import ValidationError
-        from app.facade import Vault
-        text = self.editor.toPlainText()
-        try:  # pure and cheap, no I/O (STYLE B8): inline
-            text = Vault.validate_draft(Draft(text=text)).text
-        except ValidationError as exc:
-            self.show_error(exc.user_message)
-            return
-        self._choose("edit", text)
-
-
-class ResolvedRow(QFrame):
-    """A contradiction resolved by the policy or by the person, with Undo (reopen)."""
-
-    undo_requested = Signal(int)
+    forget_requested = Signal(int)
 
     def __init__(self, item: Any) -> None:
-        super().__init__()
-        self.setObjectName("card")
-        self.cid = int(item.id)
-        try:
-            res = json.loads(item.resolution or "{}")
-        except ValueError:
-            res = {}
-        a, b = item.a, item.b
-        if item.status == "auto":
-            kept = res.get("kept")
-            winner, loser = (a, b) if kept == a["id"] else (b, a)
-            what = (f"Kept <b>{html.escape(short(winner['text']))}</b> over "
-                    f"<s>{html.escape(short(loser['text']))}</s>")
-            how = f"Rule: {res.get('rule') or 'policy'}"
-        else:
-            keep = res.get("keep", "")
-            what = (f"<b>{html.escape(short(a['text']))}</b> vs <b>{html.escape(short(b['text']))}</b>: "
-                    f"{KEEP_WORDS.get(keep, keep)}")
-            how = "Your choice"
-        self.label = QLabel(f"{what}<br><span style='color:gray'>{how} · "
-                            f"{day_text(item.created_at)}</span>")
-        self.label.setObjectName("resolvedText")
-        self.label.setWordWrap(True)
-        self.rule = str(res.get("rule") or "")
-        self.undo_btn = QPushButton("Undo")
-        self.undo_btn.setToolTip("Put both memories back as they were and move this to the "
-                                 "list above.")
-        lay = QHBoxLayout(self)
-        lay.addWidget(self.label, 1)
-        lay.addWidget(self.undo_btn, 0, Qt.AlignmentFlag.AlignTop)
-        self.undo_btn.clicked.connect(self._on_undo_btn_clicked)
+        super().__init__(item)
+        self.memory_id = int(item.a["id"])
+        because = f" ({item.reason})" if item.reason else ""
+        self.reason = QLabel(f"<b>The assistant asked to forget this memory"
+                             f"{html.escape(because)}.</b> Is it still true? <span "
+                             f"style='color:gray'>(asked {day_text(item.created_at)})</span>")
+        self.reason.setWordWrap(True)
+        self.side = FactSide("Memory", item.a)
+        self.still_true_btn = QPushButton("Still true")
+        self.still_true_btn.setToolTip("Keep it as it is, confirmed by you.")
+        self.edit_btn = QPushButton("Edit…")
+        self.edit_btn.setToolTip("Write what is true now; it replaces this memory (the old "
+                                 "version stays in the history).")
+        self.forget_btn = QPushButton("Forget…")
+        self.forget_btn.setToolTip("Shows everything that would go and asks you to confirm.")
+        answers = QHBoxLayout()
+        for b in (self.still_true_btn, self.edit_btn, self.forget_btn):
+            answers.addWidget(b)
+        answers.addStretch(1)
+        self.lay.addWidget(self.reason)
+        self.lay.addWidget(self.side)
+        self.lay.addLayout(answers)
+        self.lay.addWidget(self.error)
+        self.still_true_btn.clicked.connect(self._on_still_true_btn_clicked)
+        self.edit_btn.clicked.connect(self._on_edit_btn_clicked)
+        self.forget_btn.clicked.connect(self._on_forget_btn_clicked)
+
+    def _answer_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.still_true_btn, self.edit_btn, self.forget_btn)
+
+    def _edit_text(self) -> str:
+        return str(self.item.a.get("text") or "")
 
     @Slot()
-    def _on_undo_btn_clicked(self) -> None:
-        self.undo_btn.setEnabled(False)
-        self.undo_requested.emit(self.cid)
+    def _on_still_true_btn_clicked(self) -> None:
+        self._choose("still_true")
+
+    @Slot()
+    def _on_forget_btn_clicked(self) -> None:
+        self.forget_requested.emit(self.memory_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SettledRow:
+    """What one settled item shows: ``what`` was decided, ``how`` (the policy's rule or the
+    person's choice) and when."""
+    cid: int
+    what: str
+    how: str
+    rule: str
+
+
+def settled_row(item: Any) -> SettledRow:
+    try:
+        res = json.loads(item.resolution or "{}")
+    except ValueError:
+        res = {}
+    a, b = item.a, item.b
+    how = "Your choice"
+    if getattr(item, "kind", "contradiction") == "review":
+        keep = res.get("keep", "")
+        what = f"Asked to forget “{short(a['text'])}”: {KEEP_WORDS.get(keep, keep)}"
+    elif item.status == "auto":
+        winner, loser = (a, b) if res.get("kept") == a["id"] else (b, a)
+        what = f"Kept “{short(winner['text'])}” over “{short(loser['text'])}”"
+        how = f"Rule: {res.get('rule') or 'policy'}"
+    else:
+        keep = res.get("keep", "")
+        what = f"“{short(a['text'])}” vs “{short(b['text'])}”: {KEEP_WORDS.get(keep, keep)}"
+    return SettledRow(int(item.id), what, f"{how} · {day_text(item.created_at)}",
+                      str(res.get("rule") or ""))
+
+
+class SettledModel(QAbstractListModel):
+    """One page of a settled list. ``data`` only looks rows up (STYLE B7); ``pending``: the
+    items whose Undo was clicked and is under way (their button is drawn disabled)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[SettledRow] = []
+        self.pending: set[int] = set()
+
+    def set_rows(self, rows: list[SettledRow]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.pending = set()
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex(  # noqa: B008, N802
+            )) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self.rows):
+            return None
+        row = self.rows[index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
+            return f"{row.what}\n{row.how}"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{row.what}\n{row.how}"
+        if role == Qt.ItemDataRole.UserRole:
+            return row
+        return None
+
+    def row_of(self, cid: int) -> int:
+        return next((n for n, r in enumerate(self.rows) if r.cid == cid), -1)
+
+
+class SettledDelegate(QStyledItemDelegate):
+    """Paints a settled item in two lines, with an Undo button drawn by the style; a click on
+    the button emits ``undo_requested(cid)``. No widget per row: a page of 25 is painted, not
+    built (issue 12)."""
+
+    undo_requested = Signal(int)
+    PAD = 8
+
+    def button_rect(self, rect: QRect, fm: QFontMetrics) -> QRect:
+        w = fm.horizontalAdvance("Undo") + 28
+        h = fm.height() + 10
+        return QRect(rect.right() - self.PAD - w, rect.top() + self.PAD, w, h)
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex  # noqa: N802
+                 ) -> QSize:
+        return QSize(200, 2 * option.fontMetrics.height() + 2 * self.PAD + 6)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        row = index.data(Qt.ItemDataRole.UserRole)
+        if row is None:
+            return
+        style = option.widget.style() if option.widget else QApplication.style()
+        painter.save()
+        r = option.rect.adjusted(2, 2, -2, -2)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        painter.setPen(option.palette.color(
+            QPalette.ColorRole.Highlight if selected else QPalette.ColorRole.Mid))
+        painter.setBrush(option.palette.base())
+        painter.drawRoundedRect(r, 5, 5)
+        fm = option.fontMetrics
+        button = self.button_rect(option.rect, fm)
+        text_w = button.left() - r.left() - 2 * self.PAD
+        x, y = r.left() + self.PAD, r.top() + self.PAD - 2
+        painter.setPen(option.palette.color(QPalette.ColorRole.Text))
+        painter.drawText(QRect(x, y, text_w, fm.height()), Qt.AlignmentFlag.AlignLeft,
+                         fm.elidedText(row.what, Qt.TextElideMode.ElideRight, text_w))
+        painter.setPen(option.palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(QRect(x, y + fm.height() + 4, text_w, fm.height()),
+                         Qt.AlignmentFlag.AlignLeft,
+                         fm.elidedText(row.how, Qt.TextElideMode.ElideRight, text_w))
+        btn = QStyleOptionButton()
+        btn.rect = button
+        btn.text = "Undo"
+        btn.palette = option.palette
+        model = index.model()
+        pending = isinstance(model, SettledModel) and row.cid in model.pending
+        btn.state = QStyle.StateFlag.State_Raised | (
+            QStyle.StateFlag.State_None if pending else QStyle.StateFlag.State_Enabled)
+        style.drawControl(QStyle.ControlElement.CE_PushButton, btn, painter, option.widget)
+        painter.restore()
+
+    def editorEvent(self, event: QEvent, model: QAbstractItemModel,  # noqa: N802
+                    option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+                    ) -> bool:
+        if (event.type() == QEvent.Type.MouseButtonRelease and isinstance(event, QMouseEvent)
+                and event.button() == Qt.MouseButton.LeftButton
+                and self.button_rect(option.rect, option.fontMetrics).contains(
+                    event.position().toPoint())):
+            self.undo(model, index)
+            return True
+        return super().editorEvent(event, model, option, index)
+
+    def undo(self, model: QAbstractItemModel, index: QModelIndex | QPersistentModelIndex
+             ) -> None:
+        row = index.data(Qt.ItemDataRole.UserRole)
+        if isinstance(model, SettledModel) and row is not None and row.cid not in model.pending:
+            model.pending.add(row.cid)
+            model.dataChanged.emit(index, index)
+            self.undo_requested.emit(row.cid)
+
+
+class SettledList(QListView):
+    """A page of settled items: a model/view list as tall as its page (the page scrolls, not
+    the list), uniform rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model_ = SettledModel()
+        self.delegate = SettledDelegate(self)
+        self.setModel(self.model_)
+        self.setItemDelegate(self.delegate)
+        self.setUniformItemSizes(True)
+        self.setSelectionMode(QListView.SelectionMode.SingleSelection)
+        self.setToolTip("Enter or Space undoes the selected item.")
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.viewport().setAutoFillBackground(False)
+        self.setMouseTracking(True)
+        self.hide()
+
+    def set_rows(self, rows: list[SettledRow]) -> None:
+        self.model_.set_rows(rows)
+        h = self.sizeHintForRow(0) if rows else 0
+        self.setFixedHeight(h * len(rows) + 2 * self.frameWidth())
+        self.setVisible(bool(rows))
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
+        """Undo from the keyboard: Enter or Space on the selected item."""
+        index = self.currentIndex()
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space) \
+                and index.isValid():
+            self.delegate.undo(self.model_, index)
+            return
+        super().keyPressEvent(event)
+
+    def button_center(self, cid: int) -> QPoint:
+        """Where the Undo button of ``cid`` is, in viewport coordinates (for tests and
+        accessibility tools)."""
+        index = self.model_.index(self.model_.row_of(cid), 0)
+        return self.delegate.button_rect(self.visualRect(index), self.fontMetrics()).center()
+
+
+class Pager(QWidget):
+    """Previous / "26–50 of 2,435" / Next for one list. ``page`` is the page shown; a click
+    emits ``page_requested`` and the view loads that page (clamped by the vault)."""
+
+    page_requested = Signal(int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.page = 0
+        self.pages = 1
+        self.prev_btn = QPushButton("‹ Newer")
+        self.next_btn = QPushButton("Older ›")
+        self.label = QLabel()
+        self.label.setObjectName("pageLabel")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.prev_btn)
+        lay.addWidget(self.label)
+        lay.addWidget(self.next_btn)
+        lay.addStretch(1)
+        self.prev_btn.clicked.connect(self._on_prev_btn_clicked)
+        self.next_btn.clicked.connect(self._on_next_btn_clicked)
+        self.hide()
+
+    def set_words(self, prev: str, next_: str) -> None:
+        self.prev_btn.setText(prev)
+        self.next_btn.setText(next_)
+
+    def show_page(self, page: Any) -> None:
+        self.page, self.pages = page.page, page.pages
+        first = page.page * page.size + 1
+        last = min(page.total, first + page.size - 1)
+        self.label.setText(f"{first:,}–{last:,} of {page.total:,}")
+        self.prev_btn.setEnabled(page.page > 0)
+        self.next_btn.setEnabled(page.page + 1 < page.pages)
+        self.setVisible(page.total > page.size)
+
+    def busy(self) -> None:
+        self.prev_btn.setEnabled(False)
+        self.next_btn.setEnabled(False)
+
+    @Slot()
+    def _on_prev_btn_clicked(self) -> None:
+        self.busy()
+        self.page_requested.emit(self.page - 1)
+
+    @Slot()
+    def _on_next_btn_clicked(self) -> None:
+        self.busy()
+        self.page_requested.emit(self.page + 1)
 
 
 class InboxView(QWidget):
@@ -270,18 +623,19 @@ class InboxView(QWidget):
     def __init__(self, window: Any) -> None:
         super().__init__()
         self.window_ = window
-        self._generation = 0
-        self.cards: dict[int, ContradictionCard] = {}
-        self.auto_rows: dict[int, ResolvedRow] = {}
-        self.resolved_rows: dict[int, ResolvedRow] = {}
-        self.setStyleSheet(CARD_STYLE)
+        self._generation = {status: 0 for status in PAGE_SIZE}
+        self._loading: set[str] = set()
+        self._stale = False
+        self.cards: dict[int, ContradictionCard | ReviewCard] = {}
+        self.forget_dialog: Any = None
 
         title = QLabel("<h2>Inbox</h2>")
         self.summary = QLabel("Loading…")
         self.summary.setObjectName("summary")
         self.summary.setWordWrap(True)
         self.empty = QLabel("Nothing waits for you. When two memories disagree and the policy "
-                            "cannot tell which is true, they appear here.")
+                            "cannot tell which is true, or the assistant asks to forget "
+                            "something, it appears here.")
         self.empty.setObjectName("empty")
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -297,9 +651,13 @@ class InboxView(QWidget):
                                 "became an earlier version. Undo if the policy got it wrong.")
         self.auto_note.setWordWrap(True)
         self.auto_empty = QLabel("Nothing was resolved automatically yet.")
-        self.auto_box = QVBoxLayout()
         self.resolved_title = QLabel("<h3>Resolved by you</h3>")
-        self.resolved_box = QVBoxLayout()
+        self.lists = {"auto": SettledList(), "resolved": SettledList()}
+        for settled in self.lists.values():
+            settled.delegate.undo_requested.connect(self._on_row_undo_requested)
+        self.pagers = {status: Pager() for status in PAGE_SIZE}
+        self.pagers["open"].set_words("‹ Previous", "Next ›")
+        self.titles = {"open": title, "auto": self.auto_title, "resolved": self.resolved_title}
 
         content = QWidget()
         cl = QVBoxLayout(content)
@@ -308,25 +666,48 @@ class InboxView(QWidget):
         cl.addWidget(self.message)
         cl.addWidget(self.empty)
         cl.addLayout(self.open_box)
+        cl.addWidget(self.pagers["open"])
         cl.addWidget(self.auto_title)
         cl.addWidget(self.auto_note)
         cl.addWidget(self.auto_empty)
-        cl.addLayout(self.auto_box)
+        cl.addWidget(self.lists["auto"])
+        cl.addWidget(self.pagers["auto"])
         cl.addWidget(self.resolved_title)
-        cl.addLayout(self.resolved_box)
+        cl.addWidget(self.lists["resolved"])
+        cl.addWidget(self.pagers["resolved"])
         cl.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(content)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        # A scroll bar that comes and goes as a page is replaced changes the content's width,
+        # and every word-wrapped label is laid out again at the new width: always there.
+        self.scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self.scroll.setWidget(content)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(scroll)
-        self.refresh()
+        lay.addWidget(self.scroll)
+        for status, pager in self.pagers.items():
+            pager.page_requested.connect(lambda page, s=status: self._load(s, page, True))
+        # On the next turn: the page is shown (empty, "Loading…") before the loads start.
+        QTimer.singleShot(0, self.refresh)
 
     @property
     def vault(self) -> Any:
         return self.window_.vault
+
+    @property
+    def loading(self) -> bool:
+        """A list's page is on its way or still being built."""
+        return bool(self._loading)
+
+    @property
+    def auto_rows(self) -> dict[int, SettledRow]:
+        """The page of what the policy settled, by item id."""
+        return {r.cid: r for r in self.lists["auto"].model_.rows}
+
+    @property
+    def resolved_rows(self) -> dict[int, SettledRow]:
+        return {r.cid: r for r in self.lists["resolved"].model_.rows}
 
     def _say(self, text: str) -> None:
         self.message.setText(text)
@@ -334,19 +715,30 @@ class InboxView(QWidget):
 
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
-        self._generation += 1
-        gen = self._generation
-        vault = self.vault
+        """Reload the page each list shows (clamped if the list shrank)."""
+        self._stale = False
+        for status, pager in self.pagers.items():
+            self._load(status, pager.page)
 
-        def load() -> tuple[list[Any], list[Any], list[Any]]:
-            return (vault.contradictions("open"), vault.contradictions("auto"),
-                    vault.contradictions("resolved"))
-        run_query(self, load, lambda r: self._fill(gen, r))
+    def _load(self, status: str, page: int, scroll: bool = False) -> None:
+        self._generation[status] += 1
+        gen = self._generation[status]
+        self._loading.add(status)
+        vault, size = self.vault, PAGE_SIZE[status]
+        run_query(self, lambda: vault.inbox_page(status, page, size),
+                  lambda r: self._fill(status, gen, r, scroll))
 
     def on_changes(self, changes: Any) -> None:
-        # Cheap (a handful of rows), so refresh even when not visible: the nav count and this
-        # page then never disagree.
-        if changes.contradictions or changes.memories:
+        if not (changes.contradictions or changes.memories):
+            return
+        if self.isVisible():
+            self.refresh()
+        else:  # e.g. during an import: reload once, when shown again
+            self._stale = True
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
+        if self._stale:
             self.refresh()
 
     @staticmethod
@@ -358,39 +750,86 @@ class InboxView(QWidget):
                 w.hide()
                 w.deleteLater()
 
-    def _fill(self, gen: int, result: tuple[list[Any], list[Any], list[Any]]) -> None:
-        if gen != self._generation:
+    def _fill(self, status: str, gen: int, page: Any, scroll: bool) -> None:
+        if gen != self._generation[status]:
             return
-        open_items, auto_items, resolved_items = result
-        for box in (self.open_box, self.auto_box, self.resolved_box):
-            self._clear(box)
-        self.cards.clear()
-        self.auto_rows.clear()
-        self.resolved_rows.clear()
-        for item in open_items:
-            card = ContradictionCard(item)
+        if status == "open":
+            if [c.item for c in self.cards.values()] == list(page.items):
+                self._show_summary(page)  # e.g. a change elsewhere: the same cards stay
+                self._shown(status, page, scroll)
+                return
+            self.pagers[status].busy()  # until the page is built
+            # A fresh holder per page: the old page goes at once (one layout pass), and the
+            # new cards are added to the holder a slice at a time; each card is shown (and
+            # polished) on its own turn of the event loop.
+            holder = QWidget()
+            layout = QVBoxLayout(holder)
+            layout.setContentsMargins(0, 0, 0, 0)
+            self._clear(self.open_box)
+            self.open_box.addWidget(holder)
+            self.cards = {}
+            self._build_cards(gen, list(page.items), page, scroll, holder)
+            return
+        # Settled lists are painted, not built: one model reset per page.
+        self.lists[status].set_rows([settled_row(item) for item in page.items])
+        if status == "auto":
+            self.auto_empty.setVisible(not page.total)
+        else:
+            self.resolved_title.setVisible(bool(page.total))
+        self._shown(status, page, scroll)
+
+    def _shown(self, status: str, page: Any, scroll: bool) -> None:
+        self._loading.discard(status)
+        self.pagers[status].show_page(page)
+        if scroll:
+            self.scroll.ensureWidgetVisible(self.titles[status])
+
+    def _build_cards(self, gen: int, todo: list[Any], page: Any, scroll: bool,
+                     holder: QWidget) -> None:
+        """Make the page's cards a slice at a time (SLICE_SECONDS), yielding to the event
+        loop between slices; a newer load of the list drops what is left of this one."""
+        if not shiboken6.isValid(self) or gen != self._generation["open"] \
+                or not shiboken6.isValid(holder):
+            return
+        layout = holder.layout()
+        deadline = time.perf_counter() + SLICE_SECONDS
+        while todo and time.perf_counter() < deadline:
+            item = todo.pop(0)
+            card: ContradictionCard | ReviewCard
+            if item.kind == "review":
+                card = ReviewCard(item)
+                card.forget_requested.connect(self._on_card_forget_requested)
+            else:
+                card = ContradictionCard(item)
             card.resolution_chosen.connect(self._on_card_resolution_chosen)
-            self.open_box.addWidget(card)
+            layout.addWidget(card)
+            # Shown (and polished) here, within the slice, rather than by the event Qt posts
+            # for a widget added to a shown layout, which ran in one pass with the layout.
+            card.show()
             self.cards[card.cid] = card
-        for item in reversed(auto_items):  # newest first
-            row = ResolvedRow(item)
-            row.undo_requested.connect(self._on_row_undo_requested)
-            self.auto_box.addWidget(row)
-            self.auto_rows[row.cid] = row
-        for item in reversed(resolved_items):
-            row = ResolvedRow(item)
-            row.undo_requested.connect(self._on_row_undo_requested)
-            self.resolved_box.addWidget(row)
-            self.resolved_rows[row.cid] = row
-        n = len(open_items)
+        if todo:
+            # A real timer, not 0 ms: a 0 ms single shot is a posted event, handled in the
+            # same pass as the cards' own show and layout events, with no paint or input
+            # between slices.
+            QTimer.singleShot(1, lambda: self._build_cards(gen, todo, page, scroll, holder))
+            return
+        self._show_summary(page)
+        self._shown("open", page, scroll)
+
+    def _show_summary(self, page: Any) -> None:
+        n, reviews = page.total, page.reviews
+        parts = []
+        if n - reviews:
+            k = n - reviews
+            parts.append(f"{k:,} contradiction{'s' if k != 1 else ''}")
+        if reviews:
+            parts.append(f"{reviews:,} review request{'s' if reviews != 1 else ''}")
         self.summary.setText(
-            f"{n} contradiction{'s' if n != 1 else ''} need{'s' if n == 1 else ''} your "
-            "answer. Nothing is deleted: the memory you do not keep becomes an earlier "
-            "version, and every answer can be undone." if n else "")
+            f"{' and '.join(parts)} need{'s' if n == 1 else ''} your answer. Nothing is "
+            "deleted here: a memory you do not keep becomes an earlier version, every answer "
+            "can be undone, and forgetting asks you first." if n else "")
         self.summary.setVisible(bool(n))
         self.empty.setVisible(not n)
-        self.auto_empty.setVisible(not auto_items)
-        self.resolved_title.setVisible(bool(resolved_items))
 
     # --- actions ------------------------------------------------------------------------
     @Slot(int, str, str)
@@ -402,11 +841,13 @@ class InboxView(QWidget):
 
         def done(_result: Any) -> None:
             # The list itself refreshes from the change flags (on_changes).
-            self._say(f"Resolved: {KEEP_WORDS.get(keep, keep)}. You can undo it "
-                                 "below.")
+            self._say(f"Resolved: {KEEP_WORDS.get(keep, keep)}. You can undo it below.")
 
         def failed(exc: BaseException) -> None:
             from app.errors import AppError
+            live = self.cards.get(cid)
+            if live is not None and shiboken6.isValid(live):
+                live.busy(False)  # the reload keeps unchanged cards as they are
             if isinstance(exc, AppError):  # e.g. resolved meanwhile: inline, then reload
                 self._say(f"Not resolved: {exc.user_message}")
             else:
@@ -417,10 +858,21 @@ class InboxView(QWidget):
                failed)
 
     @Slot(int)
+    def _on_card_forget_requested(self, mid: int) -> None:
+        """The normal forget dialog: the whole plan, an explicit confirmation. Forgetting
+        the memory removes its review request with it (and the change flags refresh us)."""
+        from ui.dialogs.forget import ForgetDialog
+        dlg = ForgetDialog(self.window_, ids=[mid])
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.forgotten.connect(lambda _r: self._say(f"Memory {mid} was forgotten."))
+        self.forget_dialog = dlg
+        dlg.show()
+
+    @Slot(int)
     def _on_row_undo_requested(self, cid: int) -> None:
         vault = self.vault
 
         def done(_result: Any) -> None:
-            self._say("Undone: both memories are back as they were, and the "
-                                 "contradiction waits above.")
+            self._say("Undone: the memories are back as they were, and the item waits "
+                      "above.")
         run_op(self, lambda: vault.reopen(cid), done, self.window_.bridge)

@@ -160,8 +160,15 @@ class SettingsView(QWidget):
         pf.addRow("New password", self.new_pw)
         pf.addRow("", self.pw_strength)
         pf.addRow("Repeat new password", self.repeat_pw)
+        # A recovery code needs the current password too: an unlocked window left alone
+        # must not hand out a lasting way in.
+        self.recovery_btn = QPushButton("New recovery code…")
+        self.recovery_btn.setToolTip("Make a recovery code (after the current password): it "
+                                     "sets a new password if you forget yours. Any earlier "
+                                     "code stops working.")
         pw_row = QHBoxLayout()
         pw_row.addWidget(self.pw_btn)
+        pw_row.addWidget(self.recovery_btn)
         pw_row.addWidget(self.pw_status, 1)
         pf.addRow(pw_row)
 
@@ -204,6 +211,7 @@ class SettingsView(QWidget):
         self.revert_btn.clicked.connect(self._on_revert_btn_clicked)
         self.new_pw.textChanged.connect(self._on_new_pw_text_changed)
         self.pw_btn.clicked.connect(self._on_pw_btn_clicked)
+        self.recovery_btn.clicked.connect(self._on_recovery_btn_clicked)
         self.remember.clicked.connect(self._on_remember_clicked)
         self._update_endpoint()
         self.refresh()
@@ -460,6 +468,37 @@ class SettingsView(QWidget):
                 self._status(self.pw_status, "The password was not changed.", error=True)
                 show_error(self, exc)
         run_op(self, lambda: vault.change_password(old, new), done, self.window_.bridge, failed)
+
+    @Slot()
+    def _on_recovery_btn_clicked(self) -> None:
+        old = self.old_pw.text()
+        if not old:
+            self._status(self.pw_status, "Type your current password.", error=True)
+            self.old_pw.setFocus()
+            return
+        self.recovery_btn.setEnabled(False)
+        self._status(self.pw_status, "Making a recovery code…")
+        vault = self.vault
+
+        def done(code: str) -> None:
+            from ui.dialogs.unlock import RecoveryCodeDialog
+            self.recovery_btn.setEnabled(True)
+            self.old_pw.clear()
+            self._status(self.pw_status, "A new recovery code was made; any earlier one no "
+                         "longer works.")
+            RecoveryCodeDialog(code, self).exec()
+
+        def failed(exc: BaseException) -> None:
+            self.recovery_btn.setEnabled(True)
+            if isinstance(exc, AppError):  # WrongKey: nothing was changed
+                self._status(self.pw_status, exc.user_message, error=True)
+                self.old_pw.selectAll()
+                self.old_pw.setFocus()
+            else:
+                from ui.errors import show_error
+                self._status(self.pw_status, "No recovery code was made.", error=True)
+                show_error(self, exc)
+        run_query(self, lambda: vault.add_recovery_code(old), done, failed)
 
     # --- keychain -----------------------------------------------------------------------
     @Slot(bool)
