@@ -4,7 +4,8 @@ Password sources, in order: ``--password-file FILE``, the ``KEPT_PASSWORD`` envi
 (for scripts; visible to other processes of the same user on some systems), else a prompt.
 Exit codes: 0 ok, 1 unexpected error, 2 wrong password / bad vault / bad input, 3 a forget plan
 was shown but not confirmed, 4 not found, 5 the disk is full or failing (what was saved before
-stays saved), 6 ``kept consolidate`` finished but some batches failed (kept for the next run).
+stays saved), 6 ``kept consolidate`` finished but some batches failed (kept for the next run),
+141 the reader of stdout went away (``| head``; as a tool killed by SIGPIPE).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def _ts(text: object, what: str = "The time") -> float | None:
     """ISO 8601 to epoch seconds; only times in the years 1 to 9999 UTC (``parse_time``)."""
     if text is None:
         return None
-    from app.facade import parse_time
+    from app.validation import parse_time
     return parse_time(text, what)
 
 
@@ -341,7 +342,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def _recall_batch(args: argparse.Namespace) -> int:
-    from app.facade import check_string, check_text
+    from app.validation import check_string, check_text
     queries: list[tuple[str, str, float | None]] = []
     errors = []
     try:
@@ -631,7 +632,15 @@ class _Parser(argparse.ArgumentParser):
     default prints the whole usage first). Subparsers are made with this class too."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"kept: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"kept: {_printable(message)} (see `{self.prog} --help`)\n")
+
+
+def _printable(text: str) -> str:
+    """Messages quote what they were given (a path, a time): control and format characters
+    are shown escaped, so a message stays one line and cannot drive the terminal (a newline or
+    an ANSI escape in a --vault value, say)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 _MAX_ID = 2**63 - 1  # SQLite's INTEGER: a larger id raised OverflowError from the driver
@@ -830,7 +839,7 @@ def _not_utf8(argv: Sequence[str]) -> int | None:
 
 def _check_args(args: argparse.Namespace) -> None:
     """What every command would refuse later, refused before any password or file."""
-    from app.facade import MAX_TEXT, check_string, check_text
+    from app.validation import MAX_TEXT, check_string, check_text
     for name in ("at", "now", "as_of", "known_at"):
         _ts(getattr(args, name, None), "--" + name.replace("_", "-"))
     if getattr(args, "text", None) is not None:  # remember, correct, resolve --text
@@ -845,10 +854,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes (README): 0, 2 bad input (one line on stderr), 3, 4, 5, 6 as in the module
-    docstring; 141 when the reader of stdout went away (``kept recall x | head -1``), as for
-    a Unix tool killed by SIGPIPE; 1 only for a bug (a one-line report; ``--debug`` shows the
-    traceback)."""
+    """Exit codes as in the module docstring. Bad input is exit 2 with one line on stderr,
+    never a traceback (issue 11, item 5); 1 only for a bug (a one-line report; ``--debug``
+    shows the traceback)."""
     from storage.paths import private_umask
     private_umask()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -868,9 +876,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except AppError as exc:
-        print(f"kept: {exc.user_message}", file=sys.stderr)
+        print(f"kept: {_printable(exc.user_message)}", file=sys.stderr)
         if exc.hint:
-            print(f"kept: {exc.hint}", file=sys.stderr)
+            print(f"kept: {_printable(exc.hint)}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as a Unix tool killed by SIGPIPE
@@ -886,8 +894,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a path Kept was given cannot be used (permissions, a device...)
         import errno
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"kept: {exc.strerror or type(exc).__name__}{where}. Nothing more was changed.",
-              file=sys.stderr)
+        print(_printable(f"kept: {exc.strerror or type(exc).__name__}{where}. Nothing more was "
+                         "changed."), file=sys.stderr)
         return 5 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2
     except KeyboardInterrupt:
         print("kept: interrupted; nothing half-written was kept.", file=sys.stderr)

@@ -142,6 +142,14 @@ def test_vault_naming_a_file(password_env: None, tmp_path: Path) -> None:
     assert f.read_text() == "not a vault"
 
 
+def test_control_characters_in_a_message_are_escaped(password_env: None,
+                                                     tmp_path: Path) -> None:
+    """A message quoting a path stays one line and cannot colour the terminal."""
+    folder = tmp_path / "a\nb\x1e\x1b[31mred"
+    line = one_line_error(run_cli("--vault", str(folder), "status"))
+    assert "\\n" in line and "\\x1e" in line and "\\x1b[31m" in line and "\x1b" not in line
+
+
 def test_unreadable_password_file(vault: Path, tmp_path: Path) -> None:
     pw = tmp_path / "pw"
     pw.write_bytes(PW.encode() + b"\xff\n")

@@ -66,7 +66,7 @@ def good_time(draw: st.DrawFn) -> str:
 
 BAD_TIME = st.sampled_from([
     FAR_FUTURE, FAR_PAST, "10000-01-01T00:00:00Z", "0000-12-31T23:00:00Z", "2026-13-01",
-    "2026-06-01T25:00:00Z", "yesterday", "", " ", "\udcff", "1" * 50, "+002026-06-01",
+    "2026-06-01T25:00:00Z", "yesterday", "", " ", "\udcff", "1" * 12, "+002026-06-01",
     "9999-12-31T23:59:59.9999999-00:01", "0001-01-01T00:00:00.000001+00:01"])
 
 
@@ -233,12 +233,17 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> Places:
     return Places(vault, root / "missing", afile, afile / "below", latin1, turns, batch, pwfile)
 
 
-ODD_INTS = ["0", "-1", "1", "2", "3", str(2**31), str(2**63 - 1), str(2**63), str(2**64),
+# Hypothesis leans towards the first items: usable values first, so that lists get past the
+# argument checks often enough to exercise the commands behind them.
+ODD_INTS = ["1", "2", "3", "0", "-1", str(2**31), str(2**63 - 1), str(2**63), str(2**64),
             "1" * 30, "1" * 5000, "1e3", "0x10", " 7 ", "٣", "", "nan", "--1", "9" * 19]
-ODD_WORDS = ["", " ", "\x00", "a\x00b", "é", "😀", "\u202e", "-", "--", "-x", "--help",
+ODD_WORDS = ["birthday", "", " ", "\x00", "a\x00b", "é", "😀", "\u202e", "-", "--", "-x", "--help",
              "yesterday", "3000 years ago", "in December", "last year", "x" * 100_001,
-             "%s%n", "{}", "\\", "'", '"', "\n", "birthday"]
-WORD = st.one_of(st.sampled_from(ODD_WORDS), st.text(ANY_CHAR, max_size=12), with_surrogate())
+             "%s%n", "{}", "\\", "'", '"', "\n"]
+# Weighted so that lone surrogates (which stop a list before anything else) are not in every
+# list: about one list in six gets as far as unlocking the vault, the rest are refused before.
+WORD = st.one_of(st.sampled_from(ODD_WORDS), st.sampled_from(ODD_WORDS), st.text(max_size=12),
+                 st.text(ANY_CHAR, max_size=12), with_surrogate())
 INT = st.one_of(st.sampled_from(ODD_INTS), st.integers().map(str))
 TIME = st.one_of(BAD_TIME, good_time())
 
