@@ -19,12 +19,15 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from app import __version__
 from app.errors import AppError, ValidationError
 
-log = logging.getLogger("kept.cli")
+if TYPE_CHECKING:
+    from app.api import Filters, ForgetPlan, Hit, ResolveChoice, VaultAPI
+
+log = logging.getLogger(__name__)
 EXIT_FAILED_BATCHES = 6  # consolidation ran; some batches failed and are retried next run
 
 
@@ -88,9 +91,17 @@ def new_password(args: argparse.Namespace) -> str:
     return first
 
 
+def refuse_weak_password(pw: str, args: argparse.Namespace) -> None:
+    """The length rule of app.validation, unless --allow-weak."""
+    from app.validation import MIN_PASSWORD_LENGTH, password_too_short
+    if password_too_short(pw) and not args.allow_weak:
+        raise ValidationError(f"Choose a password of at least {MIN_PASSWORD_LENGTH} characters "
+                              "(or --allow-weak).")
+
+
 def vault_dir(args: argparse.Namespace) -> Path:
-    from storage.paths import default_vault_dir
-    folder = Path(args.vault).expanduser() if args.vault else default_vault_dir()
+    from app import bootstrap
+    folder = Path(args.vault).expanduser() if args.vault else bootstrap.default_vault_dir()
     # ``--vault`` naming a file, or a path below one, is bad input, said before anything else
     # (it used to end in NotADirectoryError from deep inside).
     for p in (folder, *folder.parents):
@@ -101,16 +112,15 @@ def vault_dir(args: argparse.Namespace) -> Path:
     return folder
 
 
-def open_vault(args: argparse.Namespace, *, load_model: bool = True) -> Any:
+def open_vault(args: argparse.Namespace, *, load_model: bool = True) -> VaultAPI:
+    from app import bootstrap
     from app.errors import VaultNotFound
-    from app.facade import Vault
-    from storage.unlock import vault_exists
     folder = vault_dir(args)
-    if not vault_exists(folder):  # say so before asking for a password
+    if not bootstrap.vault_exists(folder):  # say so before asking for a password
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
                             "another folder with --vault.")
-    return Vault.open(folder, password(args), load_model=load_model, threaded=False,
-                      use_chroma=False)
+    return bootstrap.open_vault(folder, password(args), load_model=load_model, threaded=False,
+                                use_chroma=False)
 
 
 def _progress(label: str) -> Callable[[int, int], None] | None:
@@ -142,29 +152,25 @@ def _print_json(obj: Any) -> None:
 # --- commands --------------------------------------------------------------------------------
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from app import bootstrap
     from app.errors import VaultExists
-    from app.facade import Vault
-    from storage.crypto import KdfParams
-    from storage.paths import check_new_vault_folder
-    from storage.unlock import vault_exists
     folder = vault_dir(args)
-    if vault_exists(folder):  # both said before any password prompt; OpenVault.create rechecks
+    if bootstrap.vault_exists(folder):  # both said before any password prompt; create rechecks
         raise VaultExists()
-    check_new_vault_folder(folder)
+    bootstrap.check_new_vault_folder(folder)
     pw = new_password(args) if not (args.password_file or "KEPT_PASSWORD" in os.environ) \
         else password(args)
-    if len(pw) < 8 and not args.allow_weak:
-        raise ValidationError("Choose a password of at least 8 characters (or --allow-weak).")
+    refuse_weak_password(pw, args)
     kdf = None
     if args.kdf_memory_mib:
-        kdf = KdfParams(m=args.kdf_memory_mib * 1024, t=args.kdf_time or 3)
-    res = Vault.create(folder, pw, kdf=kdf, recovery=args.recovery_code, load_model=False,
-                       threaded=False)
+        kdf = bootstrap.kdf_params(args.kdf_memory_mib * 1024, args.kdf_time or 3)
+    res = bootstrap.create_vault(folder, pw, kdf=kdf, recovery=args.recovery_code,
+                                 load_model=False, threaded=False)
     st = res.vault.status()
     res.vault.lock()
     print(f"Created vault {st.vault_id} at {folder}")
-    print(f"Password protection: Argon2id {st.kdf['m_kib'] // 1024} MiB, t={st.kdf['t']}, "
-          f"p={st.kdf['p']} ({res.kdf_seconds:.2f} s)")
+    print(f"Password protection: Argon2id {st.kdf.m_kib // 1024} MiB, t={st.kdf.t}, "
+          f"p={st.kdf.p} ({res.kdf_seconds:.2f} s)")
     if res.recovery_code:
         print("Recovery code (shown once; print it and keep it safe):")
         print(f"    {res.recovery_code}")
@@ -181,8 +187,7 @@ def cmd_passwd(args: argparse.Namespace) -> int:
     try:
         old = password(args)
         new = new_password(args)
-        if len(new) < 8 and not args.allow_weak:
-            raise ValidationError("Choose a password of at least 8 characters (or --allow-weak).")
+        refuse_weak_password(new, args)
         vault.change_password(old, new)
     finally:
         vault.lock()
@@ -193,20 +198,18 @@ def cmd_passwd(args: argparse.Namespace) -> int:
 
 def _passwd_with_recovery_code(args: argparse.Namespace) -> int:
     """Forgotten password: the recovery code, then a new password (twice at a prompt)."""
+    from app import bootstrap
     from app.errors import VaultNotFound
-    from app.facade import Vault
-    from storage.unlock import check_recovery_code, vault_exists
     folder = vault_dir(args)
-    if not vault_exists(folder):
+    if not bootstrap.vault_exists(folder):
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
                             "another folder with --vault.")
     code = recovery_code(args)
-    check_recovery_code(folder, code)  # a wrong code is said before the new password is asked
+    bootstrap.check_recovery_code(folder, code)  # said before the new password is asked
     new = new_password(args)
-    if len(new) < 8 and not args.allow_weak:
-        raise ValidationError("Choose a password of at least 8 characters (or --allow-weak).")
-    Vault.open(folder, recovery_code=code, new_password=new, load_model=False,
-               threaded=False, use_chroma=False).lock()
+    refuse_weak_password(new, args)
+    bootstrap.open_vault(folder, recovery_code=code, new_password=new, load_model=False,
+                         threaded=False, use_chroma=False).lock()
     print("New password set with the recovery code; use it from now on. The recovery code "
           "still opens the vault: run `kept recovery-code` for a new one if anyone may have "
           "seen it.")
@@ -255,10 +258,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"Vault      {st.vault_id}")
     print(f"Path       {st.path}")
     print(f"Schema     {st.schema_version}")
-    print(f"Key        Argon2id v{st.kdf['version']:#x} m={st.kdf['m_kib']} KiB t={st.kdf['t']} "
-          f"p={st.kdf['p']}")
+    print(f"Key        Argon2id v{st.kdf.version:#x} m={st.kdf.m_kib} KiB t={st.kdf.t} "
+          f"p={st.kdf.p}")
     print("Memories   " + ", ".join(f"{k} {v}" for k, v in st.totals.items()))
-    print(f"Model      {'found at ' + st.model_dir if st.model_found else 'not found'}")
+    print(f"Model      {f'found at {st.model_dir}' if st.model_found else 'not found'}")
     if not st.semantic_search:
         print("           semantic search is off: lexical recall only (set KEPT_MODEL_DIR)")
     return 0
@@ -299,7 +302,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hit_json(h: Any) -> dict[str, Any]:
+def _hit_json(h: Hit) -> dict[str, object]:
     return {"id": h.id, "store": h.store, "text": h.text, "score": h.score, "refs": list(h.refs)}
 
 
@@ -311,8 +314,8 @@ def _day_end(text: str | None) -> float | None:
     return ts
 
 
-def _filters(args: argparse.Namespace) -> Any:
-    from app.services.recall import Filters
+def _filters(args: argparse.Namespace) -> Filters:
+    from app.api import Filters
     return Filters(as_of=_day_end(args.as_of), known_at=_day_end(args.known_at),
                    agent=getattr(args, "agent", None),
                    include_archived=getattr(args, "archived", False))
@@ -408,20 +411,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if ex.breakdown is not None:
         print("  for this query: " + ", ".join(f"{k} {v:.3f}" for k, v in ex.breakdown.items()))
     for s in ex.sources:
-        print(f"  source [{s['id']}] {s['store']} {s['occurred_at']} ref={s['ref']}: {s['text']}")
+        print(f"  source [{s.id}] {s.store} {s.occurred_at} ref={s.ref}: {s.text}")
     for link in ex.links:
-        print(f"  link {link['src']} -{link['kind']}-> {link['dst']}")
+        print(f"  link {link.src} -{link.kind}-> {link.dst}")
     return 0
 
 
 def cmd_self_check(args: argparse.Namespace) -> int:
-    from storage.selfcheck import passed, report_lines, run_checks
-    checks = run_checks()
+    from app import bootstrap
+    check = bootstrap.self_check()
     if args.json:
-        _print_json({"ok": passed(checks), "checks": [asdict(c) for c in checks]})
+        _print_json({"ok": check.ok, "checks": list(check.checks)})
     else:
-        print("\n".join(report_lines(checks)))
-    return 0 if passed(checks) else 1
+        print("\n".join(check.lines))
+    return 0 if check.ok else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -429,14 +432,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(vault_dir(args) if args.vault else None, reset=args.reset)
 
 
-def _plan_json(plan: Any) -> dict[str, Any]:
+def _plan_json(plan: ForgetPlan) -> dict[str, object]:
     return {"items": [asdict(i) for i in plan.items], "groups": plan.groups(),
             "rows": plan.rows, "total_rows": plan.total_rows,
             "memories": len(plan.items), "include_sources": plan.include_sources,
             "staying": [asdict(i) for i in plan.staying], "irreversible": True}
 
 
-def _print_plan(plan: Any) -> None:
+def _print_plan(plan: ForgetPlan) -> None:
     print(f"Forget plan: {len(plan.items)} memories, {plan.total_rows} rows in all.")
     for kind, n in plan.groups().items():
         print(f"  {n:>6}  {kind}")
@@ -569,11 +572,11 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
     for i in items:
         if i.kind == "review":  # one memory, not two: an LLM asked to forget it
             print(f"#{i.id} (review request, {i.status}: {i.reason or 'asked to forget'})")
-            print(f"  memory: [{i.a['id']}] {to_iso(i.a['occurred_at'])} {i.a['text']}")
+            print(f"  memory: [{i.a.id}] {to_iso(i.a.occurred_at)} {i.a.text}")
             continue
         print(f"#{i.id} ({i.status}, {i.reason})")
         for side, s in (("a", i.a), ("b", i.b)):
-            print(f"  {side}: [{s['id']}] {to_iso(s['occurred_at'])} {s['text']}")
+            print(f"  {side}: [{s.id}] {to_iso(s.occurred_at)} {s.text}")
     if items and not args.all:
         if len(reviews) < len(items):
             print("Resolve a contradiction with: kept resolve ID --keep a|b|both|edit")
@@ -591,16 +594,17 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             vault.reopen(args.id)
             print(f"#{args.id} is open again (in the inbox).")
             return 0
-        keep = "still_true" if args.still_true else "edit" if args.edit else args.keep
+        keep: ResolveChoice | None = (
+            "still_true" if args.still_true else "edit" if args.edit else args.keep)
         if not keep or sum(map(bool, (args.keep, args.still_true, args.edit))) > 1:
             raise ValidationError("Choose one of --keep a|b|both|edit, --still-true, --edit "
                                   "or --reopen.")
         item = next(iter(vault.inbox_items([args.id])), None)
         if item is not None and item.kind == "review" and keep in ("a", "b", "both"):
             raise ValidationError(
-                f"#{args.id} is a review request about one memory ({item.a['id']}), not a "
+                f"#{args.id} is a review request about one memory ({item.a.id}), not a "
                 "contradiction: use --still-true or --edit --text \"...\", or forget it with "
-                f"kept forget --id {item.a['id']}.")
+                f"kept forget --id {item.a.id}.")
         new = vault.resolve(args.id, keep, args.text).value
     finally:
         vault.lock()
@@ -617,11 +621,11 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_undo(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     try:
-        counts = vault.undo_run(args.run_id).value
+        undone = vault.undo_run(args.run_id).value
     finally:
         vault.lock()
     print(f"Undid run {args.run_id}: " + (", ".join(f"{k} {v}" for k, v in sorted(
-        counts.items())) or "nothing to revert"))
+        undone.counts.items())) or "nothing to revert"))
     return 0
 
 
@@ -670,13 +674,15 @@ def _budget(text: str) -> int:
 
 
 def _kdf_mib(text: str) -> int:
-    from storage.crypto import FLOOR_M_KIB, MAX_M_KIB  # what unlock accepts
-    return _int_in(text, FLOOR_M_KIB // 1024, MAX_M_KIB // 1024, "--kdf-memory-mib")
+    from app import bootstrap
+    (low, high), _t = bootstrap.kdf_limits()  # what unlock accepts
+    return _int_in(text, low, high, "--kdf-memory-mib")
 
 
 def _kdf_time(text: str) -> int:
-    from storage.crypto import FLOOR_T, MAX_T
-    return _int_in(text, FLOOR_T, MAX_T, "--kdf-time")
+    from app import bootstrap
+    _m, (low, high) = bootstrap.kdf_limits()
+    return _int_in(text, low, high, "--kdf-time")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -857,8 +863,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes as in the module docstring. Bad input is exit 2 with one line on stderr,
     never a traceback (issue 11, item 5); 1 only for a bug (a one-line report; ``--debug``
     shows the traceback)."""
-    from storage.paths import private_umask
-    private_umask()
+    from app import bootstrap
+    bootstrap.private_umask()
     argv = list(sys.argv[1:] if argv is None else argv)
     bad = _not_utf8(argv)
     if bad is not None:

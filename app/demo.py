@@ -7,6 +7,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from app.api import Turn, VaultAPI
+
 DEMO_PASSWORD = "demo"
 
 DEMO_TURNS = [
@@ -29,27 +31,24 @@ DEMO_TURNS = [
 DEMO_QUERIES = ["Where does Sam live?", "When is Ana's birthday?", "What does Sam do on weekends?"]
 
 
-def demo_turns() -> list[object]:
+def demo_turns() -> list[Turn]:
     from app.clock import parse_iso
-    from app.facade import Turn
     return [Turn(session=s, speaker=who, text=text, at=parse_iso(at), ref=f"{s}:{n}")
             for n, (s, who, text, at) in enumerate(DEMO_TURNS)]
 
 
-def create_demo_vault(folder: Path, *, threaded: bool = False) -> object:
+def create_demo_vault(folder: Path, *, threaded: bool = False) -> VaultAPI:
     """Open the demo vault, creating it (with the demo conversation, consolidated) only if
     the folder holds none. It is filled once: what the person corrects or forgets in it stays
     that way across restarts (re-importing the turns on every start brought a forgotten
     memory back). ``reset_demo_vault`` is the explicit way back to the original."""
-    from app.facade import Vault
-    from storage.crypto import KdfParams
-    from storage.unlock import vault_exists
-    if vault_exists(folder):
-        return Vault.open(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
-    vault = Vault.create(folder, DEMO_PASSWORD, kdf=KdfParams(m=65_536, t=3),
-                         threaded=threaded, use_chroma=False).vault
+    from app import bootstrap
+    if bootstrap.vault_exists(folder):
+        return bootstrap.open_vault(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
+    vault = bootstrap.create_vault(folder, DEMO_PASSWORD, kdf=bootstrap.kdf_params(65_536, 3),
+                                   threaded=threaded, use_chroma=False).vault
     try:
-        vault.import_turns(demo_turns())  # type: ignore[arg-type]
+        vault.import_turns(demo_turns())
         # A living example: facts, people, a habit, and one contradiction for the inbox.
         vault.consolidate(steps=("extract", "entities", "similar", "procedures",
                                  "statistics", "synthesis"))
@@ -59,7 +58,7 @@ def create_demo_vault(folder: Path, *, threaded: bool = False) -> object:
     return vault
 
 
-def reset_demo_vault(folder: Path, *, threaded: bool = False) -> object:
+def reset_demo_vault(folder: Path, *, threaded: bool = False) -> VaultAPI:
     """"Reset demo": delete the demo vault in ``folder`` and create it afresh; returns it open.
 
     Only a demo vault is deleted: the folder must open with the demo password (which also
@@ -67,11 +66,10 @@ def reset_demo_vault(folder: Path, *, threaded: bool = False) -> object:
     else raises before a byte is touched."""
     import shutil
 
-    from app.facade import Vault
-    from storage.unlock import vault_exists
-    if vault_exists(folder):
-        Vault.open(folder, DEMO_PASSWORD, load_model=False, threaded=False,
-                   use_chroma=False).lock()
+    from app import bootstrap
+    if bootstrap.vault_exists(folder):
+        bootstrap.open_vault(folder, DEMO_PASSWORD, load_model=False, threaded=False,
+                             use_chroma=False).lock()
         shutil.rmtree(folder)
     return create_demo_vault(folder, threaded=threaded)
 
@@ -80,16 +78,16 @@ def run_demo(folder: Path | None, *, reset: bool = False) -> int:
     folder = folder or Path(tempfile.mkdtemp(prefix="kept-demo-")) / "vault"
     vault = reset_demo_vault(folder) if reset else create_demo_vault(folder)
     try:
-        st = vault.status()  # type: ignore[attr-defined]
+        st = vault.status()
         print(f"Demo vault at {folder} (password: {DEMO_PASSWORD})")
         print(f"Memories: {st.totals}; semantic search: {'on' if st.semantic_search else 'off'}")
         for q in DEMO_QUERIES:
             print(f"\n> {q}")
-            for h in vault.recall(q, k=3):  # type: ignore[attr-defined]
+            for h in vault.recall(q, k=3):
                 who = f"{h.speaker}: " if h.speaker and h.store in ("episodic", "short_term") \
                     else ""
                 print(f"  [{h.id}] {h.score:.3f} ({h.store}) {who}{h.text}")
     finally:
-        vault.lock()  # type: ignore[attr-defined]
+        vault.lock()
     print(f"\nTry: kept --vault {folder} recall \"Sam's sister\"   (password: {DEMO_PASSWORD})")
     return 0

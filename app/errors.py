@@ -70,18 +70,6 @@ class KeyUnavailable(AppError):
     )
 
 
-class KeyringLocked(AppError):
-    user_message = "The system keychain is locked or refused access; unlock with your password."
-
-
-class DatabaseBusy(AppError):
-    user_message = "The vault is busy; try again in a moment."
-
-
-class IndexCorrupt(AppError):
-    user_message = "The search index is damaged; it will be rebuilt from the vault."
-
-
 class ValidationError(AppError):
     user_message = "That input is not valid."
     exit_code = 2

@@ -2,29 +2,57 @@
 Runs on: any worker thread, never the GUI thread (methods block: crypto, disk, embeddings).
 
 Plain data in, plain data out (frozen dataclasses), so the facade can later be served over
-local IPC. ``Vault.create`` / ``Vault.open`` are the headless composition root: they build the
-storage objects (key scheme, Database, vector index, embedder) and hand them to the services.
-SQL stays in ``storage/``; this module only orchestrates.
+local IPC. The storage objects and the services are built once per unlock by
+``app/bootstrap.py`` (``Vault.create`` / ``Vault.open`` call it) and handed over as
+:class:`Parts`; this module imports no storage module and only orchestrates.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from app import policy
+from app import ports
+from app.api import (  # noqa: F401  (re-exported: the old import paths)
+    DEFAULT_ENTITY_KINDS,
+    CancelToken,
+    Context,
+    ContradictionItem,
+    CreateResult,
+    EntityRow,
+    Explanation,
+    Filters,
+    ForgetPlan,
+    ForgetReport,
+    History,
+    Hit,
+    ImportReport,
+    InboxPage,
+    InboxStatus,
+    Insights,
+    KdfInfo,
+    Listener,
+    MemoryQuery,
+    Page,
+    Progress,
+    ResolveChoice,
+    RunId,
+    RunReport,
+    RunSummary,
+    SettingValue,
+    Turn,
+    UndoReport,
+    VaultAPI,
+    VaultStatus,
+)
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
-from app.clock import Clock, SystemClock
-from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
+from app.clock import Clock
+from app.domain.memory import Draft, Memory, MemoryId, Store
 from app.errors import NotFound, StorageFull, ValidationError, VaultLocked
-from app.services import scoring
-from app.services.text import emotional_score, social_score
+from app.services import ingest as ingestion
 from app.validation import (  # noqa: F401  (re-exported for callers of the facade)
     MAX_LABEL,
     MAX_TEXT,
@@ -33,63 +61,27 @@ from app.validation import (  # noqa: F401  (re-exported for callers of the faca
     check_time,
     parse_time,
 )
-from storage import lexicon, repo
+
+if TYPE_CHECKING:
+
+    from app.services.browse import BrowseService
+    from app.services.consolidation import ConsolidationService
+    from app.services.context import ContextService
+    from app.services.forget import ForgetService
+    from app.services.recall import RecallService
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[Changes], None]
-# After unlock, background work (the page self-test, the RAM lexicon build) waits this long so
-# the window's first paint and a first search do not share the CPU (and the GIL) with it.
-BACKGROUND_GRACE_S = 1.0
-Progress = Callable[[int, int], None]
+# What ``from app.facade import ...`` offers: the facade and, for the old import paths, the
+# contract's types (app/api.py) and the validation helpers.
+__all__ = [
+    "MAX_LABEL", "MAX_TEXT", "CancelToken", "Context", "ContradictionItem", "CreateResult",
+    "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport", "History", "Hit",
+    "ImportReport", "InboxPage", "Insights", "KdfInfo", "MemoryQuery", "Page", "Parts",
+    "RunReport", "RunSummary", "Turn", "UndoReport", "Vault", "VaultStatus", "check_string",
+    "check_text", "check_time", "parse_time", "validate_turn",
+]
 
-
-@dataclass(frozen=True, slots=True)
-class VaultStatus:
-    vault_id: str
-    path: str
-    kdf: dict[str, Any]
-    counts: dict[str, dict[str, int]]
-    totals: dict[str, int]
-    schema_version: str
-    model_found: bool
-    model_dir: str | None
-    semantic_search: bool
-    vectors: int
-    index: str
-    recovery_code: bool
-    remember_device: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    turns: int
-    added: int
-    skipped_duplicates: int
-    sessions: int
-    ids: tuple[MemoryId, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class CreateResult:
-    vault: Vault
-    recovery_code: str | None
-    kdf_seconds: float
-    kdf_warning: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """One validated conversation turn of ``kept import``."""
-
-    session: str
-    speaker: str
-    text: str
-    at: float
-    ref: str
-    store: Store = Store.EPISODIC  # where the memory derived from the turn goes
-    line: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def validate_turn(t: Turn) -> None:
@@ -105,58 +97,59 @@ def validate_turn(t: Turn) -> None:
         raise ValidationError("'store' cannot be working memory.")
 
 
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What ``app/bootstrap.py`` composed for one unlocked vault: the storage objects (as
+    ports), the storage modules the facade itself reads through, and the services."""
+    session: ports.KeySession
+    clock: Clock
+    index: ports.VectorIndex
+    lexicon: ports.Lexicon
+    embedder: ports.Embedder | None
+    model_dir: Path | None
+    rows: ports.MemoryRows
+    lifecycle: ports.Lifecycle
+    schema_version: Callable[[ports.Connection], str]
+    ingest: ingestion.IngestService
+    recall: RecallService
+    context: ContextService
+    forget: ForgetService
+    browse: BrowseService
+    consolidation: ConsolidationService
+
+
 class Vault:
-    """Owner of one unlocked vault. Thread-safe: writes are serialised by the Database."""
+    """Owner of one unlocked vault. Thread-safe: writes are serialised by the Database.
+    Built by ``app/bootstrap.py`` (``Vault.create`` / ``Vault.open``)."""
 
-    def __init__(self, opened: Any, *, clock: Clock | None = None, embedder: Any = None,
-                 model_dir: Path | None = None, use_chroma: bool = True,
-                 vectors: tuple[Any, Any] | None = None) -> None:
-        from storage.vector import VectorIndex
-        self._opened = opened
-        self.clock: Clock = clock or SystemClock()
-        self.embedder = embedder
-        self.model_dir = model_dir
-        self.index = VectorIndex(use_chroma=use_chroma)
-        self.lexicon = lexicon.Lexicon(repo.FTS_WEIGHTS)
-        self.db.after_write.append(self.lexicon.on_write)
+    def __init__(self, parts: Parts) -> None:
+        self._opened = parts.session
+        self.clock: Clock = parts.clock
+        self.embedder = parts.embedder
+        self.model_dir = parts.model_dir
+        self.index = parts.index
+        self.lexicon = parts.lexicon
+        self._rows = parts.rows
+        self._lifecycle = parts.lifecycle
+        self._schema_version = parts.schema_version
+        self._ingest = parts.ingest
+        self._recall = parts.recall
+        self._context = parts.context
+        self._forget = parts.forget
+        self._browse = parts.browse
+        self._consolidation = parts.consolidation
         self._listeners: list[Listener] = []
-        self._lock = threading.RLock()
-        self._load_index(vectors)
-        self._start_lexicon()
 
-    # --- construction ------------------------------------------------------------------
-    @staticmethod
-    def _embedder(load_model: bool) -> tuple[Any, Path | None]:
-        if not load_model:
-            return None, None
-        from storage.embedder import Embedder, find_model_dir
-        model_dir = find_model_dir()
-        if model_dir is None:
-            log.warning("embedding model not found: semantic search is off")
-            return None, None
-        try:
-            return Embedder(model_dir), model_dir
-        except Exception as exc:  # a damaged model file must not stop the vault opening
-            log.error("embedding model failed to load (%s): semantic search is off",
-                      type(exc).__name__)
-            return None, None
-
+    # --- construction (app/bootstrap.py) -------------------------------------------------
     @classmethod
-    def create(cls, folder: Path, password: str, *, kdf: Any = None, recovery: bool = False,
-               clock: Clock | None = None, load_model: bool = True, threaded: bool = True,
-               use_chroma: bool = True) -> CreateResult:
-        import time
-
-        from storage.unlock import OpenVault
-        start = time.perf_counter()
-        opened = OpenVault.create(folder, password, kdf=kdf, threaded=threaded)
-        seconds = time.perf_counter() - start
-        code = opened.add_recovery_code() if recovery else None
-        embedder, model_dir = cls._embedder(load_model)
-        vault = cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
-                    use_chroma=use_chroma)
-        vault._seed_settings()
-        return CreateResult(vault, code, seconds)
+    def create(cls, folder: Path, password: str, *, kdf: ports.KdfParams | None = None,
+               recovery: bool = False, clock: Clock | None = None, load_model: bool = True,
+               threaded: bool = True, use_chroma: bool = True) -> CreateResult:
+        """A new vault in ``folder`` (``bootstrap.create_vault``)."""
+        from app import bootstrap
+        return bootstrap.create_vault(folder, password, kdf=kdf, recovery=recovery,
+                                      clock=clock, load_model=load_model, threaded=threaded,
+                                      use_chroma=use_chroma)
 
     @classmethod
     def open(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
@@ -168,64 +161,12 @@ class Vault:
         passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
         callbacks run. ``"sync"`` checks before returning (the CLI's single-threaded mode
         always does). ``recovery_code`` with ``new_password``: a forgotten password is
-        replaced (the code keeps working; ``OpenVault.recover``)."""
-        from storage.unlock import OpenVault
-        if recovery_code is not None and new_password is not None:
-            opened, info = OpenVault.recover(folder, recovery_code, new_password,
-                                             threaded=threaded, verify=verify)
-        else:
-            opened, info = OpenVault.unlock(folder, password, recovery_code=recovery_code,
-                                            use_device=use_device, threaded=threaded,
-                                            verify=verify)
-        log.info("unlocked in %.3f s", info.seconds)
-        try:
-            # One after the other: loading the model on a second thread while the vectors
-            # are read made both slower (they take turns on the GIL: 1.28 s against 0.46 +
-            # 0.25 s at 100k).
-            vectors = None
-            if load_model:
-                from storage.embedder import MODEL_NAME
-                vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, MODEL_NAME)))
-            embedder, model_dir = cls._embedder(load_model)
-            vault = cls(opened, clock=clock, embedder=embedder, model_dir=model_dir,
-                        use_chroma=use_chroma, vectors=vectors)
-            # Now that the index is in RAM; a write cuts the grace short (storage/db.py).
-            opened.db.start_verification(delay=BACKGROUND_GRACE_S if threaded else 0.0)
-            return vault
-        except BaseException:
-            opened.lock()
-            raise
-
-    def _seed_settings(self) -> None:
-        from app.settings import SETTINGS
-
-        def run(conn: Any) -> None:
-            for s in SETTINGS:
-                if repo.get_setting(conn, s.key) is None:
-                    repo.put_setting(conn, s.key, s.default)
-        self.db.write_sync(run)
-
-    def _load_index(self, vectors: tuple[str, Any] | None = None) -> None:
-        if self.embedder is None:
-            return
-        if vectors is not None and vectors[0] == self.embedder.model_name:
-            ids, mat = vectors[1]
-        else:
-            ids, mat = self.db.read(lambda c: repo.load_vectors(c, self.embedder.model_name))
-        self.index.load(ids, mat)
-
-    def _start_lexicon(self) -> None:
-        """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
-        background; FTS5 answers until it is ready and on small vaults."""
-        rows = self.db.read(lambda c: c.execute("SELECT count(*) FROM memory").fetchone()[0])
-        chroma = self.index.start_chroma_build if self.embedder is not None else None
-        if rows >= lexicon.MIN_ROWS and self.db.threaded:  # not for one-shot CLI commands
-            # The lexicon first: it turns 300 ms of FTS5 into 2; Chroma is no faster than
-            # exact search at this size, so its build waits rather than compete for the CPU.
-            self.lexicon.build_in_background(self.db.read, then=chroma,
-                                             delay=BACKGROUND_GRACE_S)
-        elif chroma is not None:
-            chroma()
+        replaced (the code keeps working; ``OpenVault.recover``). ``bootstrap.open_vault``."""
+        from app import bootstrap
+        return bootstrap.open_vault(folder, password, recovery_code=recovery_code,
+                                    use_device=use_device, clock=clock, load_model=load_model,
+                                    threaded=threaded, use_chroma=use_chroma, verify=verify,
+                                    new_password=new_password)
 
     def watch_integrity(self, on_corrupt: Callable[[], None]) -> None:
         """``on_corrupt()`` (from the check's thread) if the background self-test fails, at
@@ -238,7 +179,7 @@ class Vault:
 
     # --- plumbing ----------------------------------------------------------------------
     @property
-    def db(self) -> Any:
+    def db(self) -> ports.Database:
         if self._opened is None or self._opened.locked:
             raise VaultLocked()
         return self._opened.db
@@ -250,6 +191,11 @@ class Vault:
     @property
     def locked(self) -> bool:
         return self._opened is None or self._opened.locked
+
+    def _check_unlocked(self) -> None:
+        """Services hold the Database itself: ask here, before handing work to one."""
+        if self.locked:
+            raise VaultLocked()
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -269,7 +215,8 @@ class Vault:
             self.lexicon.clear()  # first: its thread may start the Chroma build when done
             self.index.close()
             self._opened.lock()
-        self.embedder = None
+        # The services were built once for this unlock: they let go of the model too.
+        self.embedder = self._ingest.embedder = self._recall.embedder = None
         changes = Changes(lock=True)
         self._emit(changes)
         return Result(None, changes)
@@ -302,15 +249,14 @@ class Vault:
 
     # --- status ------------------------------------------------------------------------
     def status(self) -> VaultStatus:
-        from storage.migrations import schema_version
         kf = self._opened.key_file
 
-        def run(conn: Any) -> tuple[dict[str, dict[str, int]], str]:
-            return repo.counts(conn), schema_version(conn)
+        def run(conn: ports.Connection) -> tuple[dict[str, dict[str, int]], str]:
+            return self._rows.counts(conn), self._schema_version(conn)
         counts, version = self.db.read(run)
         totals = {store: sum(v.values()) for store, v in counts.items()}
-        kdf = {"alg": kf.kdf.alg, "version": kf.kdf.v, "m_kib": kf.kdf.m, "t": kf.kdf.t,
-               "p": kf.kdf.p}
+        kdf = KdfInfo(alg=kf.kdf.alg, version=kf.kdf.v, m_kib=kf.kdf.m, t=kf.kdf.t,
+                      p=kf.kdf.p)
         return VaultStatus(
             vault_id=kf.vault_id, path=str(self.folder), kdf=kdf, counts=counts, totals=totals,
             schema_version=version, model_found=self.model_dir is not None,
@@ -338,86 +284,35 @@ class Vault:
     @staticmethod
     def validate_draft(d: Draft) -> Draft:
         """Pure and cheap: no I/O (may run inline in a form). Every field, before any write:
-        the same limits as an import (``check_*`` above)."""
-        text = check_text(d.text)
-        check_string(d.agent, "The agent")
-        for label in ("context", "ref", "session", "speaker"):
-            if getattr(d, label) is not None:
-                check_string(getattr(d, label), f"The {label}")
-        for when in ("occurred_at", "valid_from", "valid_until"):
-            if getattr(d, when) is not None:
-                check_time(getattr(d, when), f"The {when.replace('_', ' ')} time")
-        if d.store is Store.WORKING:
-            raise ValidationError("Working memory is assembled per request and never stored.")
-        for name in ("importance", "emotional", "social", "confidence"):
-            value = getattr(d, name)
-            if value is not None and not 0.0 <= value <= 1.0:
-                raise ValidationError(f"{name} must be between 0 and 1.")
-        return replace(d, text=text)
-
-    def _scores(self, d: Draft, now: float, known: tuple[float, float] | None = None
-                ) -> tuple[Scores, str, float]:
-        """``known``: (emotional, social) already computed for this very text and speaker
-        (an import scores each turn's text once for the turn and its episode)."""
-        decay_class = policy.STORE_DECAY[d.store.value]
-        emotional = d.emotional if d.emotional is not None else (
-            known[0] if known is not None else emotional_score(d.text))
-        social = d.social if d.social is not None else (
-            known[1] if known is not None else social_score(d.text, d.speaker))
-        if d.store in (Store.SEMANTIC, Store.PROCEDURAL) and social > 0.5:
-            decay_class = "social"
-        elif d.store is Store.EPISODIC and emotional > 0.6:
-            decay_class = "emotional"
-        importance = d.importance if d.importance is not None else \
-            policy.DEFAULT_IMPORTANCE[d.store.value]
-        hours = max(0.0, (now - (d.occurred_at or now)) / policy.HOUR)
-        rec = scoring.recency(decay_class, hours)
-        comp = scoring.composite(importance, rec, 0.0, emotional, social)
-        confidence = d.confidence if d.confidence is not None else (
-            1.0 if d.user_validated else 0.5)
-        return Scores(importance, rec, 0.0, emotional, social, comp), decay_class, confidence
+        the same limits as an import (``app/services/ingest.py``)."""
+        return ingestion.validate_draft(d)
 
     @staticmethod
-    def fts_keys(d: Draft) -> str:
-        """Extra lexical keys: who said it and when (so "what did Anna say in May" matches)."""
-        from app.services.text import date_words
-        parts = [d.speaker or "", d.context or ""]
-        if d.occurred_at is not None:
-            parts.append(date_words(d.occurred_at))
-        return " ".join(p for p in parts if p)
+    def read_import(path: Path) -> list[Turn]:
+        """Pure, no vault access: a JSON Lines file of turns, every line checked before
+        anything is written (``ImportInvalid`` names the bad lines; an unreadable file is a
+        ``ValidationError``). Front ends call it off the GUI thread, then ``import_turns``."""
+        from app.services.importer import read_import
+        return read_import(path)
 
     @staticmethod
-    def embed_text(d: Draft) -> str:
-        """What the dense vector is made from: a said thing carries its time and speaker,
-        "[1:56 pm on 8 May, 2023] Ana: ..." (+.03 R@10 on LoCoMo dev over the bare text)."""
-        from app.services.text import date_words
-        if d.speaker and d.store in (Store.EPISODIC, Store.SHORT_TERM):
-            when = f"[{date_words(d.occurred_at)}] " if d.occurred_at is not None else ""
-            return f"{when}{d.speaker}: {d.text}"
-        return d.text
+    def check_endpoint(url: str) -> str:
+        """Pure: an LLM endpoint's base URL, normalised as consent records it;
+        ``ValidationError`` unless it is an http(s) URL with a host and no user name."""
+        from app.services.llm import normalise_base_url
+        return normalise_base_url(url)
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
-        if self.embedder is None or not texts:
-            return None
-        return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+    @staticmethod
+    def consent_text(url: str) -> str | None:
+        """Pure: what the person agrees to before memory snippets go to this (normalised)
+        endpoint; None for an endpoint on this computer (loopback needs no consent)."""
+        from app.services.llm import consent_text, is_loopback
+        return None if is_loopback(url) else consent_text(url)
 
     def remember(self, draft: Draft) -> Result[MemoryId]:
         d = self.validate_draft(draft)
-        now = self.clock.now()
-        scores, decay_class, confidence = self._scores(d, now)
-        vec = self._embed([self.embed_text(d)]) if d.store is not Store.SHORT_TERM else None
-        keys = self.fts_keys(d)
-        model = self.embedder.model_name if self.embedder else ""
-
-        def run(conn: Any) -> MemoryId:
-            mid = repo.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
-                                     confidence=confidence, fts_keys=keys)
-            if vec is not None:
-                repo.put_vectors(conn, [mid], vec, model)
-            return mid
-        mid = self.db.write_sync(run)
-        if vec is not None:
-            self.index.add([mid], vec)
+        self._check_unlocked()
+        mid = self._ingest.remember(d)
         self._emit(MEMORY_CHANGES)
         return Result(mid, MEMORY_CHANGES)
 
@@ -441,142 +336,51 @@ class Vault:
         if errors:
             raise ImportInvalid(errors)
         now = self.clock.now()
-        existing = self.db.read(lambda c: {
-            (t.session, t.ref) for t in turns
-            if repo.find_ref(c, t.session, t.ref, Store.SHORT_TERM) is not None})
-        seen: set[tuple[str, str]] = set(existing)
-        todo: list[Turn] = []
-        for t in turns:
-            if (t.session, t.ref) not in seen:
-                seen.add((t.session, t.ref))
-                todo.append(t)
-        seq_base = self.db.read(lambda c: {
-            s: (c.execute("SELECT coalesce(max(seq), -1) FROM memory WHERE session = ?",
-                          (s,)).fetchone()[0]) for s in {t.session for t in todo}})
-        next_seq = {s: int(v) + 1 for s, v in seq_base.items()}
-        added: list[MemoryId] = []
-        model = self.embedder.model_name if self.embedder else ""
-        done = 0
-
-        def finish(fut: Any, vecs: Any, n: int) -> None:
-            nonlocal done
-            ids = fut.result()
-            if vecs is not None:
-                self.index.add(ids, vecs)
-            added.extend(ids)
-            done += n
-            if progress is not None:
-                progress(done, len(todo))
-
+        self._check_unlocked()
+        todo = self._ingest.new_turns(turns)
+        tally = ingestion.ImportTally()
         try:
-            self._import_batches(todo, batch, next_seq, model, now, finish)
+            self._ingest.import_turns(todo, now, tally, progress=progress, batch=batch)
         except StorageFull as exc:
-            if added:
+            if tally.added:
                 self._emit(MEMORY_CHANGES)  # the batches that did land
             raise StorageFull(
-                f"The disk filled up during the import: {done:,} of {len(todo):,} new turns "
-                "were saved, whole; the rest were not.",
+                f"The disk filled up during the import: {tally.done:,} of {len(todo):,} new "
+                "turns were saved, whole; the rest were not.",
                 hint="Free some space and run the same import again: it adds only the "
                      "turns still missing.") from exc
         # ``done`` counts turns written; ``added`` only the memories derived from them (a
         # ``short_term`` turn has none, and was reported as "Imported 0 turn(s)").
-        report = ImportReport(turns=len(turns), added=done,
+        report = ImportReport(turns=len(turns), added=tally.done,
                               skipped_duplicates=len(turns) - len(todo),
-                              sessions=len({t.session for t in turns}), ids=tuple(added))
-        changes = MEMORY_CHANGES if done else NO_CHANGES
+                              sessions=len({t.session for t in turns}), ids=tuple(tally.added))
+        changes = MEMORY_CHANGES if tally.done else NO_CHANGES
         self._emit(changes)
         return Result(report, changes)
 
-    def _import_batches(self, todo: list[Turn], batch: int, next_seq: dict[str, int],
-                        model: str, now: float, finish: Callable[[Any, Any, int], None]
-                        ) -> None:
-        """Pipelined: batch k+1 is scored and embedded while the writer thread commits batch
-        k. Commits stay in order, one transaction per batch, and batch k+1 is only queued
-        once batch k has committed (a failed write stops the import)."""
-        pending: tuple[Any, Any, int] | None = None
-        try:
-            for start in range(0, len(todo), batch):
-                chunk = todo[start:start + batch]
-                drafts = []
-                for t in chunk:
-                    seq = next_seq[t.session]
-                    next_seq[t.session] += 1
-                    base = Draft(text=t.text, store=Store.SHORT_TERM, occurred_at=t.at,
-                                 session=t.session, speaker=t.speaker, seq=seq, ref=t.ref)
-                    drafts.append((base, t.store))
-                vecs = self._embed([self.embed_text(replace(d, store=st)) for d, st in drafts
-                                     if st is not Store.SHORT_TERM])
-                prepared = []
-                for d, store in drafts:
-                    keys = self.fts_keys(d)
-                    scored = self._scores(d, now)
-                    e: Any = None
-                    if store is not Store.SHORT_TERM:
-                        extra: dict[str, object] = (
-                            {"event_type": "conversation", "actors": [d.speaker]}
-                            if store is Store.EPISODIC else {})
-                        e = replace(d, store=store, extra=extra)
-                        # Same text and speaker: reuse the turn's emotional and social scores.
-                        e = (e, *self._scores(e, now, (scored[0].emotional, scored[0].social)))
-                    prepared.append((d, *scored, e, keys))
-
-                def run(conn: Any, prepared: list[Any] = prepared, vecs: Any = vecs
-                        ) -> list[MemoryId]:
-                    derived_ids = []
-                    texts = []  # full-text rows, written once per batch (repo.index_texts)
-                    for d, ss, sc, sf, e, keys in prepared:
-                        tid = repo.insert_memory(conn, d, now=now, decay_class=sc, scores=ss,
-                                                 confidence=sf, fts_keys=keys, index_text=False)
-                        texts.append((tid, d.text, keys, d.session, d.store.value, d.seq))
-                        if e is not None:
-                            ed, es, ec, ef = e
-                            eid = repo.insert_memory(
-                                conn, replace(ed, derived_from=(tid,)), now=now, decay_class=ec,
-                                scores=es, confidence=ef, fts_keys=keys, index_text=False)
-                            texts.append((eid, ed.text, keys, ed.session, ed.store.value, ed.seq))
-                            derived_ids.append(eid)
-                    repo.index_texts(conn, texts)
-                    if vecs is not None:
-                        repo.put_vectors(conn, derived_ids, vecs, model)
-                    return derived_ids
-                if pending is not None:
-                    previous, pending = pending, None
-                    finish(*previous)
-                pending = (self.db.write(run), vecs, len(chunk))
-            if pending is not None:
-                previous, pending = pending, None
-                finish(*previous)
-        finally:
-            if pending is not None:
-                # Failing while the previous batch was being written: that transaction commits
-                # on its own, so keep the in-RAM index in step with it before the error leaves.
-                try:
-                    finish(*pending)
-                except Exception:
-                    log.exception("import batch failed")
-
     # --- reading -----------------------------------------------------------------------
     def get(self, mid: int) -> Memory:
-        m = self.db.read(lambda c: repo.get_memory(c, mid))
+        m: Memory | None = self.db.read(lambda c: self._rows.get_memory(c, mid))
         if m is None:
             raise NotFound()
         return m
 
-    def refs(self, ids: Iterable[int]) -> dict[int, list[str]]:
+    def refs(self, ids: Iterable[int]) -> Mapping[MemoryId, list[str]]:
+        """Each memory's conversation refs (its own and its sources')."""
         ids = list(ids)
-        return self.db.read(lambda c: repo.refs_of(c, ids))
+        refs = self.db.read(lambda c: self._rows.refs_of(c, ids))
+        return {MemoryId(k): v for k, v in refs.items()}
 
     # --- recall ------------------------------------------------------------------------
     @property
-    def recall_service(self) -> Any:
-        from app.services.recall import RecallService
-        return RecallService(self.db, self.index, self.embedder, lexicon=self.lexicon)
+    def recall_service(self) -> RecallService:
+        self._check_unlocked()
+        return self._recall
 
     def recall(self, query: str, *, k: int = 10, now: float | None = None,
-               filters: Any = None, touch: bool = True) -> list[Any]:
+               filters: Filters | None = None, touch: bool = True) -> list[Hit]:
         """Hybrid recall (DESIGN 6). ``touch`` records the access and applies reinforcement.
         An explicit ``now`` never returns what happened after it."""
-        from app.services.recall import Filters
         if not query.strip():
             raise ValidationError("The query is empty.")
         filters = filters or Filters()
@@ -589,12 +393,12 @@ class Vault:
         return hits
 
     def recall_batch(self, queries: Sequence[tuple[str, str, float | None]], *, k: int = 10,
-                     filters: Any = None, progress: Progress | None = None) -> list[Any]:
+                     filters: Filters | None = None, progress: Progress | None = None
+                     ) -> list[tuple[str, list[Hit]]]:
         """Many queries at once (one embedding batch); read-only, so evaluations do not
         reinforce what they read. Items: (qid, query, now)."""
-        from app.services.recall import Filters
         service = self.recall_service
-        vecs = self._embed([q for _, q, _ in queries])
+        vecs = self._ingest.embed([q for _, q, _ in queries])
         out = []
         for n, (qid, query, now) in enumerate(queries):
             qvec = vecs[n] if vecs is not None else None
@@ -608,42 +412,41 @@ class Vault:
         return out
 
     def context(self, query: str, *, budget: int | None = None,
-                now: float | None = None, filters: Any = None) -> Any:
+                now: float | None = None, filters: Filters | None = None) -> Context:
         """``filters``: as for recall (time travel: ``as_of``, ``known_at``). ``budget``
         (tokens): the ``recall.context_budget`` setting unless given."""
-        from app.services.context import assemble
         if budget is None:
-            budget = int(self.setting("recall.context_budget"))
+            budget = int(self.setting("recall.context_budget") or 0)
         if budget < 0:
             raise ValidationError("The context budget cannot be negative.")
         hits = self.recall(query, k=40, now=now, filters=filters, touch=False)
         now = self.clock.now() if now is None else now
-        ctx = assemble(self, query, hits, budget=budget, now=now)
+        ctx = self._context.assemble(query, hits, budget=budget, now=now)
         # Only what made it into the context was "returned" (DESIGN 6.5).
         self.recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
         return ctx
 
-    def explain(self, mid: int, query: str | None = None, now: float | None = None) -> Any:
-        from app.services.context import explain
-        return explain(self, mid, query, self.clock.now() if now is None else now)
+    def explain(self, mid: int, query: str | None = None, now: float | None = None
+                ) -> Explanation:
+        self._check_unlocked()
+        return self._context.explain(mid, query, self.clock.now() if now is None else now)
 
     # --- forget, correct, history, archive (DESIGN 8) ------------------------------------
     def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
-                    entity: str | None = None, include_sources: bool = True) -> Any:
+                    entity: str | None = None, include_sources: bool = True) -> ForgetPlan:
         """Step 1: everything that would go, grouped by kind. Changes nothing."""
-        from app.services import forget
-        return forget.plan(self, ids=tuple(ids), query=query, entity=entity,
-                           include_sources=include_sources)
+        self._check_unlocked()
+        return self._forget.plan(ids=tuple(ids), query=query, entity=entity,
+                                 include_sources=include_sources)
 
-    def forget(self, plan: Any) -> Result[Any]:
+    def forget(self, plan: ForgetPlan) -> Result[ForgetReport]:
         """Step 2: delete exactly the plan, in one transaction. Cannot be undone."""
-        from app.services import forget
-        report = forget.execute(self, plan)
+        self._check_unlocked()
+        report = self._forget.forget(plan)
         if report.memories:
             # Implicit statistics are recomputed from what is left (their text may name
             # what was forgotten).
-            from app.services.consolidation import recompute_statistics
-            recompute_statistics(self, self.clock.now(), create=False)
+            self.consolidation.recompute_statistics(self.clock.now(), create=False)
             self.db.checkpoint()
         changes = Changes(memories=True, entities=True, contradictions=True, history=True,
                           index=True, runs=True)
@@ -653,42 +456,8 @@ class Vault:
     def correct(self, mid: int, text: str) -> Result[MemoryId]:
         """A new version, user-validated with confidence 1.0, supersedes the old one; both
         stay in the history."""
-        from storage import lifecycle
-        old = self.get(mid)
-        if old.status.value == "superseded":
-            raise ValidationError(
-                f"Memory {mid} was already replaced by {old.superseded_by}; correct that one.")
-        extra = dict(old.extra)
-        if old.store is Store.SEMANTIC:
-            extra.pop("object", None)  # the corrected statement no longer says the old object
-        d = self.validate_draft(Draft(
-            text=text, store=old.store, occurred_at=old.occurred_at, agent=old.agent,
-            context=old.context, session=old.session, speaker=old.speaker, seq=old.seq,
-            ref=None,
-            importance=old.scores.importance, emotional=None, social=None, confidence=1.0,
-            user_validated=True, valid_from=old.valid_from, valid_until=old.valid_until,
-            extra=extra))
-        now = self.clock.now()
-        scores, decay_class, _conf = self._scores(d, now)
-        vec = self._embed([self.embed_text(d)]) if d.store is not Store.SHORT_TERM else None
-        model = self.embedder.model_name if self.embedder else ""
-        keys = self.fts_keys(d)
-
-        def run(conn: Any) -> MemoryId:
-            new = repo.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
-                                     confidence=1.0, fts_keys=keys)
-            lifecycle.copy_links(conn, mid, new, now)
-            lifecycle.supersede(conn, mid, new, now)
-            if old.session is not None and old.seq is not None:
-                repo.refresh_context(conn, old.session, old.store.value, old.seq)
-            repo.add_history(conn, mid, now, "superseded", old.text, f"corrected as {new}")
-            repo.add_history(conn, new, now, "corrected", None, f"correction of {mid}")
-            if vec is not None:
-                repo.put_vectors(conn, [new], vec, model)
-            return new
-        new = self.db.write_sync(run)
-        if vec is not None:
-            self.index.add([new], vec)
+        self._check_unlocked()
+        new = self._ingest.correct(mid, text)
         self._emit(MEMORY_CHANGES)
         return Result(new, MEMORY_CHANGES)
 
@@ -697,28 +466,26 @@ class Vault:
         self.get(mid)
         now = self.clock.now()
 
-        def run(conn: Any) -> None:
-            conn.execute("UPDATE memory SET user_validated = 1, confidence = 1.0 WHERE id = ?",
-                         (mid,))
-            repo.add_history(conn, mid, now, "confirmed", None, None)
+        def run(conn: ports.Connection) -> None:
+            self._lifecycle.confirm(conn, mid)
+            self._rows.add_history(conn, mid, now, "confirmed", None, None)
         self.db.write_sync(run)
         self._emit(MEMORY_CHANGES)
         return Result(None, MEMORY_CHANGES)
 
-    def history(self, mid: int) -> Any:
-        from app.services import forget
-        return forget.history(self, mid)
+    def history(self, mid: int) -> History:
+        self._check_unlocked()
+        return self._forget.history(mid)
 
     def _set_status(self, mid: int, status: str, action: str, allowed: tuple[str, ...]) -> None:
-        from storage import lifecycle
         m = self.get(mid)
         if m.status.value not in allowed:
             raise ValidationError(f"Memory {mid} is {m.status.value}; cannot {action} it.")
         now = self.clock.now()
 
-        def run(conn: Any) -> None:
-            lifecycle.set_status(conn, mid, status)
-            repo.add_history(conn, mid, now, action, None, None)
+        def run(conn: ports.Connection) -> None:
+            self._lifecycle.set_status(conn, mid, status)
+            self._rows.add_history(conn, mid, now, action, None, None)
         self.db.write_sync(run)
         self._emit(MEMORY_CHANGES)
 
@@ -733,44 +500,44 @@ class Vault:
 
     # --- consolidation (DESIGN 7) ----------------------------------------------------
     @property
-    def consolidation(self) -> Any:
-        from app.services.consolidation import ConsolidationService
-        return ConsolidationService(self)
+    def consolidation(self) -> ConsolidationService:
+        self._check_unlocked()
+        return self._consolidation
 
-    def consolidate(self, *, now: float | None = None, cancel: Any = None,
+    def consolidate(self, *, now: float | None = None, cancel: CancelToken | None = None,
                     progress: Progress | None = None, kind: str = "consolidation",
-                    steps: tuple[str, ...] | None = None) -> Result[Any]:
+                    steps: tuple[str, ...] | None = None) -> Result[RunReport]:
         """Run the pipeline once; returns the run report (ids and counts only)."""
-        kwargs: dict[str, Any] = {"now": now, "cancel": cancel, "progress": progress,
-                                  "kind": kind}
-        if steps is not None:
-            kwargs["steps"] = steps
-        report = self.consolidation.run(**kwargs)
+        from app.services.consolidation import STEPS
+        report = self.consolidation.run(now=now, cancel=cancel, progress=progress, kind=kind,
+                                        steps=STEPS if steps is None else steps)
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
                           index=True)
         self._emit(changes)
         return Result(report, changes)
 
-    def contradictions(self, status: str | None = "open") -> list[Any]:
+    def contradictions(self, status: InboxStatus | None = "open"
+                       ) -> list[ContradictionItem]:
         return list(self.consolidation.contradictions(status=status))
 
-    def inbox_page(self, status: str, page: int = 0, size: int = 25) -> Any:
+    def inbox_page(self, status: InboxStatus, page: int = 0, size: int = 25) -> InboxPage:
         """One page of an inbox list (open, auto or resolved): ids first, batched rows."""
         return self.consolidation.inbox_page(status, page, size)
 
-    def inbox_items(self, ids: Sequence[int]) -> list[Any]:
+    def inbox_items(self, ids: Sequence[int]) -> list[ContradictionItem]:
         """These inbox items (contradictions or review requests), with both sides."""
-        return list(self.consolidation.inbox_items(ids))
+        return list(self.consolidation.inbox_items(tuple(ids)))
 
     def inbox_count(self) -> int:
         """Open contradictions and review requests."""
         return int(self.consolidation.inbox_count())
 
-    def resolve(self, cid: int, keep: str, text: str | None = None) -> Result[int | None]:
+    def resolve(self, cid: int, keep: ResolveChoice, text: str | None = None
+                ) -> Result[MemoryId | None]:
         new = self.consolidation.resolve(cid, keep, text)
         changes = Changes(memories=True, contradictions=True, history=True)
         self._emit(changes)
-        return Result(new, changes)
+        return Result(None if new is None else MemoryId(new), changes)
 
     def reopen(self, cid: int) -> Result[None]:
         self.consolidation.reopen(cid)
@@ -778,22 +545,27 @@ class Vault:
         self._emit(changes)
         return Result(None, changes)
 
-    def undo_run(self, run_id: int) -> Result[dict[str, int]]:
-        counts = self.consolidation.undo(run_id)
+    def undo_run(self, run_id: int) -> Result[UndoReport]:
+        """Revert everything run ``run_id`` changed; the value counts what was reverted."""
+        counts = UndoReport(RunId(run_id), dict(self.consolidation.undo(run_id)))
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
                           index=True)
         self._emit(changes)
         return Result(counts, changes)
 
-    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        return list(self.consolidation.runs(limit))
+    def runs(self, limit: int = 20) -> list[RunSummary]:
+        """The newest runs first."""
+        return self.consolidation.run_summaries(limit)
 
-    def setting(self, key: str) -> Any:
+    def setting(self, key: str) -> SettingValue | None:
         from app.settings import BY_KEY
-        value = self.db.read(lambda c: repo.get_setting(c, key))
-        return BY_KEY[key].default if value is None and key in BY_KEY else value
+        value: SettingValue | None = self.db.read(lambda c: self._rows.get_setting(c, key))
+        if value is None and key in BY_KEY:
+            default: SettingValue = BY_KEY[key].default
+            return default
+        return value
 
-    def set_setting(self, key: str, value: Any) -> Result[None]:
+    def set_setting(self, key: str, value: SettingValue) -> Result[None]:
         from app.settings import BY_KEY
         if key not in BY_KEY:
             raise ValidationError(f"Unknown setting {key!r}.")
@@ -802,30 +574,34 @@ class Vault:
             value = spec.type(value) if not isinstance(value, spec.type) else value
         except (TypeError, ValueError) as exc:
             raise ValidationError(f"{key} must be a {spec.type.__name__}.") from exc
-        self.db.write_sync(lambda c: repo.put_setting(c, key, value))
+        self.db.write_sync(lambda c: self._rows.put_setting(c, key, value))
         changes = Changes(settings=True)
         self._emit(changes)
         return Result(None, changes)
 
     # --- browsing (the window's lists; keyset paging, never OFFSET) ------------------
-    def page_memories(self, query: Any, after: tuple[float, int] | None = None,
-                      limit: int = 200) -> Any:
-        from app.services.browse import page
-        return page(self, query, after, limit)
+    def page_memories(self, query: MemoryQuery, after: tuple[float, int] | None = None,
+                      limit: int = 200) -> Page:
+        self._check_unlocked()
+        return self._browse.page(query, after, limit)
 
-    def count_memories(self, query: Any) -> int:
-        from app.services.browse import count
-        return count(self, query)
+    def count_memories(self, query: MemoryQuery) -> int:
+        self._check_unlocked()
+        return self._browse.count(query)
 
-    def entities(self, kinds: tuple[str, ...] = ("person", "company", "project", "area",
-                                                 "resource", "archive")) -> list[Any]:
-        from app.services.browse import entities
-        return entities(self, kinds)
+    def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]:
+        self._check_unlocked()
+        return self._browse.entities(kinds)
 
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]:
-        from storage import browse
-        return list(self.db.read(lambda c: browse.timeline_days(c, limit)))
+        self._check_unlocked()
+        return self._browse.timeline_days(limit)
 
-    def insights(self) -> Any:
-        from app.services.browse import insights
-        return insights(self)
+    def insights(self) -> Insights:
+        self._check_unlocked()
+        return self._browse.insights()
+
+
+# mypy checks here that the in-process Vault is a VaultAPI (tests/test_contract.py checks that
+# no signature of either holds Any or a dict).
+_CONTRACT: type[VaultAPI] = Vault

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.api import CancelToken, RunReport, VaultAPI
 from app.clock import Clock
-from app.services.consolidation import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +31,14 @@ SYNTHESIS_STEPS = ("synthesis", "statistics")
 class JobOutcome:
     job: str
     ok: bool
-    report: Any = None
+    report: RunReport | None = None
     error: str | None = None
 
 
 class Jobs:
     """The job functions, bound to a vault. Owner: whoever owns the scheduler."""
 
-    def __init__(self, vault: Any, clock: Clock, on_done: Callable[[JobOutcome], None] | None
+    def __init__(self, vault: VaultAPI, clock: Clock, on_done: Callable[[JobOutcome], None] | None
                  = None) -> None:
         self.vault = vault
         self.clock = clock

@@ -18,6 +18,14 @@ _TIME_MIN = -62_135_596_800.0  # 0001-01-01T00:00:00Z
 # 9999-12-31T23:59:59.999Z: a float this close to year 10000 is only a few microseconds
 # precise, and datetime rounds 23:59:59.99999 up into year 10000.
 _TIME_MAX = 253_402_300_799.999
+# The shortest new password Kept accepts (the CLI's --allow-weak lifts it), on every path that
+# sets one: create, change, recovery. Argon2id makes each guess slow; length does the rest.
+MIN_PASSWORD_LENGTH = 8
+
+
+def password_too_short(password: str) -> bool:
+    """True when a new password is shorter than ``MIN_PASSWORD_LENGTH`` characters."""
+    return len(password) < MIN_PASSWORD_LENGTH
 
 
 def check_string(value: object, what: str, *, limit: int = MAX_LABEL) -> str:

@@ -424,7 +424,8 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
             orig_init(self, *a, **k)
             parts["db_open_s"] = parts.get("db_open_s", 0.0) + time.perf_counter() - t0
         Database.__init__ = db_init  # type: ignore[method-assign]
-        undo.append(_timed(Vault, "_embedder", parts, "model_load_s"))
+        from app import bootstrap
+        undo.append(_timed(bootstrap, "load_embedder", parts, "model_load_s"))
         undo.append(_timed(repo, "load_vectors", parts, "load_vectors_s"))
         t0, c0 = time.perf_counter(), time.process_time()
         vault = Vault.open(folder, PASSWORD)

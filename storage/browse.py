@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from app import api
+from app.api import EntityRow, StatisticRow
+from app.domain.memory import EntityId
+from app.ports import BrowseRow, TierInput
 from storage.sqlcipher import Connection
 
 # A status filter of "live": every memory the person has not forgotten or replaced, that is
 # active or archived (decay puts memories aside; they stay on the Timeline).
-LIVE = "live"
-LIVE_STATUSES = ("active", "archived")
+LIVE = api.LIVE
 
 ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.status, "
             "m.composite, m.confidence, m.user_validated, m.access_count, m.last_accessed_at")
@@ -41,7 +44,7 @@ def _where(store: str | None, status: str | None, entity_id: int | None, day: tu
 
 def page(conn: Connection, *, store: str | None, status: str | None, entity_id: int | None,
          day: tuple[float, float] | None, after: tuple[float, int] | None, limit: int
-         ) -> list[tuple[Any, ...]]:
+         ) -> list[BrowseRow]:
     """Newest first; ``after`` is the (occurred_at, id) of the last row already shown."""
     where, params, join = _where(store, status, entity_id, day)
     if after is not None:
@@ -49,7 +52,7 @@ def page(conn: Connection, *, store: str | None, status: str | None, entity_id: 
         params += [after[0], after[1]]
     sql = (f"SELECT {ROW_COLS} FROM memory m{join}{where} "
            "ORDER BY m.occurred_at DESC, m.id DESC LIMIT ?")
-    return conn.execute(sql, [*params, limit]).fetchall()
+    return [BrowseRow._make(r) for r in conn.execute(sql, [*params, limit])]
 
 
 def count(conn: Connection, *, store: str | None, status: str | None, entity_id: int | None,
@@ -58,13 +61,13 @@ def count(conn: Connection, *, store: str | None, status: str | None, entity_id:
     return int(conn.execute(f"SELECT count(*) FROM memory m{join}{where}", params).fetchone()[0])
 
 
-def entities(conn: Connection, kinds: tuple[str, ...]) -> list[tuple[Any, ...]]:
+def entities(conn: Connection, kinds: tuple[str, ...]) -> list[EntityRow]:
     marks = ",".join("?" * len(kinds))
-    return conn.execute(
+    return [EntityRow(EntityId(r[0]), r[1], r[2], r[3], r[4]) for r in conn.execute(
         "SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id) FROM entity e "
         "LEFT JOIN entity_mention em ON em.entity_id = e.id "
         f"WHERE e.kind IN ({marks}) GROUP BY e.id ORDER BY count(em.memory_id) DESC, e.name",
-        kinds).fetchall()
+        kinds)]
 
 
 def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
@@ -76,9 +79,10 @@ def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
         "ORDER BY d DESC LIMIT ?", (limit,))]
 
 
-def tier_inputs(conn: Connection) -> list[tuple[str, float, float | None, int]]:
-    return conn.execute("SELECT store, occurred_at, last_accessed_at, access_count FROM memory "
-                        "WHERE status = 'active'").fetchall()
+def tier_inputs(conn: Connection) -> list[TierInput]:
+    return [TierInput._make(r) for r in conn.execute(
+        "SELECT store, occurred_at, last_accessed_at, access_count FROM memory "
+        "WHERE status = 'active'")]
 
 
 def health(conn: Connection) -> dict[str, float]:
@@ -93,6 +97,7 @@ def health(conn: Connection) -> dict[str, float]:
             "confirmed": int(r[5] or 0), "open_contradictions": int(open_c)}
 
 
-def statistics(conn: Connection) -> list[tuple[str, float, int, str]]:
-    return conn.execute("SELECT s.metric, s.value, s.sample_size, m.text FROM statistic s "
-                        "JOIN memory m ON m.id = s.memory_id ORDER BY s.metric").fetchall()
+def statistics(conn: Connection) -> list[StatisticRow]:
+    return [StatisticRow._make(r) for r in conn.execute(
+        "SELECT s.metric, s.value, s.sample_size, m.text FROM statistic s "
+        "JOIN memory m ON m.id = s.memory_id ORDER BY s.metric")]

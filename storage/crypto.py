@@ -44,9 +44,9 @@ DEFAULT_T = 3
 LANES = 4
 FLOOR_M_KIB = 65_536
 FLOOR_T = 3
-# Calibrate t so one derive takes 0.5-1.0 s (KeePassXC's approach); m comes from installed RAM.
+# Calibrate t so one derive takes at least 0.5 s (KeePassXC's approach; each step aims just
+# past it, so a derive ends up at about 0.5-1.0 s); m comes from installed RAM.
 TARGET_MIN_S = 0.5
-TARGET_MAX_S = 1.0
 MAX_T = 12
 # The default memory needs this much installed RAM (1/16 of it); below, 1/16 of RAM, never
 # below the floor.

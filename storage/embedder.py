@@ -67,7 +67,7 @@ def find_model_dir() -> Path | None:
 
 
 class Embedder:
-    """all-MiniLM-L6-v2 sentence embeddings, float32, L2-normalised, shape (n, 384)."""
+    """all-MiniLM-L6-v2 sentence embeddings, float32, L2-normalised, shape (n, EMBED_DIM)."""
 
     dim: int = EMBED_DIM
     model_name: str = MODEL_NAME
@@ -152,7 +152,7 @@ class Embedder:
         return out
 
     def embed_one(self, text: str) -> FloatArray:
-        """Embed a single text; returns shape (384,)."""
+        """Embed a single text; returns shape (EMBED_DIM,)."""
         row: FloatArray = self.embed([text])[0]
         return row
 

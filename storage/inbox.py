@@ -13,20 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from app.api import MemoryView
+from app.domain.memory import MemoryId
+from app.ports import InboxEntry, InboxRow
+from storage.batching import chunks as _chunks
+from storage.batching import marks as _marks
 from storage.sqlcipher import Connection
 
 STATUSES = ("open", "auto", "resolved")
-KINDS = ("contradiction", "review")
-_CHUNK = 500  # bound parameters per statement, well under SQLite's limit
-
-
-def _chunks(items: Sequence[int], n: int = _CHUNK) -> Iterable[Sequence[int]]:
-    for i in range(0, len(items), n):
-        yield items[i:i + n]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def ids(conn: Connection, status: str | None) -> list[int]:
@@ -44,31 +38,37 @@ def count(conn: Connection, status: str) -> int:
                             (status,)).fetchone()[0])
 
 
-def get(conn: Connection, cid: int) -> tuple[int, int, str, str, str] | None:
+def count_reviews(conn: Connection, status: str) -> int:
+    return int(conn.execute(
+        "SELECT count(*) FROM contradiction WHERE status = ? AND kind = 'review'",
+        (status,)).fetchone()[0])
+
+
+def get(conn: Connection, cid: int) -> InboxEntry | None:
     """(a, b, status, kind, resolution) of one item, or None."""
     row = conn.execute("SELECT a, b, status, kind, resolution FROM contradiction WHERE id = ?",
                        (cid,)).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]), row[2], row[3], row[4])
+    return None if row is None else InboxEntry(int(row[0]), int(row[1]), row[2], row[3], row[4])
 
 
-def rows(conn: Connection, cids: Sequence[int]) -> list[tuple[Any, ...]]:
-    """(id, a, b, reason, status, resolution, created_at, run_id, kind) for ``cids``, in the
-    order given (ids that no longer exist are skipped)."""
-    found: dict[int, tuple[Any, ...]] = {}
+def rows(conn: Connection, cids: Sequence[int]) -> list[InboxRow]:
+    """The items ``cids`` (without their sides), in the order given (ids that no longer exist
+    are skipped)."""
+    found: dict[int, InboxRow] = {}
     for chunk in _chunks(list(cids)):
         for r in conn.execute(
                 "SELECT id, a, b, reason, status, resolution, created_at, run_id, kind "
                 f"FROM contradiction WHERE id IN ({_marks(len(chunk))})", list(chunk)):
-            found[int(r[0])] = tuple(r)
+            found[int(r[0])] = InboxRow(*r)
     return [found[c] for c in cids if c in found]
 
 
-def sides(conn: Connection, mids: Iterable[int]) -> dict[int, dict[str, Any]]:
+def sides(conn: Connection, mids: Iterable[int]) -> dict[int, MemoryView]:
     """Each memory's side of a card: text, status, date, confidence, its conversation refs
     (its own and its sources') and the memories it was learned from. Batched: one query for
     the memories, one recursive query for every provenance chain, one for the refs."""
     todo = sorted(set(int(m) for m in mids))
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, MemoryView] = {}
     if not todo:
         return out
     mem: dict[int, tuple[Any, ...]] = {}
@@ -96,8 +96,40 @@ def sides(conn: Connection, mids: Iterable[int]) -> dict[int, dict[str, Any]]:
     for mid in todo:
         m = mem.get(mid)
         chain = prov.get(mid, [])
-        out[mid] = {"id": mid, "text": m[1] if m else "", "status": m[2] if m else "",
-                    "occurred_at": m[3] if m else None, "confidence": m[4] if m else None,
-                    "refs": list(dict.fromkeys(refs[c] for c in (mid, *chain) if c in refs)),
-                    "sources": chain}
+        out[mid] = MemoryView(
+            MemoryId(mid), m[1] if m else "", m[2] if m else "", m[3] if m else None,
+            m[4] if m else None, tuple(dict.fromkeys(refs[c] for c in (mid, *chain) if c in refs)),
+            tuple(MemoryId(c) for c in chain))
     return out
+
+
+# --- writes (inside Database.write) ----------------------------------------------------------
+
+def add_contradiction(conn: Connection, a: int, b: int, reason: str, run_id: int | None,
+                      now: float) -> int | None:
+    """A new open contradiction of ``a`` (the older) and ``b``; None if that pair is already
+    an item."""
+    cur = conn.execute("INSERT OR IGNORE INTO contradiction (a, b, reason, status, run_id, "
+                       "created_at) VALUES (?,?,?,?,?,?)", (a, b, reason, "open", run_id, now))
+    return int(cur.lastrowid or 0) if cur.rowcount else None
+
+
+def add_review(conn: Connection, mid: int, reason: str, now: float) -> None:
+    """A review request of one memory (``b`` repeats ``a``: the column is NOT NULL), unless
+    the memory is gone or already superseded."""
+    if conn.execute("SELECT 1 FROM memory WHERE id = ? AND status != 'superseded'",
+                    (mid,)).fetchone():
+        conn.execute("INSERT OR IGNORE INTO contradiction (a, b, reason, created_at, kind) "
+                     "VALUES (?, ?, ?, ?, 'review')", (mid, mid, reason, now))
+
+
+def settle(conn: Connection, cid: int, status: str, resolution: str, now: float) -> None:
+    """``auto`` (a rule settled it) or ``resolved`` (the person did); ``resolution`` is the
+    JSON reopen reads back."""
+    conn.execute("UPDATE contradiction SET status = ?, resolution = ?, resolved_at = ? "
+                 "WHERE id = ?", (status, resolution, now, cid))
+
+
+def reopen(conn: Connection, cid: int) -> None:
+    conn.execute("UPDATE contradiction SET status = 'open', resolution = NULL, "
+                 "resolved_at = NULL WHERE id = ?", (cid,))

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from storage import sqlcipher
+from storage import batching, sqlcipher
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +208,8 @@ class Lexicon:
         """Make the mirror match ``memory_fts`` for these rowids, as ``conn`` sees it now."""
         ids = sorted(set(int(r) for r in rowids))
         rows: list[tuple[Any, ...]] = []
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk in batching.chunks(ids):
+            marks = batching.marks(len(chunk))
             rows += conn.execute(f"SELECT rowid, text, keys, ctx FROM memory_fts "
                                  f"WHERE rowid IN ({marks})", chunk).fetchall()
         with self._lock:

@@ -12,6 +12,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from app.api import HistoryEntry, Version
+from app.domain.memory import MemoryId
+from app.ports import MemoryBrief
+from storage.batching import SQL_VARIABLES
 from storage.lexicon import mark_fts
 from storage.sqlcipher import Connection
 
@@ -260,7 +264,7 @@ def match_fields(conn: Connection, phrase: str) -> dict[int, str]:
     return out
 
 
-def _chunked(items: list[int], n: int = 500) -> Iterable[list[int]]:
+def _chunked(items: list[int], n: int = SQL_VARIABLES) -> Iterable[list[int]]:
     for i in range(0, len(items), n):
         yield items[i:i + n]
 
@@ -276,11 +280,11 @@ def entity_members(conn: Connection, name: str) -> tuple[set[int], set[int]]:
     return ents, mems | match_text(conn, name)
 
 
-def describe(conn: Connection, ids: Iterable[int]) -> list[tuple[int, str, str, str]]:
-    """(id, store, status, text) for listing in a plan."""
+def describe(conn: Connection, ids: Iterable[int]) -> list[MemoryBrief]:
+    """(id, store, status, text) for listing in a plan, by id."""
     out = []
     for chunk in _chunked(sorted(set(ids))):
-        out += [(int(r[0]), r[1], r[2], r[3]) for r in conn.execute(
+        out += [MemoryBrief(int(r[0]), r[1], r[2], r[3]) for r in conn.execute(
             f"SELECT id, store, status, text FROM memory WHERE id IN ({_marks(len(chunk))}) "
             "ORDER BY id", chunk)]
     return out
@@ -408,6 +412,11 @@ def table_counts(conn: Connection) -> dict[str, int]:
             for t in COUNTED_TABLES}
 
 
+def statistic_count(conn: Connection) -> int:
+    """Implicit statistics (a forget plan says they will be recomputed)."""
+    return int(conn.execute("SELECT count(*) FROM statistic").fetchone()[0])
+
+
 # --- correct / archive -----------------------------------------------------------------------
 
 def copy_links(conn: Connection, old: int, new: int, now: float) -> None:
@@ -431,10 +440,27 @@ def set_status(conn: Connection, mid: int, status: str) -> None:
     conn.execute("UPDATE memory SET status = ? WHERE id = ?", (status, mid))
 
 
-def history_rows(conn: Connection, ids: Iterable[int]) -> list[tuple[Any, ...]]:
+def confirm(conn: Connection, mid: int) -> None:
+    """The person says the memory is right: user-validated, confidence 1.0."""
+    conn.execute("UPDATE memory SET user_validated = 1, confidence = 1.0 WHERE id = ?", (mid,))
+
+
+# --- history ---------------------------------------------------------------------------------
+
+def version_rows(conn: Connection, ids: Iterable[int]) -> list[Version]:
+    """The versions ``ids`` (one memory's chain, ``versions``), oldest first."""
     ids = sorted(set(ids))
     if not ids:
         return []
-    return conn.execute(
+    return [Version(MemoryId(r[0]), r[1], r[2], r[3], bool(r[4]), r[5]) for r in conn.execute(
+        "SELECT id, text, status, created_at, user_validated, confidence FROM memory "
+        f"WHERE id IN ({_marks(len(ids))}) ORDER BY created_at, id", ids)]
+
+
+def history_rows(conn: Connection, ids: Iterable[int]) -> list[HistoryEntry]:
+    ids = sorted(set(ids))
+    if not ids:
+        return []
+    return [HistoryEntry(MemoryId(r[0]), r[1], r[2], r[3], r[4]) for r in conn.execute(
         f"SELECT h.memory_id, h.at, h.action, h.text, h.detail FROM history h "
-        f"WHERE h.memory_id IN ({_marks(len(ids))}) ORDER BY h.at, h.id", ids).fetchall()
+        f"WHERE h.memory_id IN ({_marks(len(ids))}) ORDER BY h.at, h.id", ids)]

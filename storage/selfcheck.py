@@ -58,11 +58,13 @@ def _chroma() -> str:
     import chromadb
     import numpy as np
     from chromadb.config import Settings
+
+    from storage.embedder import EMBED_DIM
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
     col = client.create_collection(name=f"selfcheck-{os.getpid()}-{time.monotonic_ns()}",
                                    embedding_function=None, metadata={"hnsw:space": "cosine"})
     rng = np.random.default_rng(0)
-    vecs = rng.standard_normal((8, 384)).astype(np.float32)
+    vecs = rng.standard_normal((8, EMBED_DIM)).astype(np.float32)
     col.add(ids=[str(i) for i in range(8)], embeddings=vecs)
     got = col.query(query_embeddings=vecs[3:4], n_results=1)["ids"][0]
     client.delete_collection(col.name)
@@ -74,13 +76,13 @@ def _chroma() -> str:
 def _model() -> str:
     import numpy as np
 
-    from storage.embedder import Embedder, find_model_dir
+    from storage.embedder import EMBED_DIM, Embedder, find_model_dir
     folder = find_model_dir()
     if folder is None:
         raise FileNotFoundError("no model found: semantic search is off (set KEPT_MODEL_DIR)")
     vec = Embedder(folder, threads=1).embed(["Kept checks its embedding model."])[0]
     norm = float(np.linalg.norm(vec))
-    if vec.shape != (384,) or abs(norm - 1.0) > 1e-3:
+    if vec.shape != (EMBED_DIM,) or abs(norm - 1.0) > 1e-3:
         raise RuntimeError(f"unexpected embedding: shape {vec.shape}, norm {norm:.4f}")
     return f"all-MiniLM-L6-v2 at {folder}"
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlcipher3
+import sqlcipher3 as sqlcipher3  # re-exported: storage/lexicon.py's in-memory tokenizer
 
 from app.errors import StorageFull, VaultCorrupt, WrongKey
 
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     # sqlcipher3 ships no type information; its API is the stdlib sqlite3's.
-    from sqlite3 import Connection
+    from sqlite3 import Connection as Connection
 else:
     Connection = sqlcipher3.Connection
 DatabaseError = sqlcipher3.DatabaseError
@@ -165,8 +165,8 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     uri = f"{path.resolve().as_uri()}?mode={mode}"
     try:
-        conn = sqlcipher3.connect(uri, uri=True, isolation_level=None,
-                                  check_same_thread=check_same_thread)
+        conn: Connection = sqlcipher3.connect(uri, uri=True, isolation_level=None,
+                                              check_same_thread=check_same_thread)
     except OperationalError as exc:
         raise VaultCorrupt() from exc
     try:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from storage.embedder import EMBED_DIM
+
 log = logging.getLogger(__name__)
 
 # Below this many vectors exact search (one matrix product) answers in under ~10 ms
@@ -32,7 +34,7 @@ CHROMA_BATCH = 50
 class VectorIndex:
     """Owner: the unlocked Vault. Thread-safe."""
 
-    def __init__(self, dim: int = 384, *, use_chroma: bool = True) -> None:
+    def __init__(self, dim: int = EMBED_DIM, *, use_chroma: bool = True) -> None:
         self.dim = dim
         self._lock = threading.RLock()
         self._ids = np.zeros(0, dtype=np.int64)

@@ -13,6 +13,7 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +136,30 @@ def vault_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+@pytest.fixture(scope="session")
+def session_embedder() -> Any:
+    """The real ONNX model, loaded once per session (the UI and in-process CLI tests)."""
+    from app import bootstrap
+    embedder, _ = bootstrap.load_embedder(True)
+    if embedder is None:
+        pytest.fail("the embedding model is required: set KEPT_MODEL_DIR (see README)")
+    return embedder
+
+
+@pytest.fixture
+def shared_model(session_embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process ``kept`` commands use the session's model instead of loading it per command,
+    unless a test points KEPT_MODEL_DIR elsewhere (then loading goes as usual)."""
+    from app import bootstrap
+    real = bootstrap.load_embedder
+    model_dir = session_embedder.model_dir
+
+    def load(load_model: bool) -> tuple[Any, Any]:
+        from storage.embedder import find_model_dir
+        found = find_model_dir() if load_model else None
+        if found is not None and found.resolve() == Path(model_dir).resolve():
+            return session_embedder, model_dir
+        return real(load_model)
+    monkeypatch.setattr(bootstrap, "load_embedder", load)

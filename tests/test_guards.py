@@ -65,9 +65,9 @@ def test_ruff_is_clean() -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_mypy_is_clean_on_app_and_storage() -> None:
+def test_mypy_strict_is_clean_on_app_and_storage() -> None:
     # Type errors here were real slips (an int where a MemoryId belongs, a bytearray handed to
     # a bytes API); keep them at zero.
     with tempfile.TemporaryDirectory() as cache:
-        res = _tool("mypy", "--cache-dir", cache, "app", "storage")
+        res = _tool("mypy", "--strict", "--cache-dir", cache, "app", "storage")
     assert res.returncode == 0, res.stdout + res.stderr

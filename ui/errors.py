@@ -1,10 +1,17 @@
-"""The single user-facing error path. Layer: ui. GUI thread."""
+"""The single user-facing error path. Layer: ui. GUI thread.
+
+``show_error`` is the popup (non-modal); ``report_error`` is what a view calls when an
+operation fails: an expected failure (an ``AppError``: a wrong password, "undo the later runs
+first") is said inline where the person is looking, anything else also gets the popup with
+Copy details (STYLE B8). Views never choose between the two themselves.
+"""
 
 from __future__ import annotations
 
 import logging
 import platform
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
@@ -48,3 +55,22 @@ def show_error(parent: QWidget | None, exc: BaseException) -> QMessageBox:
     box.setModal(False)
     box.show()
     return box
+
+
+def error_text(exc: AppError) -> str:
+    """An AppError's message with its hint, for a line in a form."""
+    return exc.user_message + (f" {exc.hint}" if exc.hint else "")
+
+
+def report_error(parent: QWidget | None, exc: BaseException, say: Callable[[str], None], *,
+                 prefix: str = "", otherwise: str | None = None, hint: bool = False) -> bool:
+    """An operation failed. An ``AppError`` is said inline, ``say(prefix + message)`` (with
+    its hint when ``hint``); anything else pops up ``show_error`` and says ``otherwise``
+    inline (if given). Returns True when the failure was an expected one said inline."""
+    if isinstance(exc, AppError):
+        say(prefix + (error_text(exc) if hint else exc.user_message))
+        return True
+    if otherwise is not None:
+        say(otherwise)
+    show_error(parent, exc)
+    return False

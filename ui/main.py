@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("kept.ui")
+log = logging.getLogger(__name__)
 
 
 def setup_logging(debug: bool) -> None:
     """Ids, counts and error classes only; never content (SECURITY.md requirement 21)."""
-    from storage.paths import log_dir, make_private_dir
+    from app.bootstrap import log_dir, make_private_dir
     level = logging.DEBUG if debug or os.environ.get("APP_LOG_LEVEL") == "DEBUG" else logging.INFO
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     try:
@@ -47,7 +47,7 @@ def harden_process() -> None:
 
 
 def demo_folder() -> Path:
-    from storage.paths import default_vault_dir
+    from app.bootstrap import default_vault_dir
     return default_vault_dir().parent / "demo-vault"
 
 
@@ -82,7 +82,7 @@ class Controller:
                   self.show_main)
 
     def ask_unlock(self) -> None:
-        from storage.unlock import vault_exists
+        from app.bootstrap import vault_exists
         from ui.dialogs.unlock import UnlockDialog
         self.dialog = UnlockDialog(self.folder, create=not vault_exists(self.folder))
         self.dialog.unlocked.connect(self.show_main)
@@ -122,8 +122,8 @@ class Controller:
         from app.errors import VaultCorrupt
         self.lock()
         if self.dialog is not None:
-            exc = VaultCorrupt()
-            self.dialog.error.setText(exc.user_message + (f" {exc.hint}" if exc.hint else ""))
+            from ui.errors import error_text
+            self.dialog.error.setText(error_text(VaultCorrupt()))
 
     def _start_scheduler(self) -> None:
         from app.clock import SystemClock
@@ -338,10 +338,10 @@ def _qt_check() -> str:
 
 def self_check() -> int:
     """``kept-app --self-check``: the CLI's checks plus the Qt platform plugin."""
-    from storage.selfcheck import passed, report_lines, run_checks
-    checks = run_checks(extra=(("qt", _qt_check, True),))
-    print("\n".join(report_lines(checks)))
-    return 0 if passed(checks) else 1
+    from app.bootstrap import self_check as run_self_check
+    check = run_self_check(extra=(("qt", _qt_check, True),))
+    print("\n".join(check.lines))
+    return 0 if check.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,8 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         return _qt_probe()
     if args.self_check:
         return self_check()
-    from storage.paths import default_vault_dir, private_umask
-    from storage.unlock import vault_exists
+    from app.bootstrap import default_vault_dir, private_umask, vault_exists
     private_umask()
     harden_process()
     setup_logging(args.debug)

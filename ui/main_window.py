@@ -1,43 +1,43 @@
 """The main window: navigation, lists, search, detail pane, auto-lock. Layer: ui. GUI thread.
 
-Every vault call goes through ``ui.tasks``; the window refreshes from ``CoreBridge`` change
-flags. Pages that other modules provide (inbox, consolidation, insights, settings, the forget
-dialog) are imported lazily so a missing optional view never blocks the window.
+Every vault call goes through ``ui.tasks``; the window and its pages refresh from
+``CoreBridge`` change flags. The pages live in ``ui/views`` (``ui/views/registry.py`` names
+them); each gets the vault and the bridge, and asks the window for anything else through its
+signals (``ui.views.page.Page``). Long work shows its progress through ``ui.progress``.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
     QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMainWindow,
     QProgressBar,
     QSplitter,
     QStackedWidget,
-    QTableView,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from app.services.browse import LIVE, MemoryQuery, MemoryRow
-from ui.models.memory_table import MemoryTableModel
-from ui.tasks import run_query
-from ui.views.detail import DetailPane
-from ui.views.search import SearchBar, hit_rows, search_filters
+from app.api import LIVE, MemoryQuery
+from app.changes import Changes
+from ui import errors, theme
+from ui.progress import DelayedProgress, ProgressBox
+from ui.tasks import run_op, run_query
+from ui.views.browse import BrowsePage
+from ui.views.page import Page
+from ui.views.registry import page_class
 
 log = logging.getLogger(__name__)
 
@@ -61,123 +61,40 @@ class IdleWatcher(QObject):
         return False
 
 
-class BrowsePage(QWidget):
-    """Search field, the lazy memory list and the detail pane."""
-
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__()
-        self.window_ = window
-        self.search_bar = SearchBar()
-        self.search = self.search_bar.field
-        self.title = QLabel()
-        self.title.setObjectName("listTitle")
-        self.model = MemoryTableModel(window.vault, self)
-        self.table = QTableView()
-        self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.table.verticalHeader().setDefaultSectionSize(24)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((1, 90), (2, 130), (3, 50), (4, 70)):
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
-            header.resizeSection(col, width)
-        self.table.setWordWrap(False)
-        self.detail = DetailPane(window)
-        left = QWidget()
-        lay = QVBoxLayout(left)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.search_bar)
-        lay.addWidget(self.title)
-        lay.addWidget(self.table)
-        split = QSplitter()
-        split.addWidget(left)
-        split.addWidget(self.detail)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        split.setSizes([620, 360])
-        outer = QHBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(split)
-        self.search.returnPressed.connect(self._on_search_return_pressed)
-        self.search_bar.as_of_changed.connect(self._on_search_bar_as_of_changed)
-        self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
-        self.model.count_known.connect(self._on_model_count_known)
-        self._label = ""
-        self._query = MemoryQuery()
-        self._search_generation = 0
-
-    def show_query(self, label: str, query: MemoryQuery) -> None:
-        self._label = label
-        self._query = query
-        self.title.setText(label)
-        self.search.blockSignals(True)
-        self.search.clear()
-        self.search.blockSignals(False)
-        self.model.set_query(query)
-
-    @Slot(int)
-    def _on_model_count_known(self, n: int) -> None:
-        self.title.setText(f"{self._label}: {n:,} memories")
-
-    @Slot()
-    def _on_search_return_pressed(self) -> None:
-        text = self.search.text().strip()
-        if not text:
-            self.window_.refresh_current()
-            return
-        self._search_generation += 1
-        gen = self._search_generation
-        vault = self.window_.vault
-        # In the Archive, search the Archive; the as-of control: what was said and true then.
-        filters = search_filters(self._query.status, self.search_bar.as_of())
-        where = (" in the Archive" if filters.only_archived else "") + self.search_bar.describe()
-        self.title.setText(f"Searching for “{text}”{where}…")
-
-        def search() -> list[MemoryRow]:
-            return hit_rows(vault.recall(text, k=50, touch=False, filters=filters))
-
-        def done(rows: list[MemoryRow]) -> None:
-            if gen != self._search_generation:
-                return
-            self.model.clear()
-            self.model.beginResetModel()
-            self.model.rows = rows
-            self.model.endResetModel()
-            self.title.setText(f"{len(rows)} results for “{text}”{where}, best first")
-        run_query(self, search, done)
-
-    @Slot()
-    def _on_search_bar_as_of_changed(self) -> None:
-        if self.search.text().strip():
-            self._on_search_return_pressed()
-
-    @Slot(object, object)
-    def _on_table_row_changed(self, current: Any, _previous: Any) -> None:
-        row = self.model.row_at(current.row()) if current.isValid() else None
-        self.detail.show_memory(row.id if row else None)
-
-
 class MainWindow(QMainWindow):
     lock_requested = Signal()
 
-    def __init__(self, vault: Any, bridge: Any, *, idle_minutes: int = 5) -> None:
+    def __init__(self, vault: Any, bridge: Any, *, idle_minutes: float = 5) -> None:
         super().__init__()
         self.vault = vault
         self.bridge = bridge
         self._cleared = False  # set on lock: late background results are dropped
+        self._work: _Work | None = None
+        self._page_running = False  # a page runs a consolidation (Consolidation's Run now)
         self.setWindowTitle("Kept")  # never memory text in a title (SECURITY.md D)
         self.resize(1200, 760)
+        self._build_central()
+        self._build_status_bar()
+        self._build_actions()
+        self._build_nav()
+        self.nav.currentItemChanged.connect(self._on_nav_current_item_changed)
+        self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
+        self.bridge.job_finished.connect(self._on_bridge_job_finished)
+        self._start_auto_lock(idle_minutes)
+        self.nav.setCurrentItem(self.nav.topLevelItem(0).child(0))
+        self.refresh_status()
+        self.refresh_runs_note()
+
+    def _build_central(self) -> None:
+        """The navigation, the page stack (the memory list first) and the banner."""
         self.nav = QTreeWidget()
         self.nav.setHeaderHidden(True)
         self.nav.setMinimumWidth(190)
         self.nav.setMaximumWidth(260)
         self.stack = QStackedWidget()
-        self.browse = BrowsePage(self)
+        self.browse = BrowsePage(self.vault, self.bridge)
         self.stack.addWidget(self.browse)
-        self.pages: dict[str, QWidget] = {"browse": self.browse}
+        self.pages: dict[str, Page] = {"browse": self.browse}
         split = QSplitter()
         split.addWidget(self.nav)
         split.addWidget(self.stack)
@@ -186,7 +103,7 @@ class MainWindow(QMainWindow):
         self.banner = QLabel()
         self.banner.setObjectName("banner")
         self.banner.setWordWrap(True)
-        self.banner.setStyleSheet("background: #fff4ce; padding: 6px; border: 1px solid #e0c97a")
+        self.banner.setStyleSheet(theme.BANNER_STYLE)
         self.banner.hide()
         central = QWidget()
         cl = QVBoxLayout(central)
@@ -194,18 +111,17 @@ class MainWindow(QMainWindow):
         cl.addWidget(self.banner)
         cl.addWidget(split, 1)
         self.setCentralWidget(central)
+
+    def _build_status_bar(self) -> None:
+        """The vault's figures, what is still being prepared, and long work's progress."""
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
-        # Long work (import, consolidation): a bar in the status bar, fed by a 100 ms poll of
-        # what the worker stored (STYLE B5.4); the worker never touches a widget.
+        # Long work (import, consolidation): a bar in the status bar (ui.progress).
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(220)
-        self.progress_bar.hide()
+        self.progress = DelayedProgress(self.progress_bar, self)  # hides the bar
         self.statusBar().addPermanentWidget(self.progress_bar)
-        self._work: _WorkProgress | None = None
-        self._work_timer = QTimer(self)
-        self._work_timer.setInterval(100)
-        self._work_timer.timeout.connect(self._poll_work)
+        self.progress.polled.connect(self._on_progress_polled)
         # What is still being prepared after unlock (self-test, text index, vector index).
         self._status_base = ""
         self._background = ""
@@ -214,21 +130,15 @@ class MainWindow(QMainWindow):
         self._bg_timer.setInterval(500)
         self._bg_timer.timeout.connect(self._poll_background)
         self._bg_timer.start()
-        self._build_actions()
-        self._build_nav()
-        self.nav.currentItemChanged.connect(self._on_nav_current_item_changed)
-        self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
-        self.bridge.job_finished.connect(self._on_bridge_job_finished)
-        # Auto-lock after idle (SECURITY.md requirement 20).
+
+    def _start_auto_lock(self, idle_minutes: float) -> None:
+        """Auto-lock after idle (SECURITY.md requirement 20): any input restarts the timer."""
         self.idle_timer = QTimer(self)
         self.idle_timer.setSingleShot(True)
         self.idle_timer.timeout.connect(self._on_idle_timer_timeout)
         self.set_idle_minutes(idle_minutes)
         self._idle_watcher = IdleWatcher(self.idle_timer)
         QApplication.instance().installEventFilter(self._idle_watcher)
-        self.nav.setCurrentItem(self.nav.topLevelItem(0).child(0))
-        self.refresh_status()
-        self.refresh_runs_note()
 
     # --- structure ----------------------------------------------------------------------
     def _build_actions(self) -> None:
@@ -240,6 +150,7 @@ class MainWindow(QMainWindow):
         self.lock_action.triggered.connect(self.lock_requested)
         self.run_action = QAction("Run consolidation now", self)
         self.run_action.triggered.connect(self._on_run_action_triggered)
+        self.run_action.changed.connect(self._on_run_action_changed)
         self.import_action = QAction("Import…", self)
         self.import_action.setToolTip("Import a conversation (JSON Lines, one turn a line)")
         self.import_action.triggered.connect(self._on_import_action_triggered)
@@ -311,41 +222,51 @@ class MainWindow(QMainWindow):
         elif kind == "page":
             self.stack.setCurrentWidget(self.page(key[1]))
 
-    def page(self, name: str) -> QWidget:
+    def page(self, name: str) -> Page:
+        """The page ``name`` of ``ui.views.registry``, made on first use."""
         if name not in self.pages:
-            widget = self._make_page(name)
-            self.pages[name] = widget
-            self.stack.addWidget(widget)
+            page = page_class(name)(self.vault, self.bridge)
+            page.navigate_requested.connect(self._on_page_navigate_requested)
+            page.running_changed.connect(self._on_page_running_changed)
+            page.idle_minutes_changed.connect(self._on_page_idle_minutes_changed)
+            page.set_run_allowed(self.run_action.isEnabled())
+            self.pages[name] = page
+            self.stack.addWidget(page)
         return self.pages[name]
 
-    def _make_page(self, name: str) -> QWidget:
-        try:
-            if name == "inbox":
-                from ui.views.inbox import InboxView
-                return InboxView(self)
-            if name == "consolidation":
-                from ui.views.consolidation import ConsolidationView
-                return ConsolidationView(self)
-            if name == "insights":
-                from ui.views.insights import InsightsView
-                return InsightsView(self)
-            if name == "settings":
-                from ui.views.settings import SettingsView
-                return SettingsView(self)
-        except ImportError:
-            log.exception("view %s unavailable", name)
-        label = QLabel(f"{name.title()} is not available in this build.")
-        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        return label
+    @Slot(object)
+    def _on_page_navigate_requested(self, key: Any) -> None:
+        """Select the navigation item of ``key`` (as a click would)."""
+        for i in range(self.nav.topLevelItemCount()):
+            item = self.nav.topLevelItem(i)
+            if item is not None and item.data(0, NAV_ROLE) == key:
+                self.nav.setCurrentItem(item)
+                return
+
+    @Slot(bool)
+    def _on_page_running_changed(self, running: bool) -> None:
+        self._page_running = running
+        self._update_run_actions()
+
+    @Slot(float)
+    def _on_page_idle_minutes_changed(self, minutes: float) -> None:
+        self.set_idle_minutes(minutes)
+        self.refresh_status()
+
+    @Slot()
+    def _on_run_action_changed(self) -> None:
+        allowed = self.run_action.isEnabled()
+        for page in self.pages.values():
+            page.set_run_allowed(allowed)
+
+    def _update_run_actions(self) -> None:
+        """One consolidation at a time, and no import during the window's own work."""
+        self.import_action.setEnabled(self._work is None)
+        self.run_action.setEnabled(self._work is None and not self._page_running)
 
     def show_banner(self, text: str) -> None:
         self.banner.setText(text)
         self.banner.setVisible(bool(text))
-
-    def refresh_current(self) -> None:
-        item = self.nav.currentItem()
-        if item is not None:
-            self.navigate(item.data(0, NAV_ROLE))
 
     # --- status, jobs, changes ----------------------------------------------------------
     def refresh_status(self) -> None:
@@ -370,11 +291,11 @@ class MainWindow(QMainWindow):
         vault = self.vault
         run_query(self, lambda: vault.runs(1), self._show_runs_note)
 
-    def _show_runs_note(self, runs: list[dict[str, Any]]) -> None:
+    def _show_runs_note(self, runs: list[Any]) -> None:
         if self._cleared:  # locked meanwhile
             return
-        report = (runs[0].get("report") or {}) if runs else {}
-        n = int(report.get("failed_batches") or 0)
+        report = runs[0].report if runs else None
+        n = int(report.failed_batches) if report is not None else 0
         self._runs_note = (f"last consolidation had {n} failed batch{'es' if n != 1 else ''}"
                            if n else "")
         self._render_status()
@@ -398,37 +319,27 @@ class MainWindow(QMainWindow):
             self._bg_timer.stop()
 
     # --- long work with progress --------------------------------------------------------
-    def _begin_work(self, label: str, unit: str) -> _WorkProgress:
-        self._work = _WorkProgress(label, unit)
-        self.import_action.setEnabled(False)
-        self.run_action.setEnabled(False)
-        self.progress_bar.setRange(0, 0)  # busy until the first report
-        self.progress_bar.show()
+    def _begin_work(self, label: str, unit: str) -> ProgressBox:
+        self._work = _Work(label, unit)
+        self._update_run_actions()
         self.statusBar().showMessage(f"{label}…")
-        self._work_timer.start()
-        return self._work
+        return self.progress.start()
 
     def _end_work(self) -> None:
-        self._work_timer.stop()
+        self.progress.stop()
         self._work = None
-        self.progress_bar.hide()
-        self.import_action.setEnabled(True)
-        self.run_action.setEnabled(True)
+        self._update_run_actions()
 
-    @Slot()
-    def _poll_work(self) -> None:
+    @Slot(int, int, bool)
+    def _on_progress_polled(self, done: int, total: int, changed: bool) -> None:
         work = self._work
         if work is None:
             return
-        done, total, changed = work.take()
         if total:
-            self.progress_bar.setRange(0, total)
-            self.progress_bar.setValue(done)
             self.statusBar().showMessage(f"{work.label}… {done:,} of {total:,} {work.unit}")
         # Imported turns show up while the import runs, at most once a second.
         if changed and work.unit == "turns" and time.monotonic() - work.refreshed >= 1.0:
             work.refreshed = time.monotonic()
-            from app.changes import Changes
             self.bridge.apply_changes(Changes(memories=True), None)
 
     def _on_import_action_triggered(self) -> None:
@@ -440,21 +351,12 @@ class MainWindow(QMainWindow):
     def start_import(self, path: Path) -> None:
         """Import a JSON Lines file of turns (the format of ``kept import``) with progress.
         A malformed file is refused whole, with its bad line numbers; nothing is written."""
-        from ui.tasks import run_op
         vault = self.vault
-        work = self._begin_work("Importing", "turns")
+        box = self._begin_work("Importing", "turns")
 
         def run() -> Any:
-            from app.errors import ValidationError
-            from app.services.importer import parse_import
-            try:
-                with path.open(encoding="utf-8") as fh:
-                    turns = parse_import(fh)
-            except UnicodeDecodeError as exc:
-                raise ValidationError(f"{path.name} is not UTF-8 text.") from exc
-            except OSError as exc:
-                raise ValidationError(f"Cannot read {path.name}: {exc.strerror}.") from exc
-            return vault.import_turns(turns, progress=work.report)
+            # Every line checked first, as ``kept import`` does (the same reader).
+            return vault.import_turns(vault.read_import(path), progress=box.report)
 
         def done(result: Any) -> None:
             self._end_work()
@@ -467,25 +369,19 @@ class MainWindow(QMainWindow):
         def failed(exc: BaseException) -> None:
             self._end_work()
             self.statusBar().clearMessage()
-            from ui.errors import show_error
-            show_error(self, exc)
+            errors.show_error(self, exc)
         run_op(self, run, done, self.bridge, failed)
 
     @Slot(object, object)
-    def _on_bridge_changes_applied(self, changes: Any, initiator: Any) -> None:
+    def _on_bridge_changes_applied(self, changes: Any, _initiator: Any) -> None:
+        """The window's own parts; each page follows the bridge itself (``Page.on_changes``)."""
         if getattr(changes, "lock", False):
             return
         if changes.memories or changes.entities or changes.contradictions:
             self.reload_nav_children()
-            if self.stack.currentWidget() is self.browse and initiator is not self.browse:
-                self.browse.model.refresh()
             self.refresh_status()
         if changes.runs:
             self.refresh_runs_note()
-        for page in self.pages.values():
-            refresh = getattr(page, "on_changes", None)
-            if refresh is not None:
-                refresh(changes)
 
     @Slot(object)
     def _on_bridge_job_finished(self, outcome: Any) -> None:
@@ -498,8 +394,7 @@ class MainWindow(QMainWindow):
         self.run_consolidation()
 
     def run_consolidation(self) -> None:
-        from ui.tasks import run_op
-        work = self._begin_work("Consolidating", "steps")
+        box = self._begin_work("Consolidating", "steps")
         vault = self.vault
 
         def done(result: Any) -> None:
@@ -511,9 +406,8 @@ class MainWindow(QMainWindow):
 
         def failed(exc: BaseException) -> None:
             self._end_work()
-            from ui.errors import show_error
-            show_error(self, exc)
-        run_op(self, lambda: vault.consolidate(progress=work.report), done, self.bridge, failed)
+            errors.show_error(self, exc)
+        run_op(self, lambda: vault.consolidate(progress=box.report), done, self.bridge, failed)
 
     # --- auto-lock ----------------------------------------------------------------------
     def set_idle_minutes(self, minutes: float) -> None:
@@ -529,11 +423,9 @@ class MainWindow(QMainWindow):
         """Drop every model and cache that could hold memory text (requirement 20)."""
         self._cleared = True
         self.idle_timer.stop()
-        self._work_timer.stop()
+        self.progress.stop()
         self._bg_timer.stop()
-        self.browse.model.clear()
-        self.browse.detail.clear()
-        self.browse.search.clear()
+        self.browse.clear()
         for name, page in list(self.pages.items()):
             if name != "browse":
                 self.stack.removeWidget(page)
@@ -549,22 +441,10 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
-class _WorkProgress:
-    """Progress of one long job: written by the worker thread, read by the GUI's poll."""
+@dataclass(slots=True)
+class _Work:
+    """The window's long job under way (its progress is in ``MainWindow.progress``)."""
 
-    def __init__(self, label: str, unit: str) -> None:
-        self.label = label
-        self.unit = unit
-        self.refreshed = 0.0
-        self._lock = threading.Lock()
-        self._done = self._total = 0
-        self._changed = False
-
-    def report(self, done: int, total: int) -> None:  # worker thread: store only
-        with self._lock:
-            self._done, self._total, self._changed = done, total, True
-
-    def take(self) -> tuple[int, int, bool]:
-        with self._lock:
-            changed, self._changed = self._changed, False
-            return self._done, self._total, changed
+    label: str
+    unit: str
+    refreshed: float = 0.0  # when imported turns were last shown (time.monotonic)

@@ -29,10 +29,6 @@ class Store(str, Enum):
         return cls(aliases.get(key, key))
 
 
-PERSISTED_STORES = (Store.SHORT_TERM, Store.EPISODIC, Store.SEMANTIC, Store.PROCEDURAL,
-                    Store.IMPLICIT)
-
-
 class Status(str, Enum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"

@@ -71,7 +71,10 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
                 order[(who, prev[0], act)] += [prev[1], mid]
             last_in_session[(who, session)] = (act, mid)
     out: list[Pattern] = []
-    subject = lambda who: who or "The person"  # noqa: E731
+
+    def subject(who: str) -> str:
+        return who or "The person"
+
     for (who, act), hits in seen.items():
         if len(hits) < minimum:
             continue

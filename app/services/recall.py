@@ -13,10 +13,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app import policy
+from app.api import Filters, Hit
 from app.domain.memory import MemoryId
+from app.ports import Database, Embedder, Lexicon, RecallMeta, RecallRows, VectorIndex
 from app.services import scoring
 from app.services.text import STOPWORDS
-from storage import repo
 
 log = logging.getLogger(__name__)
 
@@ -104,44 +105,6 @@ class QueryPlan:
     store_weight: dict[str, float]
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    id: MemoryId
-    store: str
-    text: str
-    score: float
-    refs: tuple[str, ...]
-    occurred_at: float
-    speaker: str | None
-    breakdown: dict[str, float]
-    status: str = "active"
-
-
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """Which memories a recall may return. Time travel has two axes (DESIGN 6.7): ``as_of``
-    is what was said and true at D (happened by D; valid at D by its validity window; a state
-    that later changed counts, a statement corrected or refuted does not): the axis a person
-    means, and the only one that works on imported history. ``known_at`` is what Kept had
-    learned by D (and not yet replaced). ``happened_by``: nothing that happened after it (the
-    facade sets it to an explicit ``now``; the clock's own now filters nothing, so a memory
-    dated a little ahead of this machine's clock is not lost)."""
-
-    stores: tuple[str, ...] | None = None
-    agent: str | None = None            # None: every agent; else global + this agent
-    context: str | None = None
-    since: float | None = None
-    until: float | None = None
-    as_of: float | None = None          # said and true at D (occurred by D, valid at D)
-    known_at: float | None = None       # what Kept had learned by D
-    happened_by: float | None = None    # occurred at or before this
-    # What decay archived is always searched, ranked lower; what the person archived only
-    # with ``include_archived``. ``only_archived``: the Archive (both kinds, nothing else).
-    include_archived: bool = False
-    only_archived: bool = False
-    include_superseded: bool = False
-
-
 def parse_time_range(query: str, now: float) -> tuple[float, float] | None:
     """Explicit periods only: a year, a month (with or without year), yesterday, last week,
     last month, last year, N days/weeks ago. Returns (start, end) in epoch seconds. A period
@@ -207,15 +170,19 @@ def _parse_time_range(query: str, now: float) -> tuple[float, float] | None:
 
 
 class RecallService:
-    """Stateless apart from its collaborators; safe to call from several threads."""
+    """Stateless apart from its collaborators; safe to call from several threads. ``rows``:
+    the queries (``storage.repo``); ``lexicon``: the RAM mirror of the full-text index, or
+    None for FTS5 only."""
 
-    def __init__(self, db: Any, index: Any, embedder: Any, tuning: RecallTuning = TUNING,
-                 lexicon: Any = None) -> None:
+    def __init__(self, db: Database, index: VectorIndex, embedder: Embedder | None,
+                 tuning: RecallTuning = TUNING, lexicon: Lexicon | None = None, *,
+                 rows: RecallRows) -> None:
         self.db = db
         self.lexicon = lexicon
         self.index = index
         self.embedder = embedder
         self.tuning = tuning
+        self.rows = rows
 
     # --- 1. query analysis ---------------------------------------------------------------
     def analyze(self, query: str, now: float, known_people: Sequence[str] = ()) -> QueryPlan:
@@ -236,17 +203,7 @@ class RecallService:
                          procedural, weights)
 
     def known_people(self) -> list[str]:  # speakers and person entities
-        # A skip-scan over the memory_speaker index: one seek per distinct speaker, where
-        # SELECT DISTINCT read every row (212 ms at 100k memories).
-        rows = self.db.read(lambda c: c.execute(
-            "WITH RECURSIVE s(name, n) AS (SELECT (SELECT min(speaker) FROM memory), 0 "
-            "UNION ALL SELECT (SELECT min(speaker) FROM memory WHERE speaker > s.name), n + 1 "
-            "FROM s WHERE s.name IS NOT NULL AND n < 500) "
-            "SELECT name FROM s WHERE name IS NOT NULL").fetchall())
-        names = [r[0] for r in rows if r[0]]
-        ents = self.db.read(lambda c: c.execute(
-            "SELECT name FROM entity WHERE kind = 'person' LIMIT 2000").fetchall())
-        return list(dict.fromkeys(names + [r[0] for r in ents]))
+        return self.db.read(self.rows.known_people)
 
     # --- 2.-3. candidates and ranking ----------------------------------------------------
     def recall(self, query: str, *, k: int = 10, now: float, filters: Filters = Filters(),
@@ -254,18 +211,20 @@ class RecallService:
         """Best first. ``dedupe=False`` keeps a turn and the episode made from it both (explain
         needs the score of the very memory asked about)."""
         t = self.tuning
+        rows = self.rows
         plan = self.analyze(query, now, self.known_people())
         tokens = query_tokens(query)
         # The RAM mirror of the full-text index once built (big vaults), else FTS5: same scores.
-        lexical = self.lexicon.search(tokens, t.lexical_depth) if self.lexicon else None
+        lexical: Sequence[tuple[int, float]] | None = (
+            self.lexicon.search(tokens, t.lexical_depth) if self.lexicon else None)
         if lexical is None:
-            match = repo.fts_query(tokens)
+            match = rows.fts_query(tokens)
             if match and self.lexicon is not None and self.lexicon.building:
                 # A big vault in its first seconds after unlock, before the RAM lexicon is
                 # ready: skip the neighbour-context column, which matches five times the rows
                 # (100k memories: ~50 ms instead of ~300). Ranking is then slightly coarser.
                 match = "{text keys} : (" + match + ")"
-            lexical = self.db.read(lambda c: repo.fts_search(c, match, t.lexical_depth))
+            lexical = self.db.read(lambda c: rows.fts_search(c, match, t.lexical_depth))
         dense: list[tuple[int, float]] = []
         lo = hi = 0.0
         if self.embedder is not None and len(self.index) > 0:
@@ -278,12 +237,12 @@ class RecallService:
         cand_ids = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in dense]))
         if not cand_ids:
             return []
-        meta = self.db.read(lambda c: repo.recall_meta(c, cand_ids))
+        meta = self.db.read(lambda c: rows.recall_meta(c, cand_ids))
         cand_ids = [i for i in cand_ids if i in meta and self._visible(meta[i], filters, now)]
-        archived = [i for i in cand_ids if meta[i][1] == "archived"]
+        archived = [i for i in cand_ids if meta[i].status == "archived"]
         if archived and not (filters.include_archived or filters.only_archived):
             # What the person put aside stays out; what decay put aside is searched.
-            put_aside = self.db.read(lambda c: repo.archived_by_person(c, archived))
+            put_aside = self.db.read(lambda c: rows.archived_by_person(c, archived))
             cand_ids = [i for i in cand_ids if i not in put_aside]
         if not cand_ids:
             return []
@@ -297,7 +256,7 @@ class RecallService:
             cos.update(self.index.similarities(qvec, missing))
         span = (hi - lo) if hi - lo > 1e-9 else 1.0
         mention = _mention_patterns(plan.people)
-        texts = self.db.read(lambda c: repo.texts(c, cand_ids)) if mention else {}
+        texts = self.db.read(lambda c: rows.texts(c, cand_ids)) if mention else {}
         rel: dict[int, float] = {}
         parts: dict[int, dict[str, float]] = {}
         for i in cand_ids:
@@ -307,22 +266,22 @@ class RecallService:
             parts[i] = {"lexical": round(lx, 4), "dense": round(dn, 4)}
         best_in_session: dict[str, float] = {}
         for i in cand_ids:
-            session = meta[i][16]
+            session = meta[i].session
             if session is not None:
                 best_in_session[session] = max(best_in_session.get(session, 0.0), rel[i])
         scored: dict[int, dict[str, float]] = {}
         for i in cand_ids:
             m = meta[i]
-            session_bonus = t.session_share * best_in_session.get(m[16], 0.0) \
-                if m[16] is not None else 0.0
+            session_bonus = t.session_share * best_in_session.get(m.session, 0.0) \
+                if m.session is not None else 0.0
             person = 0.0
-            if plan.people and (m[15] in plan.people or (
+            if plan.people and (m.speaker in plan.people or (
                     mention and mention.search(texts.get(i, "")))):
                 person = t.speaker_boost
-            boost = plan.store_weight.get(m[0], 1.0)
-            if plan.time_range and plan.time_range[0] <= m[2] < plan.time_range[1]:
+            boost = plan.store_weight.get(m.store, 1.0)
+            if plan.time_range and plan.time_range[0] <= m.occurred_at < plan.time_range[1]:
                 boost *= t.time_range_boost
-            if m[1] == "archived":
+            if m.status == "archived":
                 boost *= t.archived_weight
             relevance = (rel[i] + session_bonus + person) * boost
             comp, comp_parts = self._composite(m, now)
@@ -333,13 +292,13 @@ class RecallService:
 
         # Ties go to conversation order (session, then turn), as people read them.
         def order(i: int) -> tuple[float, str, int, int]:
-            return (-scored[i]["final"], meta[i][16] or "", meta[i][17] or 0, i)
+            return (-scored[i]["final"], meta[i].session or "", meta[i].seq or 0, i)
         ranked = sorted(scored, key=order)
         head = ranked[:max(4 * k, 40)]
         if self._lift_facts(head, meta, scored):
             head.sort(key=order)
-        refs = self.db.read(lambda c: repo.refs_of(c, head))
-        head_texts = self.db.read(lambda c: repo.texts(c, head))
+        refs = self.db.read(lambda c: rows.refs_of(c, head))
+        head_texts = self.db.read(lambda c: rows.texts(c, head))
         hits: list[Hit] = []
         seen_refs: set[tuple[str, ...]] = set()
         for i in head:
@@ -347,25 +306,25 @@ class RecallService:
             m = meta[i]
             # Dedupe: a turn and the episode made from it carry the same refs; keep the better.
             # What the person confirmed or corrected is never dropped for a copy of its source.
-            if dedupe and r and r in seen_refs and not m[18]:
+            if dedupe and r and r in seen_refs and not m.user_validated:
                 continue
             if r:
                 seen_refs.add(r)
-            hits.append(Hit(MemoryId(i), m[0], head_texts[i], round(scored[i]["final"], 6), r,
-                            m[2], m[15], scored[i], m[1]))
+            hits.append(Hit(MemoryId(i), m.store, head_texts[i], round(scored[i]["final"], 6), r,
+                            m.occurred_at, m.speaker, scored[i], m.status))
             if len(hits) >= k:
                 break
         return hits
 
-    def _lift_facts(self, head: list[int], meta: dict[int, tuple[Any, ...]],
+    def _lift_facts(self, head: list[int], meta: dict[int, RecallMeta],
                     scored: dict[int, dict[str, float]]) -> bool:
         """A fact outranks its own source episode (or turn) when both are in ``head`` and
         the fact qualifies (RecallTuning.derived_min_share): its final score is raised just
         above the source's and the difference is recorded as ``lift``. True if any moved."""
-        facts = [i for i in head if meta[i][0] in _FACT_STORES]
+        facts = [i for i in head if meta[i].store in _FACT_STORES]
         if not facts:
             return False
-        sources = self.db.read(lambda c: repo.ancestors(c, facts))
+        sources = self.db.read(lambda c: self.rows.ancestors(c, facts))
         in_head = set(head)
         t = self.tuning
 
@@ -375,11 +334,11 @@ class RecallService:
         for i in facts:
             own = scored[i]
             above = [a for a in sources.get(i, ()) if a in in_head
-                     and meta[a][0] in _SOURCE_STORES and scored[a]["final"] >= own["final"]]
+                     and meta[a].store in _SOURCE_STORES and scored[a]["final"] >= own["final"]]
             if not above:
                 continue
             src = scored[max(above, key=lambda a: scored[a]["final"])]
-            if not meta[i][18] and matched(own) < t.derived_min_share * matched(src):
+            if not meta[i].user_validated and matched(own) < t.derived_min_share * matched(src):
                 continue
             lift = src["final"] - own["final"] + 1e-6
             own["lift"] = round(own["lift"] + lift, 6)
@@ -387,14 +346,14 @@ class RecallService:
             moved = True
         return moved
 
-    def _visible(self, m: tuple[Any, ...], f: Filters, now: float) -> bool:
-        store, status, occurred, created = m[0], m[1], m[2], m[3]
-        valid_from, valid_until, superseded_at = m[13], m[14], m[19]
+    def _visible(self, m: RecallMeta, f: Filters, now: float) -> bool:
+        store, status, occurred, created = m.store, m.status, m.occurred_at, m.created_at
+        valid_from, valid_until, superseded_at = m.valid_from, m.valid_until, m.superseded_at
         if f.stores is not None and store not in f.stores:
             return False
-        if f.agent is not None and m[11] not in ("global", f.agent):
+        if f.agent is not None and m.agent not in ("global", f.agent):
             return False
-        if f.context is not None and m[12] not in (None, f.context):
+        if f.context is not None and m.context not in (None, f.context):
             return False
         if f.since is not None and occurred < f.since:
             return False
@@ -416,6 +375,7 @@ class RecallService:
         if f.as_of is not None or f.known_at is not None:
             # Valid at the time asked about (as_of, else known_at): valid_until exclusive.
             at = f.as_of if f.as_of is not None else f.known_at
+            assert at is not None
             if valid_from is not None and valid_from > at:
                 return False
             if valid_until is not None and valid_until <= at:
@@ -435,10 +395,10 @@ class RecallService:
         return True
 
     @staticmethod
-    def _composite(m: tuple[Any, ...], now: float) -> tuple[float, dict[str, float]]:
-        importance, emotional, social, access_count, last_access, decay_class = (
-            m[5], m[6], m[7], m[8], m[9], m[10])
-        reference = max(x for x in (m[2], last_access) if x is not None)
+    def _composite(m: RecallMeta, now: float) -> tuple[float, dict[str, float]]:
+        importance, emotional, social = m.importance, m.emotional, m.social
+        access_count, last_access, decay_class = m.access_count, m.last_accessed_at, m.decay_class
+        reference = max(x for x in (m.occurred_at, last_access) if x is not None)
         rec = scoring.recency(decay_class, (now - reference) / policy.HOUR)
         freq = scoring.frequency(access_count, (now - last_access) / policy.HOUR
                                  if last_access is not None else None)
@@ -451,14 +411,17 @@ class RecallService:
         if not ids:
             return
 
+        rows = self.rows
+
         def run(conn: Any) -> None:
-            state = repo.reinforcement_state(conn, ids)
             updates = []
-            for mid, (imp, emo, count, last, r_at, e_at) in state.items():
-                new_imp, r_at, e_at = scoring.reinforce(imp, emo, count, last, r_at, e_at, now)
-                updates.append((new_imp, r_at, e_at, now, scoring.frequency(count + 1, 0.0),
-                                mid))
-            repo.touch(conn, updates)
+            for mid, s in rows.reinforcement_state(conn, ids).items():
+                new_imp, r_at, e_at = scoring.reinforce(
+                    s.importance, s.emotional, s.access_count, s.last_accessed_at,
+                    s.reinforced_at, s.emotional_reinforced_at, now)
+                updates.append((new_imp, r_at, e_at, now,
+                                scoring.frequency(s.access_count + 1, 0.0), mid))
+            rows.touch(conn, updates)
         self.db.write_sync(run)
 
 

@@ -50,8 +50,10 @@ def vault(vault_dir: Path, fast_kdf: Any, clock: FixedClock, embedder: Any,
 def share_embedder(monkeypatch: pytest.MonkeyPatch, embedder: Any) -> None:
     """Vault.create / Vault.open compose as usual, except that the (real) model is loaded
     once per session."""
-    monkeypatch.setattr(Vault, "_embedder", staticmethod(
-        lambda load_model: (embedder, embedder.model_dir) if load_model else (None, None)))
+    from app import bootstrap
+    monkeypatch.setattr(bootstrap, "load_embedder",
+                        lambda load_model: (embedder, embedder.model_dir) if load_model
+                        else (None, None))
 
 
 def remember(vault: Vault, text: str, store: Store = Store.EPISODIC, **kw: Any) -> MemoryId:

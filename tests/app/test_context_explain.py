@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.api import LinkView
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Store
 from app.errors import NotFound
@@ -81,13 +82,13 @@ def test_explain_sources_chain_and_links(vault: Vault) -> None:
     fact = remember(vault, "Maya plays the cello", Store.SEMANTIC, derived_from=(episode,),
                     **neutral())
     e = vault.explain(fact, "does Maya play an instrument")
-    assert sorted(s["id"] for s in e.sources) == sorted([episode, source])
-    by = {s["id"]: s for s in e.sources}
-    assert by[source]["store"] == "short_term" and by[source]["ref"] == "c:1"
-    assert by[source]["speaker"] == "Maya"
-    assert by[source]["text"] == "I started learning the cello last week"
-    assert by[episode]["store"] == "episodic"
-    assert {"src": fact, "dst": episode, "kind": "DERIVED_FROM", "weight": 1.0} in e.links
+    assert sorted(s.id for s in e.sources) == sorted([episode, source])
+    by = {s.id: s for s in e.sources}
+    assert by[source].store == "short_term" and by[source].ref == "c:1"
+    assert by[source].speaker == "Maya"
+    assert by[source].text == "I started learning the cello last week"
+    assert by[episode].store == "episodic"
+    assert LinkView(fact, episode, "DERIVED_FROM", 1.0) in e.links
     # The turn itself has no sources.
     assert vault.explain(source).sources == ()
 

@@ -15,6 +15,9 @@ from app.demo import create_demo_vault, reset_demo_vault
 from app.errors import AppError
 from app.facade import Vault
 
+# The real model, loaded once per session instead of once per vault (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_model")
+
 CAT = "allergic to cats"
 
 

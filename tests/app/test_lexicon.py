@@ -20,8 +20,9 @@ from app.facade import Vault
 from app.services.importer import parse_import
 from app.services.recall import RecallService, query_tokens
 from storage import lexicon, repo
+from tests.fake_embedder import use_fake_embedder
 
-from .conftest import PW, T0, share_embedder
+from .conftest import PW, T0
 
 TEXTS = [
     "Caroline went to the LGBTQ support group on Tuesday; it was really powerful.",
@@ -82,12 +83,15 @@ def assert_same(vault: Vault, queries: list[str] = QUERIES, limit: int = 200) ->
 
 
 @pytest.fixture
-def lex_vault(vault_dir: Path, fast_kdf: Any, embedder: Any,
+def lex_vault(vault_dir: Path, fast_kdf: Any,
               monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
-    share_embedder(monkeypatch, embedder)
+    # Lexical scores and the equality of two rankings: the fake embedder's vectors serve
+    # (tests/fake_embedder.py); recall quality is tested with the real model elsewhere.
+    fake = use_fake_embedder(monkeypatch)
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, clock=FixedClock(T0),
                      use_chroma=False).vault
     assert v.import_turns(parse_import([json.dumps(t) for t in turns()])).value.added == 60
+    assert v.embedder is fake and fake.calls >= 60
     try:
         yield v
     finally:
@@ -160,7 +164,7 @@ def test_background_build_with_concurrent_writes(lex_vault: Vault) -> None:
 def test_recall_ranks_the_same_with_the_mirror(lex_vault: Vault) -> None:
     v = lex_vault
     now = T0 + 86_400 * 40
-    without = RecallService(v.db, v.index, v.embedder, lexicon=None)
+    without = RecallService(v.db, v.index, v.embedder, lexicon=None, rows=repo)
     before = [[(h.id, h.score) for h in without.recall(q, k=10, now=now)] for q in QUERIES]
     v.lexicon.build(v.db.read)
     with_mirror = v.recall_service
@@ -169,9 +173,9 @@ def test_recall_ranks_the_same_with_the_mirror(lex_vault: Vault) -> None:
     assert after == before
 
 
-def test_lock_drops_the_mirror(vault_dir: Path, fast_kdf: Any, embedder: Any,
+def test_lock_drops_the_mirror(vault_dir: Path, fast_kdf: Any,
                                monkeypatch: pytest.MonkeyPatch) -> None:
-    share_embedder(monkeypatch, embedder)
+    use_fake_embedder(monkeypatch)
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, use_chroma=False).vault
     assert v.import_turns(parse_import([json.dumps(t) for t in turns(2, 10)])).value.added == 20
     v.lock()

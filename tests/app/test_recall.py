@@ -24,7 +24,8 @@ from tests.app.conftest import DAY, HOUR, T0, ids, neutral, remember, row, turn
 
 
 def service(vault: Vault, tuning: RecallTuning) -> RecallService:
-    return RecallService(vault.db, vault.index, vault.embedder, tuning)
+    return RecallService(vault.db, vault.index, vault.embedder, tuning,
+                         rows=vault.recall_service.rows)
 
 
 def by_id(hits: list[Hit]) -> dict[int, Hit]:
@@ -347,3 +348,27 @@ def test_month_without_year_means_the_latest_past_one() -> None:
 
 def test_modal_may_is_not_a_month() -> None:
     assert parse_time_range("Where may I have left my keys?", NOW) is None
+
+
+def test_recall_reads_candidates_by_name(vault: Vault, clock: FixedClock) -> None:
+    """Each field of the rows recall ranks by (``recall_meta``, issue 13: no ``meta[i][16]``)
+    holds the column it is named after, and a correction's time reaches ``superseded_at``."""
+    rep = vault.import_turns([turn("s1", "Ana", "Ana adopted a grey cat", T0 - DAY, "s1:1"),
+                              turn("s1", "Ben", "Ben bought a red bike", T0 - HOUR, "s1:2")])
+    first, second = rep.value.ids
+    note = remember(vault, "Dentist on Friday", Store.SEMANTIC, agent="coach",
+                    context="health", valid_from=T0 - 2 * DAY, **neutral(importance=0.7))
+    clock.advance(HOUR)
+    newer = vault.correct(note, "Dentist on Thursday").value
+    rows = vault.recall_service.rows
+    meta = vault.db.read(lambda c: rows.recall_meta(c, [first, second, note, newer]))
+    a, b, n = meta[first], meta[second], meta[note]
+    assert (a.store, a.status, a.speaker, a.session) == ("episodic", "active", "Ana", "s1")
+    assert (a.occurred_at, b.occurred_at) == (T0 - DAY, T0 - HOUR)
+    assert (a.seq, b.seq, b.speaker) == (0, 1, "Ben")
+    assert (n.store, n.status, n.agent, n.context) == ("semantic", "superseded", "coach", "health")
+    assert (n.importance, n.valid_from, n.valid_until) == (0.7, T0 - 2 * DAY, None)
+    assert (n.created_at, n.superseded_at, meta[newer].user_validated) == (T0, T0 + HOUR, 1)
+    assert a.superseded_at is None and not a.user_validated
+    state = vault.db.read(lambda c: rows.reinforcement_state(c, [note]))[note]
+    assert (state.importance, state.access_count, state.last_accessed_at) == (0.7, 0, None)

@@ -7,6 +7,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,33 @@ def run_cli(*argv: str) -> Run:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 2
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def kept_in_process(vault: Path, *args: str, password: str | None = PW,
+                    env: dict[str, str] | None = None,
+                    input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``kept --vault VAULT ARGS`` run as :func:`run_cli` runs it, with what a subprocess
+    would get: ``KEPT_PASSWORD`` (or none), the extra environment ``env``, ``input`` on a
+    stdin that is not a terminal. Returns what ``subprocess.run`` would (code, out, err)."""
+    changes: dict[str, str | None] = {"KEPT_PASSWORD": password, **(env or {})}
+    saved = {k: os.environ.get(k) for k in changes}
+    stdin = sys.stdin
+    try:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        sys.stdin = io.StringIO(input or "")
+        r = run_cli("--vault", str(vault), *args)
+    finally:
+        sys.stdin = stdin
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(["kept", *args], r.code, r.out, r.err)
 
 
 def hashes(folder: Path) -> dict[str, str]:

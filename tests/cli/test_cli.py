@@ -1,30 +1,32 @@
-"""The ``kept`` CLI, run as a real subprocess against a real vault."""
+"""The ``kept`` CLI against a real vault: in-process (``app.cli.main``, as a subprocess would
+run it: the environment, a stdin that is no terminal, the exit code), with one real subprocess
+for the entry point itself. tests/cli/test_bad_input.py runs more commands as subprocesses
+where the process is the point (bytes in argv, a closed pipe)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import PW, kept_in_process
+
 ROOT = Path(__file__).resolve().parents[2]
-PW = "correct horse battery"
+
+pytestmark = pytest.mark.usefixtures("shared_model")
+kept = kept_in_process
 
 
-def kept(vault: Path, *args: str, password: str | None = PW, env: dict[str, str] | None = None,
-         input: str | None = None) -> subprocess.CompletedProcess[str]:
-    e = dict(os.environ)
-    e.pop("KEPT_PASSWORD", None)
-    if password is not None:
-        e["KEPT_PASSWORD"] = password
-    e.update(env or {})
+def kept_subprocess(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, KEPT_PASSWORD=PW)
     return subprocess.run([sys.executable, "-m", "app.cli", "--vault", str(vault), *args],
-                          cwd=ROOT, env=e, capture_output=True, text=True, input=input,
-                          timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def hashes(folder: Path) -> dict[str, str]:
@@ -32,12 +34,31 @@ def hashes(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    folder = tmp_path / "vault"
+@pytest.fixture(scope="module")
+def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``kept init`` per module; each test gets a copy (Argon2id once, not per test)."""
+    folder = tmp_path_factory.mktemp("cli") / "vault"
     r = kept(folder, "init", "--kdf-memory-mib", "64")
     assert r.returncode == 0, r.stderr
     return folder
+
+
+@pytest.fixture
+def vault(initialised: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "vault"
+    shutil.copytree(initialised, folder)
+    return folder
+
+
+def test_entry_point_in_a_fresh_process(vault: Path) -> None:
+    """``python -m app.cli`` itself: the model found from KEPT_MODEL_DIR in a new process, the
+    exit code of a refused command as the process's own."""
+    r = kept_subprocess(vault, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["model_found"] is True and st["semantic_search"] is True
+    r = kept_subprocess(vault, "remember", "x", "--store", "nowhere")
+    assert r.returncode == 2 and "Unknown store" in r.stderr
 
 
 def test_init_reports_kdf_and_status_json(vault: Path) -> None:

@@ -15,6 +15,9 @@ from app.facade import Turn, Vault
 from app.services.recall import Filters
 from storage import lifecycle
 
+# The real model, loaded once per session instead of once per vault (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_model")
+
 DAY = 86400.0
 
 
@@ -64,8 +67,8 @@ def test_import_consolidate_recall_returns_facts_with_sources(vault: Vault) -> N
     assert top.store == "semantic" and top.text == "Sam lives in Porto"
     assert top.refs == ("b1",)  # the fact's source turn
     ex = vault.explain(top.id)
-    assert [s["store"] for s in ex.sources] == ["episodic", "short_term"]
-    assert ex.sources[-1]["ref"] == "b1"
+    assert [s.store for s in ex.sources] == ["episodic", "short_term"]
+    assert ex.sources[-1].ref == "b1"
 
 
 def test_planted_update_is_resolved_by_policy_and_undo_puts_everything_back(vault: Vault
@@ -77,10 +80,10 @@ def test_planted_update_is_resolved_by_policy_and_undo_puts_everything_back(vaul
     assert report.counts["auto_resolved"] == 1
     items = vault.contradictions(status="auto")
     assert len(items) == 1
-    assert {items[0].a["text"], items[0].b["text"]} == {"Sam lives in Lisbon",
+    assert {items[0].a.text, items[0].b.text} == {"Sam lives in Lisbon",
                                                         "Sam lives in Porto"}
-    lisbon = items[0].a if "Lisbon" in items[0].a["text"] else items[0].b
-    m = vault.get(lisbon["id"])
+    lisbon = items[0].a if "Lisbon" in items[0].a.text else items[0].b
+    m = vault.get(lisbon.id)
     assert m.status.value == "superseded" and m.valid_until == parse_iso("2026-06-10T10:00:00Z")
     # Time travel by what Kept knew (learned-at and validity): before the run nothing was
     # learned; after it, Lisbon's validity ended on June 10.
@@ -105,16 +108,16 @@ def test_plain_contradiction_goes_to_inbox_and_the_person_resolves(vault: Vault)
     report = vault.consolidate().value
     assert report.counts.get("sent_to_inbox") == 1
     [item] = vault.contradictions()
-    assert item.status == "open" and item.a["refs"] == ["x1"] and item.b["refs"] == ["x2"]
+    assert item.status == "open" and item.a.refs == ("x1",) and item.b.refs == ("x2",)
     vault.resolve(item.id, "a")
     assert vault.contradictions() == []
-    assert vault.get(item.a["id"]).user_validated
-    assert vault.get(item.b["id"]).status.value == "superseded"
+    assert vault.get(item.a.id).user_validated
+    assert vault.get(item.b.id).status.value == "superseded"
     vault.reopen(item.id)
     assert [i.id for i in vault.contradictions()] == [item.id]
-    assert vault.get(item.b["id"]).status.value == "active"
+    assert vault.get(item.b.id).status.value == "active"
     vault.resolve(item.id, "both")
-    a = vault.get(item.a["id"])
+    a = vault.get(item.a.id)
     assert a.valid_until == parse_iso("2026-05-02T10:00:00Z") and a.status.value == "active"
     vault.reopen(item.id)
     new = vault.resolve(item.id, "edit", "Sam's favorite film is Ronin").value
@@ -184,9 +187,9 @@ def test_decay_archives_never_deletes(vault: Vault) -> None:
 
 def test_a_failing_batch_is_skipped_and_retried(vault: Vault, monkeypatch: pytest.MonkeyPatch
                                                 ) -> None:
-    import app.services.consolidation as cons
+    import app.services.consolidation.pipeline as cons
     vault.import_turns(PLANTED)
-    real = cons.ConsolidationService._store_facts
+    real = cons.Pipeline._store_facts
     calls = {"n": 0}
 
     def flaky(self: object, rl: object, facts: object, now: float, *scope: object) -> None:
@@ -194,7 +197,7 @@ def test_a_failing_batch_is_skipped_and_retried(vault: Vault, monkeypatch: pytes
         if calls["n"] == 1:
             raise RuntimeError("transient")
         real(self, rl, facts, now, *scope)  # type: ignore[arg-type]
-    monkeypatch.setattr(cons.ConsolidationService, "_store_facts", flaky)
+    monkeypatch.setattr(cons.Pipeline, "_store_facts", flaky)
     first = vault.consolidate().value
     assert first.failed_batches == 1 and "facts_created" not in first.counts
     second = vault.consolidate().value

@@ -43,7 +43,7 @@ def fact_id(v: Vault, text: str) -> int:
 
 def failing_extract(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rules raise with memory text in the message (which must go nowhere)."""
-    import app.services.consolidation as cons
+    import app.services.consolidation.extraction as cons
 
     def boom(ep: Any) -> Any:
         raise ValueError(f"cannot read {ep.text!r}")
@@ -71,7 +71,7 @@ def test_consolidation_keeps_working_after_a_correction(vault: Vault) -> None:
     # settled by the policy (the person's correction wins), not a crash.
     assert report.counts["contradictions_found"] == 1
     [item] = vault.contradictions(status="auto")
-    assert {item.a["text"], item.b["text"]} == {"Sam lives in Braga", "Sam lives in Coimbra"}
+    assert {item.a.text, item.b.text} == {"Sam lives in Braga", "Sam lives in Coimbra"}
     assert vault.get(braga).status.value == "active"
     # Restating the corrected fact is a duplicate of it, not a new conflict; later runs work.
     vault.import_turns([turn("I live in Braga.", "2026-06-20T10:00:00Z", "c")])
@@ -103,8 +103,8 @@ def test_a_failed_batch_is_in_the_report_with_its_error_class_and_no_content(
     assert report.failed_batches == 1
     assert report.failure_text == "1 failed batch (extract: ValueError)"
     [run] = vault.runs(1)
-    assert run["status"] == "partial"
-    assert run["report"]["failures"] == [{"step": "extract", "error": "ValueError", "items": 1}]
+    assert run.status == "partial" and run.report is not None
+    assert run.report.failures == (BatchFailure("extract", "ValueError", 1),)
     stored = vault.db.read(lambda c: c.execute("SELECT report FROM run").fetchone()[0])
     assert "Lisbon" not in stored and "Lisbon" not in caplog.text
     assert "ValueError" in caplog.text
@@ -133,7 +133,8 @@ def test_llm_fallbacks_are_reported(vault: Vault) -> None:
     report = vault.consolidate().value
     assert report.llm_fallbacks == {"LlmUnavailable": 1}
     assert report.failed_batches == 0 and report.counts["facts_created"] == 1  # the rules did it
-    assert vault.runs(1)[0]["report"]["llm_fallbacks"] == {"LlmUnavailable": 1}
+    stored = vault.runs(1)[0].report
+    assert stored is not None and stored.llm_fallbacks == {"LlmUnavailable": 1}
 
 
 # --- the CLI ----------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_llm_facts_with_provenance_and_deletes_go_to_the_inbox(vault: Vault,
     vault.consolidate(steps=("extract",))
     assert vault.status().totals == before
     inbox = vault.contradictions()
-    assert len(inbox) == 1 and inbox[0].a["text"] == "Sam lives in Lisbon"
+    assert len(inbox) == 1 and inbox[0].a.text == "Sam lives in Lisbon"
     assert inbox[0].kind == "review" and inbox[0].reason == "user asked"
 
 

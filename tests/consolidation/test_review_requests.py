@@ -67,13 +67,13 @@ def _review_request(v: Vault, fake: FakeLlm) -> tuple[Any, int]:
                                           "reason": "user asked"}]))
     v.consolidate(steps=("extract",))
     (item,) = v.contradictions()
-    return item, int(item.a["id"])
+    return item, int(item.a.id)
 
 
 def test_an_llm_delete_is_a_review_request_and_keep_a_is_refused(vault: Vault,
                                                                 fake: FakeLlm) -> None:
     item, mid = _review_request(vault, fake)
-    assert item.a["text"] == "Sam lives in Lisbon"
+    assert item.a.text == "Sam lives in Lisbon"
     for keep in ("a", "b", "both"):
         # Before: "keep a" marked the memory superseded by itself and it left recall.
         with pytest.raises(ValidationError, match="review request about one memory"):
@@ -88,7 +88,7 @@ def test_an_llm_delete_is_a_review_request_and_keep_a_is_refused(vault: Vault,
 
 def test_still_true_confirms_and_undo_restores(vault: Vault, fake: FakeLlm) -> None:
     item, mid = _review_request(vault, fake)
-    assert item.a["confidence"] < 1.0
+    assert item.a.confidence < 1.0
     vault.resolve(item.id, "still_true")
     m = vault.get(mid)
     assert m.status.value == "active" and m.user_validated and m.confidence == 1.0
@@ -98,7 +98,7 @@ def test_still_true_confirms_and_undo_restores(vault: Vault, fake: FakeLlm) -> N
     assert vault.recall("where does Sam live", k=1, touch=False, filters=SEMANTIC)[0].id == mid
     vault.reopen(item.id)
     m = vault.get(mid)
-    assert not m.user_validated and m.confidence == pytest.approx(item.a["confidence"])
+    assert not m.user_validated and m.confidence == pytest.approx(item.a.confidence)
     assert [i.id for i in vault.contradictions()] == [item.id]
 
 
@@ -143,7 +143,7 @@ def test_paged_reads_batch_and_clamp(vault: Vault, fake: FakeLlm) -> None:
     assert vault.inbox_count() == 1
     # A side carries what the card shows, sources and conversation refs included.
     side = page.items[0].a
-    assert side["refs"] == ["t1"] and side["sources"] and side["status"] == "active"
+    assert side.refs == ("t1",) and side.sources and side.status == "active"
     with pytest.raises(ValidationError):
         vault.inbox_page("nonsense")
 
@@ -209,7 +209,7 @@ def test_migration_0003_turns_old_rows_into_review_requests_and_repairs(
     v = Vault.open(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False,
                    load_model=False)
     try:
-        items = {i.a["id"]: i for i in v.contradictions(None)}
+        items = {i.a.id: i for i in v.contradictions(None)}
         assert {i.kind for i in items.values()} == {"review"}
         assert {i.reason for i in items.values()} == {"user asked"}
         # Superseded by itself: back to what it was (active; archived stays archived), no

@@ -37,8 +37,10 @@ def embedder() -> Any:
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object, embedder: Any,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
-    monkeypatch.setattr(Vault, "_embedder", staticmethod(
-        lambda load_model: (embedder, embedder.model_dir) if load_model else (None, None)))
+    from app import bootstrap
+    monkeypatch.setattr(bootstrap, "load_embedder",
+                        lambda load_model: (embedder, embedder.model_dir) if load_model
+                        else (None, None))
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
                      use_chroma=False).vault
     yield v

@@ -2,7 +2,7 @@
 
 After every kill: integrity_check ok, cipher_integrity_check empty, FTS5 integrity-check passes,
 every acknowledged row present, no acknowledged forget resurrected, the in-flight transaction
-all-or-nothing. 12 kills by default; 200 in the slow group.
+all-or-nothing. 6 kills by default; 200 in the slow group.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def run_loop(folder: Path, kills: int, fast_kdf: object) -> dict[str, int]:
 
 
 def test_kill9_loop_short(tmp_path: Path, fast_kdf: object) -> None:
-    stats = run_loop(tmp_path / "v", 12, fast_kdf)
-    assert stats["acknowledged"] > 12 and stats["forgets"] > 0
+    stats = run_loop(tmp_path / "v", 6, fast_kdf)
+    assert stats["acknowledged"] > 6 and stats["forgets"] > 0
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -19,8 +18,10 @@ from app.services.recall import Filters
 from storage import lifecycle
 from tests.forget.pagescan import scan_decrypted, scan_raw
 
+# The real model, loaded once per session instead of once per vault (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_model")
+
 CANARY = "QuokkaCanary7731"
-ROOT = Path(__file__).resolve().parents[2]
 NOW = parse_iso("2026-06-01T12:00:00Z")
 
 
@@ -247,9 +248,10 @@ def test_forgetting_a_corrected_memory_takes_its_old_versions(vault: Vault) -> N
 # --- the CLI acceptance ------------------------------------------------------------------------
 
 def kept(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, KEPT_PASSWORD="pw-forget-cli")
-    return subprocess.run([sys.executable, "-m", "app.cli", "--vault", str(folder), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    """In-process (tests/cli/conftest.py): each command unlocks and locks the vault as a
+    process would, and the raw scan below reads the files it left."""
+    from tests.cli.conftest import kept_in_process
+    return kept_in_process(folder, *args, password="pw-forget-cli")
 
 
 def test_cli_forget_acceptance(tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ from app.facade import Turn, Vault
 from storage import lifecycle
 from tests.forget.pagescan import scan_decrypted
 
+# The real model, loaded once per session instead of once per vault (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_model")
+
 NOW = parse_iso("2026-06-01T12:00:00Z")
 NAME = "Zorblax"
 
@@ -205,9 +208,8 @@ def test_dialog_lists_what_stays_with_reasons(qtbot: object, vault_dir: Path,
     try:
         ids = moved(v)
         host = QWidget()
-        host.vault = v  # type: ignore[attr-defined]
         qtbot.addWidget(host)  # type: ignore[attr-defined]
-        dlg = ForgetDialog(host, ids=[ids["porto_episode"]])
+        dlg = ForgetDialog(v, None, host, ids=[ids["porto_episode"]])
         qtbot.waitUntil(lambda: dlg.plan is not None, timeout=20_000)  # type: ignore[attr-defined]
         tops = {dlg.tree.topLevelItem(i).text(0): dlg.tree.topLevelItem(i)
                 for i in range(dlg.tree.topLevelItemCount())}

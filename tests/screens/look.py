@@ -73,18 +73,15 @@ def fixed_demo_vault(folder: Path, *, load_model: bool = True) -> Any:
     from unittest import mock
 
     import app.demo
+    from app import bootstrap
     from app.clock import FixedClock, SystemClock
-    from app.facade import Vault
     if load_model:
         with mock.patch.object(SystemClock, "now", lambda self: FIXED_NOW):
             vault = app.demo.create_demo_vault(folder, threaded=True)
     else:
-        real_create = Vault.create
-
-        def create(*args: Any, **kwargs: Any) -> Any:
-            return real_create(*args, **{**kwargs, "load_model": False})
+        # The demo composes its vault in app.bootstrap: no model there, no vectors.
         with mock.patch.object(SystemClock, "now", lambda self: FIXED_NOW), \
-                mock.patch.object(Vault, "create", create):
+                mock.patch.object(bootstrap, "load_embedder", lambda _load: (None, None)):
             vault = app.demo.create_demo_vault(folder, threaded=True)
     vault.clock = FixedClock(FIXED_NOW)  # type: ignore[attr-defined]
     return vault

@@ -98,7 +98,7 @@ def main() -> int:
 
     episode = find_memory(vault, "I moved to Porto; the Lisbon flat was too expensive.",
                           "episodic")
-    dlg = ForgetDialog(win, ids=[episode])
+    dlg = ForgetDialog(win.vault, win.bridge, win, ids=[episode])
     dlg.resize(QSize(640, 520))
     dlg.show()
     pump(app, lambda: dlg.plan is not None)

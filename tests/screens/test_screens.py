@@ -117,7 +117,7 @@ def test_main_window(qtbot: Any, window: Any, demo: Any) -> None:
 def test_forget_dialog(qtbot: Any, window: Any, demo: Any) -> None:
     from ui.dialogs.forget import ForgetDialog
     mid = find_memory(demo, "I moved to Porto; the Lisbon flat was too expensive.", "episodic")
-    dlg = ForgetDialog(window, ids=[mid])
+    dlg = ForgetDialog(window.vault, window.bridge, window, ids=[mid])
     dlg.resize(QSize(640, 520))
     dlg.show()
     qtbot.waitUntil(lambda: dlg.plan is not None, timeout=WAIT)

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from storage.db import Database
+from storage.embedder import EMBED_DIM
 
-DIM = 384
+DIM = EMBED_DIM
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,8 @@ def test_facade_reports_damage_to_watchers(clone_vault: Callable[..., Path],
 def test_facade_grace_then_check_and_a_write_cuts_it_short(
         clone_vault: Callable[..., Path], template_vault: Template,
         caplog: pytest.LogCaptureFixture) -> None:
-    from app.facade import BACKGROUND_GRACE_S, Vault
+    from app.bootstrap import BACKGROUND_GRACE_S
+    from app.facade import Vault
     assert BACKGROUND_GRACE_S > 0
     folder = clone_vault()
     vault = Vault.open(folder, template_vault.password, load_model=False)

@@ -13,7 +13,6 @@ import errno
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,9 @@ from app.errors import StorageFull, WrongKey
 from app.facade import Vault
 from app.services.importer import parse_import
 from storage import crypto
+from tests.cli.conftest import kept_in_process
 from tests.storage.helpers import sha_tree
 
-ROOT = Path(__file__).resolve().parents[2]
 PW = "disk full password"
 WORDS = "alpha beta gamma delta river mountain coffee garden music travel book friend".split()
 
@@ -98,9 +97,8 @@ def test_full_disk_every_write_path_reports_and_loses_nothing(small_disk: Path,
     v.lock()  # a full disk must not stop the lock (its WAL checkpoint may not fit)
 
     # The CLI says the same with exit code 5 and one clear message, not a traceback.
-    env = dict(os.environ, KEPT_PASSWORD=PW, KEPT_NEW_PASSWORD="another new password 1")
-    res = subprocess.run([sys.executable, "-m", "app.cli", "--vault", str(folder), "passwd"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    res = kept_in_process(folder, "passwd", password=PW,
+                          env={"KEPT_NEW_PASSWORD": "another new password 1"})
     assert res.returncode == 5, res.stderr
     assert "Could not write the vault's key file" in res.stderr
     assert "Traceback" not in res.stderr

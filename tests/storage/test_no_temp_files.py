@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,10 +140,20 @@ def _run_child(folder: Path, template: Template, tmp: Path, unsafe: bool) -> Run
     return run
 
 
-@pytest.fixture
-def seeded(clone_vault: Callable[..., Path], template_vault: Template) -> Path:
-    folder = clone_vault()
+@pytest.fixture(scope="module")
+def seeded_template(template_vault: Template, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The template vault with the 60k rows, seeded once for both tests of this module."""
+    folder = tmp_path_factory.mktemp("seeded") / "vault"
+    shutil.copytree(template_vault.folder, folder)
     _seed(folder, template_vault)
+    return folder
+
+
+@pytest.fixture
+def seeded(seeded_template: Path, tmp_path: Path) -> Path:
+    """A private copy per test: the workload VACUUMs the vault it runs on."""
+    folder = tmp_path / "seeded"
+    shutil.copytree(seeded_template, folder)
     return folder
 
 

@@ -1,9 +1,11 @@
-"""UI test fixtures: a real demo vault (SQLCipher, threaded writer) and a real MainWindow.
-The keychain is the in-memory backend from tests/conftest.py; nothing is mocked below the
-facade. Every test gets its own vault and window (no session-wide app window, STYLE B9)."""
+"""UI test fixtures: a real demo vault (SQLCipher, threaded writer, the real model loaded once
+per session) and a real MainWindow. The keychain is the in-memory backend from
+tests/conftest.py; nothing is mocked below the facade. Every test gets its own vault (a copy
+of one made per session) and its own window (no session-wide app window, STYLE B9)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,10 +13,31 @@ from typing import Any
 import pytest
 
 
-@pytest.fixture
-def demo_vault(tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory, session_embedder: Any) -> Path:
+    """The demo vault made once per session (Argon2id, the import, the consolidation run);
+    each test opens its own copy of it, as ``kept-app --demo`` opens an existing demo."""
+    from app import bootstrap
     from app.demo import create_demo_vault
-    vault = create_demo_vault(tmp_path / "v", threaded=True)
+    folder = tmp_path_factory.mktemp("demo-template") / "v"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bootstrap, "load_embedder", lambda load_model: (
+            (session_embedder, session_embedder.model_dir) if load_model else (None, None)))
+        create_demo_vault(folder, threaded=False).lock()
+    assert bootstrap.vault_exists(folder)
+    return folder
+
+
+@pytest.fixture
+def demo_vault(tmp_path: Path, demo_template: Path, shared_model: None) -> Iterator[Any]:
+    from app import bootstrap
+    from app.demo import DEMO_PASSWORD
+    shutil.copytree(demo_template, tmp_path / "v")
+    # The page self-test runs before this returns, so no background work is left over that a
+    # freshly created vault would not have had.
+    vault = bootstrap.open_vault(tmp_path / "v", DEMO_PASSWORD, threaded=True, use_chroma=False,
+                                 verify="sync")
+    assert vault.status().semantic_search and not vault.background_work()
     yield vault
     # Background tasks may still hold a reader; let them finish before the keys are wiped.
     from PySide6.QtCore import QThreadPool

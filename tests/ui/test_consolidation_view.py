@@ -25,9 +25,9 @@ def test_shows_last_run_schedule_and_passes_the_model_tester(
     assert "Last run:" in view.last_run.text()
     assert "7 facts learned" in view.last_changes.text()
     assert "1 sent to your inbox" in view.last_changes.text()
-    assert view.model.rows[0].id == run["id"]
+    assert view.model.rows[0].id == run.id
     assert view.model.data(view.model.index(0, Column.STATUS)) == "done"
-    assert view.undo_buttons[run["id"]].isEnabled()
+    assert view.undo_buttons[run.id].isEnabled()
     assert view.schedule["consolidation.heartbeat_minutes"].text() == "every 15 minutes"
     assert view.schedule["consolidation.interval_minutes"].text().startswith("every 4 hours")
     assert view.schedule["consolidation.decay_hour"].text() == "daily at 03:00 UTC"
@@ -45,10 +45,11 @@ def test_run_now_adds_a_run_and_undo_reverts_it(qtbot: Any, open_page: Any, wind
         # Busy at once: the button (and the toolbar action) cannot start a second run.
         assert not view.run_btn.isEnabled()
         assert not window.run_action.isEnabled()
-        assert view.progress.isVisible() and view.cancel_btn.isVisible()
+        # The bar itself appears once the run has taken 600 ms (ui.progress).
+        assert view.progress_helper.active and view.cancel_btn.isVisible()
     runs = demo_vault.runs(10)
     assert len(runs) == 2
-    new_id = runs[0]["id"]
+    new_id = runs[0].id
     _loaded(qtbot, view, 2)
     assert view.model.rows[0].id == new_id
     assert view.run_btn.isEnabled() and window.run_action.isEnabled()
@@ -56,7 +57,7 @@ def test_run_now_adds_a_run_and_undo_reverts_it(qtbot: Any, open_page: Any, wind
     assert f"Run {new_id} finished" in view.message.text()
     # Only the newest run may be undone; the older one says why not.
     assert view.undo_buttons[new_id].isEnabled()
-    old = view.undo_buttons[runs[1]["id"]]
+    old = view.undo_buttons[runs[1].id]
     assert not old.isEnabled()
     assert f"Undo the newer run {new_id} first" in old.toolTip()
 
@@ -64,12 +65,12 @@ def test_run_now_adds_a_run_and_undo_reverts_it(qtbot: Any, open_page: Any, wind
         qtbot.mouseClick(view.undo_buttons[new_id], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: view.model.rowCount() == 2
                     and view.model.rows[0].undone_at is not None, timeout=10_000)
-    assert demo_vault.runs(1)[0]["undone_at"] is not None
+    assert demo_vault.runs(1)[0].undone_at is not None
     assert demo_vault.status().counts == before
     assert f"Run {new_id} undone" in view.message.text()
     assert "undone" in view.model.data(view.model.index(0, Column.STATUS))
     # Now run 1 is the newest one not undone.
-    qtbot.waitUntil(lambda: view.undo_buttons[runs[1]["id"]].isEnabled(), timeout=10_000)
+    qtbot.waitUntil(lambda: view.undo_buttons[runs[1].id].isEnabled(), timeout=10_000)
     assert not view.undo_buttons[new_id].isEnabled()
     assert "already undone" in view.undo_buttons[new_id].toolTip()
 
@@ -81,7 +82,7 @@ def test_undo_the_demo_run_removes_what_it_learned(qtbot: Any, open_page: Any, w
     (run,) = demo_vault.runs(10)
     assert demo_vault.contradictions(None)
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=30_000):
-        qtbot.mouseClick(view.undo_buttons[run["id"]], Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(view.undo_buttons[run.id], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: view.model.rowCount() == 1
                     and view.model.rows[0].undone_at is not None, timeout=10_000)
     assert demo_vault.contradictions(None) == []
@@ -118,7 +119,7 @@ def test_failed_batches_and_llm_fallbacks_show_on_the_page_and_in_the_status_bar
     error's class only; the next clean run clears the status bar."""
     import socket
 
-    import app.services.consolidation as cons
+    import app.services.consolidation.extraction as cons
     from app.domain.memory import Draft
 
     def boom(ep: Any) -> Any:

@@ -32,10 +32,10 @@ def test_open_contradiction_shows_both_facts_side_by_side(qtbot: Any, open_page:
     _loaded(qtbot, view, 1)
     (item,) = demo_vault.contradictions("open")
     card = view.cards[item.id]
-    assert card.side_a.text.text() == item.a["text"]
-    assert card.side_b.text.text() == item.b["text"]
-    assert f"confidence {item.a['confidence']:.2f}" in card.side_a.meta.text()
-    assert item.a["refs"][0] in card.side_a.sources.text()
+    assert card.side_a.text.text() == item.a.text
+    assert card.side_b.text.text() == item.b.text
+    assert f"confidence {item.a.confidence:.2f}" in card.side_a.meta.text()
+    assert item.a.refs[0] in card.side_a.sources.text()
     for btn in (card.keep_a_btn, card.keep_b_btn, card.both_btn, card.edit_btn):
         assert btn.isVisible() and btn.isEnabled()
     assert view.empty.isHidden()
@@ -47,7 +47,7 @@ def test_keep_a_by_click_supersedes_b(qtbot: Any, open_page: Any, window: Any,
     view = open_page("inbox")
     _loaded(qtbot, view, 1)
     (item,) = demo_vault.contradictions("open")
-    a_id, b_id = item.a["id"], item.b["id"]
+    a_id, b_id = item.a.id, item.b.id
     card = view.cards[item.id]
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
         qtbot.mouseClick(card.keep_a_btn, Qt.MouseButton.LeftButton)
@@ -72,7 +72,7 @@ def test_undo_an_automatic_resolution_reopens_it(qtbot: Any, open_page: Any, win
     assert "Rule: the newer statement is a stated change" in row.how
     assert row.what.startswith("Kept “Sam lives in Porto” over")
     assert row.rule == "the newer statement is a stated change"
-    loser = auto.a["id"] if auto.a["status"] == "superseded" else auto.b["id"]
+    loser = auto.a.id if auto.a.status == "superseded" else auto.b.id
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
         _click_undo(qtbot, view, "auto", auto.id)
     qtbot.waitUntil(lambda: auto.id in view.cards and not view.auto_rows, timeout=10_000)
@@ -91,7 +91,7 @@ def test_edit_replaces_both_with_the_typed_text(qtbot: Any, open_page: Any, wind
     card = view.cards[item.id]
     qtbot.mouseClick(card.edit_btn, Qt.MouseButton.LeftButton)
     assert card.edit_row.isVisible()
-    assert card.editor.toPlainText() == item.b["text"]
+    assert card.editor.toPlainText() == item.b.text
 
     # Empty text: an inline error, nothing sent to the vault.
     card.editor.clear()
@@ -112,8 +112,8 @@ def test_edit_replaces_both_with_the_typed_text(qtbot: Any, open_page: Any, wind
     assert new.text == "Sam's favorite film is Ran"
     assert new.status.value == "active"
     assert new.confidence == 1.0
-    assert demo_vault.get(item.a["id"]).status.value == "superseded"
-    assert demo_vault.get(item.b["id"]).status.value == "superseded"
+    assert demo_vault.get(item.a.id).status.value == "superseded"
+    assert demo_vault.get(item.b.id).status.value == "superseded"
     assert "replaced by your edit" in view.resolved_rows[item.id].what
 
 
@@ -125,14 +125,14 @@ def test_both_true_then_undo_from_resolved_list(qtbot: Any, open_page: Any, wind
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
         qtbot.mouseClick(view.cards[item.id].both_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: item.id in view.resolved_rows, timeout=10_000)
-    older = demo_vault.get(item.a["id"])
+    older = demo_vault.get(item.a.id)
     assert older.status.value == "active" and older.valid_until is not None
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
         settled = view.lists["resolved"]  # from the keyboard this time
         settled.setCurrentIndex(settled.model_.index(settled.model_.row_of(item.id), 0))
         qtbot.keyClick(settled, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: item.id in view.cards, timeout=10_000)
-    assert demo_vault.get(item.a["id"]).valid_until is None
+    assert demo_vault.get(item.a.id).valid_until is None
 
 
 # --- issue 12: review requests and paging ------------------------------------------------------

@@ -45,7 +45,7 @@ def test_charts_follow_changes(qtbot: Any, open_page: Any, window: Any,
     view = open_page("insights")
     qtbot.waitUntil(lambda: view.insights is not None, timeout=10_000)
     facts = dict(view.store_chart.bars())["Facts"]
-    fact_id = next(c.a["id"] for c in demo_vault.contradictions("open"))
+    fact_id = next(c.a.id for c in demo_vault.contradictions("open"))
     result = demo_vault.archive(fact_id)  # as the detail pane would, then broadcast
     window.bridge.apply_changes(result.changes, None)
     qtbot.waitUntil(lambda: dict(view.store_chart.bars())["Facts"] == facts - 1,

@@ -17,8 +17,10 @@ from PySide6.QtWidgets import (
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
+    QWidget,
 )
 
+from ui import errors
 from ui.tasks import run_op, run_query
 
 ROLE_LABELS = {"matched": "What you chose", "version": "Earlier versions of it",
@@ -28,12 +30,17 @@ STAYING_LABEL = "What stays, and why"
 
 
 class ForgetDialog(QDialog):
+    """Forgets what ``ids``, ``query`` or ``entity`` name, after showing the plan and an
+    explicit confirmation. GUI thread; ``parent`` only places the dialog."""
+
     forgotten = Signal(object)   # ForgetReport
 
-    def __init__(self, window: Any, *, ids: list[int] | None = None, query: str | None = None,
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None, *,
+                 ids: list[int] | None = None, query: str | None = None,
                  entity: str | None = None) -> None:
-        super().__init__(window)
-        self.window_ = window
+        super().__init__(parent)
+        self.vault = vault
+        self.bridge = bridge
         self.setWindowTitle("Forget for good")
         self.resize(640, 520)
         self.plan: Any = None
@@ -70,10 +77,6 @@ class ForgetDialog(QDialog):
         self.forget_btn.clicked.connect(self._on_forget_btn_clicked)
         self.cancel_btn.clicked.connect(self.reject)
         self._load_plan()
-
-    @property
-    def vault(self) -> Any:
-        return self.window_.vault
 
     def _load_plan(self) -> None:
         self.forget_btn.setEnabled(False)
@@ -135,7 +138,7 @@ class ForgetDialog(QDialog):
         self.progress.show()
         self.summary.setText("Forgetting…")
         vault, plan = self.vault, self.plan
-        run_op(self, lambda: vault.forget(plan), self._on_forgotten, self.window_.bridge,
+        run_op(self, lambda: vault.forget(plan), self._on_forgotten, self.bridge,
                self._on_failed)
 
     def _on_forgotten(self, result: Any) -> None:
@@ -155,11 +158,10 @@ class ForgetDialog(QDialog):
         self.forgotten.emit(self.report)
 
     def _on_failed(self, exc: BaseException) -> None:
-        from ui.errors import show_error
         self.progress.hide()
         self.cancel_btn.setEnabled(True)
         self.summary.setText("Nothing was forgotten.")
-        show_error(self, exc)
+        errors.show_error(self, exc)
         self._load_plan()
         self.confirm.setEnabled(True)
         self.keep_sources.setEnabled(True)

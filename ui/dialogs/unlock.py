@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import bootstrap, validation
+from ui import errors, theme
 from ui.tasks import run_query
 
 COMMON = {"password", "123456", "12345678", "qwerty", "letmein", "welcome", "iloveyou",
@@ -53,6 +55,12 @@ def strength(password: str) -> tuple[int, str]:
     word = ("very weak" if bits < 28 else "weak" if bits < 45 else "fair" if bits < 60
             else "strong" if bits < 80 else "very strong")
     return bits, word
+
+
+def too_short() -> str:
+    """The length rule of ``app.validation``, as the dialog says it."""
+    return (f"Use at least {validation.MIN_PASSWORD_LENGTH} characters; a few words are "
+            "easiest.")
 
 
 RECOVERED_NOTICE = ("New password set with the recovery code; use it from now on. The "
@@ -96,7 +104,7 @@ class UnlockDialog(QDialog):
         self.remember_note.setWordWrap(True)
         self.error = QLabel()
         self.error.setObjectName("error")
-        self.error.setStyleSheet("color: #b00020")
+        self.error.setStyleSheet(theme.ERROR_STYLE)
         self.error.setWordWrap(True)
         self.busy = QLabel()
         form = QFormLayout()
@@ -168,7 +176,6 @@ class UnlockDialog(QDialog):
 
     def _check_folder(self) -> None:
         """A vault is made only in a new or empty folder: said before any password is typed."""
-        from storage.paths import check_new_vault_folder
         folder = self.folder
 
         def refused(exc: BaseException) -> None:
@@ -177,7 +184,8 @@ class UnlockDialog(QDialog):
                 self.folder_problem = exc.user_message
                 self.error.setText(exc.user_message)
                 self.ok.setEnabled(False)
-        run_query(self, lambda: check_new_vault_folder(folder), lambda _r: None, refused)
+        run_query(self, lambda: bootstrap.check_new_vault_folder(folder), lambda _r: None,
+                  refused)
 
     @Slot()
     def _on_use_code_clicked(self) -> None:
@@ -201,14 +209,12 @@ class UnlockDialog(QDialog):
 
     def _probe_keyring(self) -> None:
         """Only offer the keychain where a real, allowlisted OS keychain exists."""
-        from storage.crypto import keyring_available
-
         def done(ok: bool) -> None:
             self.remember.setVisible(ok)
             if not ok:
                 self.remember_note.setText("Remember on this device is not available: no "
                                            "secure system keychain was found.")
-        run_query(self, keyring_available, done, lambda _e: done(False))
+        run_query(self, bootstrap.keyring_available, done, lambda _e: done(False))
 
     @Slot(str)
     def _on_password_text_changed(self, text: str) -> None:
@@ -227,8 +233,8 @@ class UnlockDialog(QDialog):
             return
         pw = self.password.text()
         if self.create:
-            if len(pw) < 8:
-                self.error.setText("Use at least 8 characters; a few words are easiest.")
+            if validation.password_too_short(pw):
+                self.error.setText(too_short())
                 return
             if pw != self.repeat.text():
                 self.error.setText("The two passwords differ.")
@@ -262,8 +268,8 @@ class UnlockDialog(QDialog):
         if not code.strip():
             self.error.setText("Type your recovery code.")
             return
-        if len(new) < 8:
-            self.error.setText("Use at least 8 characters; a few words are easiest.")
+        if validation.password_too_short(new):
+            self.error.setText(too_short())
             return
         if new != self.new_repeat.text():
             self.error.setText("The two passwords differ.")
@@ -296,18 +302,13 @@ class UnlockDialog(QDialog):
 
     def _on_failed(self, exc: BaseException) -> None:
         QApplication.restoreOverrideCursor()
-        from app.errors import AppError
         self.ok.setEnabled(True)
         self.use_code.setEnabled(True)
         self.busy.clear()
         retry = self.code if self.recovering else self.password
         retry.selectAll()
         retry.setFocus()
-        if isinstance(exc, AppError):
-            self.error.setText(exc.user_message + (f" {exc.hint}" if exc.hint else ""))
-        else:
-            from ui.errors import show_error
-            show_error(self, exc)
+        errors.report_error(self, exc, self.error.setText, hint=True)
 
 
 class RecoveryCodeDialog(QDialog):
@@ -323,7 +324,7 @@ class RecoveryCodeDialog(QDialog):
         label.setWordWrap(True)
         self.code = QLabel(code)
         self.code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.code.setStyleSheet("font-family: monospace; font-size: 16pt; padding: 8px")
+        self.code.setStyleSheet(theme.CODE_STYLE)
         done = QPushButton("I have saved it")
         done.clicked.connect(self.accept)
         lay = QVBoxLayout(self)

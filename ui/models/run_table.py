@@ -1,6 +1,6 @@
 """The recent consolidation runs: a small table model (STYLE B7). Layer: ui. GUI thread.
 
-Rows are frozen ``RunRow`` values built from ``Vault.runs()`` dicts by the view's query (on the
+Rows are frozen ``RunRow`` values built from ``Vault.runs()`` items by the view's query (on the
 thread pool); ``data()`` is a pure lookup. The model also answers which run may be undone: only
 the newest finished run that is not undone yet, because undoing an older one first would
 rewrite history a later run built on (``ConsolidationService.undo`` refuses it too).
@@ -51,7 +51,7 @@ COUNT_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
-# Why an LLM batch fell back to the rules (the error classes of app/services/llm.py).
+# Why an LLM batch fell back to the rules (the error classes of app/services/llm/).
 LLM_REASONS = {"LlmUnavailable": "endpoint unreachable or failing",
                "ConsentRequired": "no consent to send to this endpoint",
                "ParseError": "replies not understood"}
@@ -107,6 +107,21 @@ class RunRow:
                    str(d.get("status") or "running"), dict(report.get("counts") or {}),
                    report.get("seconds"), int(report.get("failed_batches") or 0),
                    d.get("undone_at"), failures, fallbacks)
+
+    @classmethod
+    def from_run(cls, run: Any) -> RunRow:
+        """From a ``Vault.runs()`` item: an ``app.api.RunSummary`` (or the dict it was)."""
+        if isinstance(run, dict):
+            return cls.from_dict(run)
+        report = run.report
+        failures = tuple((str(f.step), str(f.error)) for f in report.failures) if report else ()
+        fallbacks = tuple(sorted((str(k), int(v)) for k, v in report.llm_fallbacks.items())
+                          ) if report else ()
+        return cls(int(run.id), str(run.kind), float(run.started_at), run.finished_at,
+                   str(run.status or "running"), dict(report.counts) if report else {},
+                   report.seconds if report else None,
+                   int(report.failed_batches) if report else 0, run.undone_at, failures,
+                   fallbacks)
 
     @property
     def problems_text(self) -> str:

@@ -2,17 +2,16 @@
 runs with undo for the newest one, and the job schedule. Layer: ui. GUI thread; every vault
 call goes through ``ui.tasks``.
 
-Progress follows STYLE B5.4: the pipeline's progress callback runs on a pool thread and only
-stores the latest value under a lock; a 100 ms timer on the GUI thread paints it.
+Progress goes through ``ui.progress`` (STYLE B5.4): the pipeline's callback only stores the
+latest value; the bar appears once a run has taken 600 ms.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFormLayout,
@@ -27,10 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.api import CancelToken
 from app.changes import Changes
-from app.services.consolidation import CancelToken
+from ui import errors, theme
 from ui.models.run_table import Column, RunRow, RunTableModel, counts_text, when_text
-from ui.tasks import run_op, run_query
+from ui.progress import DelayedProgress
+from ui.tasks import run_op
+from ui.views.page import Page
 
 log = logging.getLogger(__name__)
 
@@ -60,41 +62,34 @@ def minutes_text(minutes: int) -> str:
     return "minute" if minutes == 1 else f"{minutes} minutes"
 
 
-class _ProgressBox:
-    """Latest (done, total) from the worker; read by the GUI timer. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._value: tuple[int, int] | None = None
-
-    def put(self, done: int, total: int) -> None:
-        with self._lock:
-            self._value = (done, total)
-
-    def get(self) -> tuple[int, int] | None:
-        with self._lock:
-            return self._value
-
-
-class ConsolidationView(QWidget):
+class ConsolidationView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
-    def __init__(self, window: Any) -> None:
-        super().__init__()
-        self.window_ = window
-        self._generation = 0
-        self._stale = False
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
         self._running = False
+        self._run_allowed = True  # the window's own run (toolbar) is not under way
         self._cancel: CancelToken | None = None
-        self._progress = _ProgressBox()
-
         title = QLabel("<h2>Consolidation</h2>")
         intro = QLabel("In the background Kept turns conversations into facts, finds habits "
                        "and contradictions, and lets unused memories fade. Every run is "
                        "recorded and the newest one can be undone.")
         intro.setWordWrap(True)
+        lay = QVBoxLayout(self)
+        lay.addWidget(title)
+        lay.addWidget(intro)
+        lay.addWidget(self._build_status())
+        lay.addWidget(self._build_runs(), 1)
+        lay.addWidget(self._build_schedule())
+        self.progress_helper = DelayedProgress(self.progress, self)
+        self.run_btn.clicked.connect(self._on_run_btn_clicked)
+        self.cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
+        self.settings_btn.clicked.connect(self._on_settings_btn_clicked)
+        bridge.job_finished.connect(self._on_bridge_job_finished)
+        self.refresh()
 
-        # --- status and Run now ----------------------------------------------------------
+    def _build_status(self) -> QGroupBox:
+        """The last run in words, its problems, Run now / Cancel and the progress bar."""
         self.last_run = QLabel("Loading…")
         self.last_run.setObjectName("lastRun")
         self.last_changes = QLabel()
@@ -104,7 +99,7 @@ class ConsolidationView(QWidget):
         self.last_problems = QLabel()
         self.last_problems.setObjectName("lastProblems")
         self.last_problems.setWordWrap(True)
-        self.last_problems.setStyleSheet("color: #8a4b00")
+        self.last_problems.setStyleSheet(theme.PROBLEM_STYLE)
         self.last_problems.hide()
         self.run_btn = QPushButton("Run now")
         self.run_btn.setToolTip("Run the whole pipeline once now (the window stays usable).")
@@ -130,8 +125,10 @@ class ConsolidationView(QWidget):
         sl.addWidget(self.last_problems)
         sl.addLayout(run_row)
         sl.addWidget(self.message)
+        return status_box
 
-        # --- recent runs -------------------------------------------------------------------
+    def _build_runs(self) -> QGroupBox:
+        """The last runs, each with its Undo button."""
         self.model = RunTableModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
@@ -155,8 +152,10 @@ class ConsolidationView(QWidget):
         rl = QVBoxLayout(runs_box)
         rl.addWidget(self.runs_empty)
         rl.addWidget(self.table)
+        return runs_box
 
-        # --- schedule ----------------------------------------------------------------------
+    def _build_schedule(self) -> QGroupBox:
+        """When the jobs run, and the way to Settings to change it."""
         self.schedule = {key: QLabel("…") for key in SCHEDULE_KEYS}
         self.settings_btn = QPushButton("Change the schedule in Settings…")
         schedule_box = QGroupBox("Schedule")
@@ -167,28 +166,7 @@ class ConsolidationView(QWidget):
         form.addRow("Decay and archival", self.schedule[SCHEDULE_KEYS[2]])
         form.addRow("Weekly synthesis (summaries)", self.schedule[SCHEDULE_KEYS[3]])
         form.addRow(self.settings_btn)
-
-        lay = QVBoxLayout(self)
-        lay.addWidget(title)
-        lay.addWidget(intro)
-        lay.addWidget(status_box)
-        lay.addWidget(runs_box, 1)
-        lay.addWidget(schedule_box)
-
-        self.poll = QTimer(self)
-        self.poll.setInterval(100)
-        self.poll.timeout.connect(self._on_poll_timeout)
-        self.run_btn.clicked.connect(self._on_run_btn_clicked)
-        self.cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
-        self.settings_btn.clicked.connect(self._on_settings_btn_clicked)
-        window.stack.currentChanged.connect(self._on_stack_current_changed)
-        window.run_action.changed.connect(self._on_run_action_changed)
-        window.bridge.job_finished.connect(self._on_bridge_job_finished)
-        self.refresh()
-
-    @property
-    def vault(self) -> Any:
-        return self.window_.vault
+        return schedule_box
 
     def _say(self, text: str) -> None:
         self.message.setText(text)
@@ -196,19 +174,14 @@ class ConsolidationView(QWidget):
 
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
-        self._stale = False
-        self._generation += 1
-        gen = self._generation
         vault = self.vault
 
         def load() -> tuple[list[RunRow], dict[str, int]]:
-            rows = [RunRow.from_dict(d) for d in vault.runs(RUNS_SHOWN)]
+            rows = [RunRow.from_run(run) for run in vault.runs(RUNS_SHOWN)]
             return rows, {k: int(vault.setting(k)) for k in SCHEDULE_KEYS}
-        run_query(self, load, lambda r: self._fill(gen, r))
+        self.load(load, self._fill)
 
-    def _fill(self, gen: int, result: tuple[list[RunRow], dict[str, int]]) -> None:
-        if gen != self._generation:
-            return
+    def _fill(self, result: tuple[list[RunRow], dict[str, int]]) -> None:
         rows, schedule = result
         self.model.set_rows(rows)
         self._make_undo_buttons()
@@ -252,40 +225,30 @@ class ConsolidationView(QWidget):
             self.undo_buttons[run.id] = btn
 
     # --- refresh from change flags --------------------------------------------------------
-    def on_changes(self, changes: Any) -> None:
-        if not (changes.runs or changes.settings):
-            return
-        if self.window_.stack.currentWidget() is self:
-            self.refresh()
-        else:
-            self._stale = True
-
-    @Slot(int)
-    def _on_stack_current_changed(self, _index: int) -> None:
-        if self._stale and self.window_.stack.currentWidget() is self:
-            self.refresh()
+    def wants(self, changes: Any) -> bool:
+        return bool(changes.runs or changes.settings)
 
     @Slot(object)
     def _on_bridge_job_finished(self, _outcome: Any) -> None:
         self.on_changes(Changes(runs=True))
 
-    @Slot()
-    def _on_run_action_changed(self) -> None:
+    def set_run_allowed(self, allowed: bool) -> None:
         # The toolbar's "Run consolidation now" and this button never start two runs at once.
-        self.run_btn.setEnabled(not self._running and self.window_.run_action.isEnabled())
+        self._run_allowed = allowed
+        self.run_btn.setEnabled(not self._running and allowed)
 
     # --- Run now ----------------------------------------------------------------------------
     @Slot()
     def _on_run_btn_clicked(self) -> None:
         if self._running:
             return
+        self._cancel = cancel = CancelToken()
         self._set_running(True)
         self._say("Running…")
-        self._progress = box = _ProgressBox()
-        self._cancel = cancel = CancelToken()
+        box = self.progress_helper.start()
         vault = self.vault
-        run_op(self, lambda: vault.consolidate(cancel=cancel, progress=box.put),
-               self._on_run_done, self.window_.bridge, self._on_run_failed)
+        run_op(self, lambda: vault.consolidate(cancel=cancel, progress=box.report),
+               self._on_run_done, self.bridge, self._on_run_failed)
 
     @Slot()
     def _on_cancel_btn_clicked(self) -> None:
@@ -298,27 +261,15 @@ class ConsolidationView(QWidget):
         self._running = on
         self.run_btn.setText("Running…" if on else "Run now")
         self.run_btn.setEnabled(not on)
-        self.window_.run_action.setEnabled(not on)
+        self.running_changed.emit(on)
         self.cancel_btn.setVisible(on)
         self.cancel_btn.setEnabled(on)
-        self.progress.setVisible(on)
-        self.progress.setRange(0, 0)  # busy until the first step reports
         for btn in self.undo_buttons.values():
             if on:
                 btn.setEnabled(False)
-        if on:
-            self.poll.start()
-        else:
-            self.poll.stop()
+        if not on:
+            self.progress_helper.stop()
             self._cancel = None
-
-    @Slot()
-    def _on_poll_timeout(self) -> None:
-        value = self._progress.get()
-        if value is not None:
-            done, total = value
-            self.progress.setRange(0, max(total, 1))
-            self.progress.setValue(done)
 
     def _on_run_done(self, result: Any) -> None:
         r = result.value
@@ -330,10 +281,9 @@ class ConsolidationView(QWidget):
         # The run list refreshes from the change flags (on_changes), not from here.
 
     def _on_run_failed(self, exc: BaseException) -> None:
-        from ui.errors import show_error
         self._set_running(False)
         self._say("The run did not finish; what was finished is kept.")
-        show_error(self, exc)
+        errors.show_error(self, exc)
         self.refresh()
 
     # --- undo ---------------------------------------------------------------------------
@@ -345,26 +295,18 @@ class ConsolidationView(QWidget):
         vault = self.vault
 
         def done(result: Any) -> None:
-            self.run_btn.setEnabled(self.window_.run_action.isEnabled())
-            reverted = counts_text(result.value or {}, labels=UNDO_LABELS)
+            self.run_btn.setEnabled(self._run_allowed)
+            value = result.value
+            counts = getattr(value, "counts", value) or {}  # UndoReport (or the dict it was)
+            reverted = counts_text(counts, labels=UNDO_LABELS)
             self._say(f"Run {run_id} undone: {reverted}.")
 
         def failed(exc: BaseException) -> None:
-            from app.errors import AppError
-            self.run_btn.setEnabled(self.window_.run_action.isEnabled())
-            if isinstance(exc, AppError):  # e.g. "undo the later runs first": inline
-                self._say(exc.user_message)
-            else:
-                from ui.errors import show_error
-                show_error(self, exc)
+            self.run_btn.setEnabled(self._run_allowed)
+            errors.report_error(self, exc, self._say)  # e.g. "undo the later runs first": inline
             self.refresh()
-        run_op(self, lambda: vault.undo_run(run_id), done, self.window_.bridge, failed)
+        run_op(self, lambda: vault.undo_run(run_id), done, self.bridge, failed)
 
     @Slot()
     def _on_settings_btn_clicked(self) -> None:
-        nav = self.window_.nav
-        for i in range(nav.topLevelItemCount()):
-            item = nav.topLevelItem(i)
-            if item.data(0, Qt.ItemDataRole.UserRole) == ("page", "settings"):
-                nav.setCurrentItem(item)
-                return
+        self.navigate_requested.emit(("page", "settings"))

@@ -18,20 +18,24 @@ from PySide6.QtWidgets import (
 )
 
 from app.clock import to_iso
-from ui.tasks import run_op, run_query
+from app.domain.memory import Draft
+from app.errors import ValidationError
+from ui import theme
+from ui.tasks import run_op
+from ui.views.page import Page
 
 STORE_NAMES = {"short_term": "Short-term (conversation turn)", "episodic": "Episode",
                "semantic": "Fact", "procedural": "Procedure or preference",
                "implicit": "Statistic"}
 
 
-class DetailPane(QWidget):
-    def __init__(self, window: Any) -> None:
-        super().__init__()
-        self.window_ = window
+class DetailPane(Page):
+    """One memory in full, beside the memory list (owned by the browse page)."""
+
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
         self.memory_id: int | None = None
         self.status: str | None = None
-        self._generation = 0
         self.placeholder = QLabel("Select a memory to see where it came from, how strong it "
                                   "is, and its history.")
         self.placeholder.setWordWrap(True)
@@ -66,7 +70,7 @@ class DetailPane(QWidget):
         er.addWidget(self.save_btn)
         er.addWidget(self.cancel_btn)
         self.edit_error = QLabel()
-        self.edit_error.setStyleSheet("color: #b00020")
+        self.edit_error.setStyleSheet(theme.ERROR_STYLE)
         self.body = QWidget()
         form = QFormLayout(self.body)
         form.addRow(self.text)
@@ -91,12 +95,8 @@ class DetailPane(QWidget):
         self.archive_btn.clicked.connect(self._on_archive_btn_clicked)
         self.forget_btn.clicked.connect(self._on_forget_btn_clicked)
 
-    @property
-    def vault(self) -> Any:
-        return self.window_.vault
-
     def clear(self) -> None:
-        self._generation += 1
+        self.drop_loads()
         self.memory_id = None
         for w in (self.text, self.editor):
             w.clear()
@@ -111,17 +111,13 @@ class DetailPane(QWidget):
         if mid is None:
             self.clear()
             return
-        self._generation += 1
-        gen = self._generation
         vault = self.vault
 
         def load() -> tuple[Any, Any]:
             return vault.explain(mid), vault.history(mid)
-        run_query(self, load, lambda r: self._fill(gen, r))
+        self.load(load, self._fill)
 
-    def _fill(self, gen: int, result: tuple[Any, Any]) -> None:
-        if gen != self._generation:
-            return
+    def _fill(self, result: tuple[Any, Any]) -> None:
         ex, hist = result
         self.memory_id = ex.id
         self.status = ex.status
@@ -137,15 +133,15 @@ class DetailPane(QWidget):
             f"{int(s['access_count'])} accesses")
         self.sources.clear()
         for src in ex.sources:
-            ref = f" [{src['ref']}]" if src.get("ref") else ""
-            self.sources.addItem(f"{src['occurred_at'] or ''} {STORE_NAMES.get(src['store'], src['store'])}"
-                                 f"{ref}: {src['text']}")
+            ref = f" [{src.ref}]" if src.ref else ""
+            self.sources.addItem(f"{src.occurred_at or ''} {STORE_NAMES.get(src.store, src.store)}"
+                                 f"{ref}: {src.text}")
         if not ex.sources:
             self.sources.addItem("Told directly (no earlier source)")
         self.links.clear()
         for link in ex.links:
-            other = link["dst"] if link["src"] == ex.id else link["src"]
-            self.links.addItem(f"{link['kind']} → #{other}")
+            other = link.dst if link.src == ex.id else link.src
+            self.links.addItem(f"{link.kind} → #{other}")
         self.history.clear()
         for v in hist.versions:
             mark = " (current)" if v.status == "active" else f" ({v.status})"
@@ -178,8 +174,6 @@ class DetailPane(QWidget):
 
     @Slot()
     def _on_save_btn_clicked(self) -> None:
-        from app.domain.memory import Draft
-        from app.errors import ValidationError
         text = self.editor.toPlainText()
         try:  # pure validation inline, no I/O (STYLE B8)
             self.vault.validate_draft(Draft(text=text))
@@ -189,25 +183,25 @@ class DetailPane(QWidget):
             return
         mid, vault = self.memory_id, self.vault
         run_op(self, lambda: vault.correct(mid, text),
-               lambda r: self.show_memory(int(r.value)), self.window_.bridge)
+               lambda r: self.show_memory(int(r.value)), self.bridge)
 
     @Slot()
     def _on_confirm_btn_clicked(self) -> None:
         mid, vault = self.memory_id, self.vault
         run_op(self, lambda: vault.confirm(mid), lambda _r: self.show_memory(mid),
-               self.window_.bridge)
+               self.bridge)
 
     @Slot()
     def _on_archive_btn_clicked(self) -> None:
         mid, vault = self.memory_id, self.vault
         fn = vault.restore if self.status == "archived" else vault.archive
-        run_op(self, lambda: fn(mid), lambda _r: self.show_memory(mid), self.window_.bridge)
+        run_op(self, lambda: fn(mid), lambda _r: self.show_memory(mid), self.bridge)
 
     @Slot()
     def _on_forget_btn_clicked(self) -> None:
         if self.memory_id is None:
             return
         from ui.dialogs.forget import ForgetDialog
-        dlg = ForgetDialog(self.window_, ids=[self.memory_id])
+        dlg = ForgetDialog(self.vault, self.bridge, self.window(), ids=[self.memory_id])
         dlg.forgotten.connect(lambda _report: self.clear())
         dlg.show()

@@ -43,7 +43,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QColor, QFontMetrics, QKeyEvent, QMouseEvent, QPainter, QPalette
+from PySide6.QtGui import QFontMetrics, QKeyEvent, QMouseEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -61,11 +61,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui.tasks import run_op, run_query
+from ui import errors, theme
+from ui.tasks import run_op
+from ui.views.page import Page
 
 log = logging.getLogger(__name__)
 
-ERROR_COLOR = "#b00020"
 # Building stays under the stall budget: a page's widgets are made a slice at a time, each
 # slice ending once it has taken this long, then the event loop runs (paints, input).
 SLICE_SECONDS = 0.008
@@ -88,14 +89,9 @@ def _panel(frame: QFrame, *, base: bool) -> None:
         frame.setBackgroundRole(QPalette.ColorRole.Base)
 
 
-def _muted(label: QLabel) -> None:
-    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-
-
-def _error_color(label: QLabel) -> None:
-    pal = label.palette()
-    pal.setColor(QPalette.ColorRole.WindowText, QColor(ERROR_COLOR))
-    label.setPalette(pal)
+def field(side: Any, name: str) -> Any:
+    """A field of one side of an inbox item: an ``app.api.MemoryView`` (or the dict it was)."""
+    return side.get(name) if isinstance(side, dict) else getattr(side, name, None)
 
 
 def day_text(ts: float | None) -> str:
@@ -106,9 +102,9 @@ def short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def sources_text(side: dict[str, Any]) -> str:
-    refs = side.get("refs") or []
-    sources = side.get("sources") or []
+def sources_text(side: Any) -> str:
+    refs = field(side, "refs") or []
+    sources = field(side, "sources") or []
     parts = []
     if refs:
         parts.append(("source turn " if len(refs) == 1 else "source turns ") + ", ".join(refs))
@@ -120,15 +116,15 @@ def sources_text(side: dict[str, Any]) -> str:
 class FactSide(QFrame):
     """One side of a contradiction: text, date, confidence, sources and refs."""
 
-    def __init__(self, label: str, side: dict[str, Any]) -> None:
+    def __init__(self, label: str, side: Any) -> None:
         super().__init__()
         self.setObjectName("side")
         _panel(self, base=False)
-        self.fact_id = int(side["id"])
+        self.fact_id = int(field(side, "id"))
+        status = field(side, "status")
         head = QLabel(f"<b>{label}</b> · memory #{self.fact_id}"
-                      + (f" · {side['status']}" if side.get("status") not in (None, "",
-                                                                              "active") else ""))
-        self.text = QLabel(side.get("text") or "")
+                      + (f" · {status}" if status not in (None, "", "active") else ""))
+        self.text = QLabel(field(side, "text") or "")
         self.text.setObjectName("factText")
         self.text.setTextFormat(Qt.TextFormat.PlainText)  # memory text is never markup
         self.text.setWordWrap(True)
@@ -136,15 +132,15 @@ class FactSide(QFrame):
         font = self.text.font()
         font.setPixelSize(14)
         self.text.setFont(font)
-        conf = side.get("confidence")
+        conf = field(side, "confidence")
         conf_text = f"confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
-        self.meta = QLabel(" · ".join(p for p in (f"said on {day_text(side.get('occurred_at'))}",
-                                                  conf_text) if p))
+        said = f"said on {day_text(field(side, 'occurred_at'))}"
+        self.meta = QLabel(" · ".join(p for p in (said, conf_text) if p))
         self.sources = QLabel(sources_text(side))
         self.sources.setTextFormat(Qt.TextFormat.PlainText)
         self.sources.setWordWrap(True)
         for w in (self.meta, self.sources):
-            _muted(w)
+            theme.set_muted(w)
         lay = QVBoxLayout(self)
         lay.addWidget(head)
         lay.addWidget(self.text)
@@ -171,7 +167,7 @@ class _EditableCard(QFrame):
         self._cancel_btn: QPushButton | None = None
         self.error = QLabel()
         self.error.setObjectName("error")
-        _error_color(self.error)
+        theme.set_error_color(self.error)
         self.error.setWordWrap(True)
         self.error.hide()
         self.lay = QVBoxLayout(self)
@@ -277,8 +273,8 @@ class ContradictionCard(_EditableCard):
 
     def __init__(self, item: Any) -> None:
         super().__init__(item)
-        reason = QLabel(f"<b>{REASONS.get(item.reason, item.reason)}</b> Which is true? "
-                        f"<span style='color:gray'>(found {day_text(item.created_at)})</span>")
+        found = theme.muted_html(f"(found {day_text(item.created_at)})")
+        reason = QLabel(f"<b>{REASONS.get(item.reason, item.reason)}</b> Which is true? {found}")
         reason.setWordWrap(True)
         self.side_a = FactSide("A", item.a)
         self.side_b = FactSide("B", item.b)
@@ -318,7 +314,7 @@ class ContradictionCard(_EditableCard):
         return (self.keep_a_btn, self.keep_b_btn, self.both_btn, self.edit_btn)
 
     def _edit_text(self) -> str:
-        return str(self.item.b.get("text") or "")
+        return str(field(self.item.b, "text") or "")
 
     @Slot()
     def _on_keep_a_btn_clicked(self) -> None:
@@ -343,11 +339,11 @@ class ReviewCard(_EditableCard):
 
     def __init__(self, item: Any) -> None:
         super().__init__(item)
-        self.memory_id = int(item.a["id"])
+        self.memory_id = int(field(item.a, "id"))
         because = f" ({item.reason})" if item.reason else ""
+        asked = theme.muted_html(f"(asked {day_text(item.created_at)})")
         self.reason = QLabel(f"<b>The assistant asked to forget this memory"
-                             f"{html.escape(because)}.</b> Is it still true? <span "
-                             f"style='color:gray'>(asked {day_text(item.created_at)})</span>")
+                             f"{html.escape(because)}.</b> Is it still true? {asked}")
         self.reason.setWordWrap(True)
         self.side = FactSide("Memory", item.a)
         self.still_true_btn = QPushButton("Still true")
@@ -373,7 +369,7 @@ class ReviewCard(_EditableCard):
         return (self.still_true_btn, self.edit_btn, self.forget_btn)
 
     def _edit_text(self) -> str:
-        return str(self.item.a.get("text") or "")
+        return str(field(self.item.a, "text") or "")
 
     @Slot()
     def _on_still_true_btn_clicked(self) -> None:
@@ -403,14 +399,15 @@ def settled_row(item: Any) -> SettledRow:
     how = "Your choice"
     if getattr(item, "kind", "contradiction") == "review":
         keep = res.get("keep", "")
-        what = f"Asked to forget “{short(a['text'])}”: {KEEP_WORDS.get(keep, keep)}"
+        what = f"Asked to forget “{short(field(a, 'text'))}”: {KEEP_WORDS.get(keep, keep)}"
     elif item.status == "auto":
-        winner, loser = (a, b) if res.get("kept") == a["id"] else (b, a)
-        what = f"Kept “{short(winner['text'])}” over “{short(loser['text'])}”"
+        winner, loser = (a, b) if res.get("kept") == field(a, "id") else (b, a)
+        what = f"Kept “{short(field(winner, 'text'))}” over “{short(field(loser, 'text'))}”"
         how = f"Rule: {res.get('rule') or 'policy'}"
     else:
         keep = res.get("keep", "")
-        what = f"“{short(a['text'])}” vs “{short(b['text'])}”: {KEEP_WORDS.get(keep, keep)}"
+        what = (f"“{short(field(a, 'text'))}” vs “{short(field(b, 'text'))}”: "
+                f"{KEEP_WORDS.get(keep, keep)}")
     return SettledRow(int(item.id), what, f"{how} · {day_text(item.created_at)}",
                       str(res.get("rule") or ""))
 
@@ -617,15 +614,12 @@ class Pager(QWidget):
         self.page_requested.emit(self.page + 1)
 
 
-class InboxView(QWidget):
+class InboxView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
-    def __init__(self, window: Any) -> None:
-        super().__init__()
-        self.window_ = window
-        self._generation = {status: 0 for status in PAGE_SIZE}
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
         self._loading: set[str] = set()
-        self._stale = False
         self.cards: dict[int, ContradictionCard | ReviewCard] = {}
         self.forget_dialog: Any = None
 
@@ -639,7 +633,7 @@ class InboxView(QWidget):
         self.empty.setObjectName("empty")
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty.setStyleSheet("padding: 24px; color: palette(placeholder-text)")
+        self.empty.setStyleSheet(theme.EMPTY_STYLE)
         self.empty.hide()
         self.message = QLabel()
         self.message.setObjectName("message")
@@ -692,10 +686,6 @@ class InboxView(QWidget):
         QTimer.singleShot(0, self.refresh)
 
     @property
-    def vault(self) -> Any:
-        return self.window_.vault
-
-    @property
     def loading(self) -> bool:
         """A list's page is on its way or still being built."""
         return bool(self._loading)
@@ -716,30 +706,19 @@ class InboxView(QWidget):
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Reload the page each list shows (clamped if the list shrank)."""
-        self._stale = False
         for status, pager in self.pagers.items():
             self._load(status, pager.page)
 
     def _load(self, status: str, page: int, scroll: bool = False) -> None:
-        self._generation[status] += 1
-        gen = self._generation[status]
         self._loading.add(status)
         vault, size = self.vault, PAGE_SIZE[status]
-        run_query(self, lambda: vault.inbox_page(status, page, size),
-                  lambda r: self._fill(status, gen, r, scroll))
+        # One generation per list: each list's newest load is the one shown.
+        self.load(lambda: vault.inbox_page(status, page, size),
+                  lambda r: self._fill(status, r, scroll), kind=status)
 
-    def on_changes(self, changes: Any) -> None:
-        if not (changes.contradictions or changes.memories):
-            return
-        if self.isVisible():
-            self.refresh()
-        else:  # e.g. during an import: reload once, when shown again
-            self._stale = True
-
-    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
-        super().showEvent(event)
-        if self._stale:
-            self.refresh()
+    def wants(self, changes: Any) -> bool:
+        # While hidden (e.g. during an import) the base reloads once, when shown again.
+        return bool(changes.contradictions or changes.memories)
 
     @staticmethod
     def _clear(box: QVBoxLayout) -> None:
@@ -750,9 +729,7 @@ class InboxView(QWidget):
                 w.hide()
                 w.deleteLater()
 
-    def _fill(self, status: str, gen: int, page: Any, scroll: bool) -> None:
-        if gen != self._generation[status]:
-            return
+    def _fill(self, status: str, page: Any, scroll: bool) -> None:
         if status == "open":
             if [c.item for c in self.cards.values()] == list(page.items):
                 self._show_summary(page)  # e.g. a change elsewhere: the same cards stay
@@ -768,7 +745,7 @@ class InboxView(QWidget):
             self._clear(self.open_box)
             self.open_box.addWidget(holder)
             self.cards = {}
-            self._build_cards(gen, list(page.items), page, scroll, holder)
+            self._build_cards(self.generation("open"), list(page.items), page, scroll, holder)
             return
         # Settled lists are painted, not built: one model reset per page.
         self.lists[status].set_rows([settled_row(item) for item in page.items])
@@ -788,7 +765,7 @@ class InboxView(QWidget):
                      holder: QWidget) -> None:
         """Make the page's cards a slice at a time (SLICE_SECONDS), yielding to the event
         loop between slices; a newer load of the list drops what is left of this one."""
-        if not shiboken6.isValid(self) or gen != self._generation["open"] \
+        if not shiboken6.isValid(self) or gen != self.generation("open") \
                 or not shiboken6.isValid(holder):
             return
         layout = holder.layout()
@@ -844,25 +821,20 @@ class InboxView(QWidget):
             self._say(f"Resolved: {KEEP_WORDS.get(keep, keep)}. You can undo it below.")
 
         def failed(exc: BaseException) -> None:
-            from app.errors import AppError
             live = self.cards.get(cid)
             if live is not None and shiboken6.isValid(live):
                 live.busy(False)  # the reload keeps unchanged cards as they are
-            if isinstance(exc, AppError):  # e.g. resolved meanwhile: inline, then reload
-                self._say(f"Not resolved: {exc.user_message}")
-            else:
-                from ui.errors import show_error
-                show_error(self, exc)
+            # e.g. resolved meanwhile: inline, then reload
+            errors.report_error(self, exc, self._say, prefix="Not resolved: ")
             self.refresh()
-        run_op(self, lambda: vault.resolve(cid, keep, text or None), done, self.window_.bridge,
-               failed)
+        run_op(self, lambda: vault.resolve(cid, keep, text or None), done, self.bridge, failed)
 
     @Slot(int)
     def _on_card_forget_requested(self, mid: int) -> None:
         """The normal forget dialog: the whole plan, an explicit confirmation. Forgetting
         the memory removes its review request with it (and the change flags refresh us)."""
         from ui.dialogs.forget import ForgetDialog
-        dlg = ForgetDialog(self.window_, ids=[mid])
+        dlg = ForgetDialog(self.vault, self.bridge, self.window(), ids=[mid])
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.forgotten.connect(lambda _r: self._say(f"Memory {mid} was forgotten."))
         self.forget_dialog = dlg
@@ -875,4 +847,4 @@ class InboxView(QWidget):
         def done(_result: Any) -> None:
             self._say("Undone: the memories are back as they were, and the item waits "
                       "above.")
-        run_op(self, lambda: vault.reopen(cid), done, self.window_.bridge)
+        run_op(self, lambda: vault.reopen(cid), done, self.bridge)

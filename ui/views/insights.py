@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QRectF, QSize, Qt, Slot
+from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import (
     QFormLayout,
@@ -24,15 +24,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui.tasks import run_query
+from ui import theme
+from ui.views.page import Page
 
 log = logging.getLogger(__name__)
 
 STORE_ORDER = (("short_term", "Short-term"), ("episodic", "Episodes"), ("semantic", "Facts"),
                ("procedural", "Procedures"), ("implicit", "Statistics"))
 TIER_ORDER = (("hot", "Hot (used lately)"), ("warm", "Warm"), ("cold", "Cold (fading)"))
-STORE_COLORS = ("#7aa6d8", "#4f86c6", "#2f6db3", "#5c9e6e", "#c48a3a")
-TIER_COLORS = ("#d9534f", "#f0ad4e", "#6c9bd2")
 HEALTH_ROWS = (("avg_composite", "Average strength", "{:.2f}"),
                ("avg_confidence", "Average confidence", "{:.2f}"),
                ("confirmed", "Confirmed by you", "{:,}"),
@@ -100,15 +99,13 @@ class BarChart(QWidget):
         p.end()
 
 
-class InsightsView(QWidget):
+class InsightsView(Page):
     """Owned by the main window's page stack; lives on the GUI thread. Refreshes from change
-    flags when it is the current page, otherwise when it next becomes current."""
+    flags when it is the current page, otherwise when it next becomes current (insights read
+    every active row: only when looked at)."""
 
-    def __init__(self, window: Any) -> None:
-        super().__init__()
-        self.window_ = window
-        self._generation = 0
-        self._stale = False
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
         self.insights: Any = None
 
         title = QLabel("<h2>Insights</h2>")
@@ -125,7 +122,7 @@ class InsightsView(QWidget):
         tier_note = QLabel("Hot: used in the last days; cold: not touched for weeks, fading "
                            "and later archived.")
         tier_note.setWordWrap(True)
-        tier_note.setStyleSheet("color: palette(placeholder-text)")
+        tier_note.setStyleSheet(theme.NOTE_STYLE)
         tl.addWidget(tier_note)
         tl.addStretch(1)
         self.health: dict[str, QLabel] = {}
@@ -163,42 +160,23 @@ class InsightsView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(scroll)
-        window.stack.currentChanged.connect(self._on_stack_current_changed)
         self.refresh()
 
-    @property
-    def vault(self) -> Any:
-        return self.window_.vault
-
     def refresh(self) -> None:
-        self._stale = False
-        self._generation += 1
-        gen = self._generation
-        run_query(self, self.vault.insights, lambda r: self._fill(gen, r))
+        self.load(self.vault.insights, self._fill)
 
-    def on_changes(self, changes: Any) -> None:
-        if not (changes.memories or changes.contradictions or changes.runs):
-            return
-        if self.window_.stack.currentWidget() is self:
-            self.refresh()
-        else:
-            self._stale = True  # insights read every active row: only when looked at
+    def wants(self, changes: Any) -> bool:
+        return bool(changes.memories or changes.contradictions or changes.runs)
 
-    @Slot(int)
-    def _on_stack_current_changed(self, _index: int) -> None:
-        if self._stale and self.window_.stack.currentWidget() is self:
-            self.refresh()
-
-    def _fill(self, gen: int, ins: Any) -> None:
-        if gen != self._generation:
-            return
+    def _fill(self, ins: Any) -> None:
         self.insights = ins
         known = [k for k, _l in STORE_ORDER]
         stores = [(label, ins.by_store.get(key, 0)) for key, label in STORE_ORDER]
         stores += [(key, n) for key, n in sorted(ins.by_store.items()) if key not in known]
-        self.store_chart.set_bars([(label, n, STORE_COLORS[i % len(STORE_COLORS)])
+        colors = theme.STORE_COLORS
+        self.store_chart.set_bars([(label, n, colors[i % len(colors)])
                                    for i, (label, n) in enumerate(stores)])
-        self.tier_chart.set_bars([(label, ins.by_tier.get(key, 0), TIER_COLORS[i])
+        self.tier_chart.set_bars([(label, ins.by_tier.get(key, 0), theme.TIER_COLORS[i])
                                   for i, (key, label) in enumerate(TIER_ORDER)])
         active = sum(ins.by_store.values())
         self.summary.setText(f"{active:,} active memories. Strength combines importance, "
@@ -212,8 +190,8 @@ class InsightsView(QWidget):
             lbl.deleteLater()
         self.stat_labels = []
         for _metric, _value, sample, text in ins.statistics:
-            lbl = QLabel(f"• {html.escape(text)} <span style='color:gray'>(from {sample:,} "
-                         f"memor{'y' if sample == 1 else 'ies'})</span>")
+            aside = theme.muted_html(f"(from {sample:,} memor{'y' if sample == 1 else 'ies'})")
+            lbl = QLabel(f"• {html.escape(text)} {aside}")
             lbl.setWordWrap(True)
             self.stats_layout.addWidget(lbl)
             self.stat_labels.append(lbl)

@@ -12,8 +12,7 @@ from typing import Any
 from PySide6.QtCore import QDate, Signal, Slot
 from PySide6.QtWidgets import QCheckBox, QDateEdit, QHBoxLayout, QLineEdit, QWidget
 
-from app.services.browse import MemoryRow
-from app.services.recall import Filters
+from app.api import Filters, MemoryRow
 
 
 def end_of_day(day: QDate) -> float:

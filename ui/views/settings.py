@@ -11,6 +11,7 @@ given for one endpoint never carries over to another: changing the URL unticks t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Slot
@@ -29,30 +30,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.errors import AppError, ValidationError
-from app.services.llm import consent_text, is_loopback, normalise_base_url
+from app import bootstrap, validation
+from app.errors import ValidationError
 from app.settings import BY_KEY
+from ui import errors, theme
 from ui.tasks import run_op, run_query
+from ui.views.page import Page
 
 log = logging.getLogger(__name__)
 
-ERROR_STYLE = "color: #b00020"
-OK_STYLE = "color: #1b7f3b"
-NOTE_STYLE = "color: palette(placeholder-text)"
-WARNING_STYLE = "background: #fff4ce; border: 1px solid #e0c97a; padding: 6px"
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_model",
              "extraction.cloud_consent", "extraction.redact",
              "consolidation.heartbeat_minutes", "consolidation.interval_minutes",
              "consolidation.decay_hour", "consolidation.synthesis_weekday", "lock.idle_minutes")
-MIN_PASSWORD = 8
-
-
-def _normalised(url: str) -> str | None:
-    try:
-        return normalise_base_url(url)
-    except ValidationError:
-        return None
 
 
 def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
@@ -64,138 +55,22 @@ def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
     return box
 
 
-class SettingsView(QWidget):
+class SettingsView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
-    def __init__(self, window: Any) -> None:
-        super().__init__()
-        self.window_ = window
-        self._generation = 0
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
         self._loaded: dict[str, Any] | None = None
         self._stored_consent = ""
         self.keychain_available: bool | None = None  # None until probed
-
-        title = QLabel("<h2>Settings</h2>")
-
-        # --- extraction -------------------------------------------------------------------
-        self.provider = QComboBox()
-        self.provider.addItem("Rules, on this computer (default)", "rules")
-        self.provider.addItem("An LLM (OpenAI-compatible endpoint)", "llm")
-        self.base_url = QLineEdit()
-        self.base_url.setPlaceholderText("http://localhost:11434/v1  (Ollama, llama.cpp, "
-                                         "LM Studio…)")
-        self.model_name = QLineEdit()
-        self.model_name.setPlaceholderText("e.g. llama3.1:8b")
-        self.redact = QCheckBox("Replace names, emails and phone numbers before sending "
-                                "(restored in the results)")
-        self.endpoint_note = QLabel()
-        self.endpoint_note.setObjectName("endpointNote")
-        self.endpoint_note.setWordWrap(True)
-        self.endpoint_note.setStyleSheet(NOTE_STYLE)
-        self.consent_warning = QLabel()
-        self.consent_warning.setObjectName("consentWarning")
-        self.consent_warning.setWordWrap(True)
-        self.consent_warning.setStyleSheet(WARNING_STYLE)
-        self.consent = QCheckBox("I agree to send memory snippets to this endpoint")
-        self.consent.setObjectName("consent")
-        extraction = QGroupBox("Fact extraction")
-        ef = QFormLayout(extraction)
-        ef.addRow("Provider", self.provider)
-        ef.addRow("Endpoint (base URL)", self.base_url)
-        ef.addRow("Model", self.model_name)
-        ef.addRow(self.endpoint_note)
-        ef.addRow(self.consent_warning)
-        ef.addRow(self.consent)
-        ef.addRow(self.redact)
-
-        # --- schedule and lock ----------------------------------------------------------
-        self.heartbeat = _spin(1, 1440, " min")
-        self.interval = _spin(5, 10_080, " min")
-        self.decay_hour = _spin(0, 23, ":00 UTC")
-        self.weekday = QComboBox()
-        for day in WEEKDAYS:
-            self.weekday.addItem(day)
-        self.weekday.setMaximumWidth(180)
-        schedule = QGroupBox("Schedule")
-        sf = QFormLayout(schedule)
-        sf.addRow("Heartbeat (new conversation → facts) every", self.heartbeat)
-        sf.addRow("Consolidation every", self.interval)
-        sf.addRow("Daily decay and archival at", self.decay_hour)
-        sf.addRow("Weekly synthesis on (00:00 UTC)", self.weekday)
-        sched_note = QLabel("A changed schedule takes effect as soon as you save it.")
-        sched_note.setStyleSheet(NOTE_STYLE)
-        sf.addRow(sched_note)
-        self.idle_minutes = _spin(1, 1440, " min")
-        lock = QGroupBox("Auto-lock")
-        lf = QFormLayout(lock)
-        lf.addRow("Lock after this long without input", self.idle_minutes)
-
-        self.save_btn = QPushButton("Save")
-        self.save_btn.setDefault(True)
-        self.save_btn.setEnabled(False)  # until the stored values are in the form
-        self.revert_btn = QPushButton("Revert")
-        self.save_status = QLabel()
-        self.save_status.setObjectName("saveStatus")
-        self.save_status.setWordWrap(True)
-        save_row = QHBoxLayout()
-        save_row.addWidget(self.save_btn)
-        save_row.addWidget(self.revert_btn)
-        save_row.addWidget(self.save_status, 1)
-
-        # --- password -------------------------------------------------------------------
-        self.old_pw = QLineEdit()
-        self.new_pw = QLineEdit()
-        self.repeat_pw = QLineEdit()
-        for w in (self.old_pw, self.new_pw, self.repeat_pw):
-            w.setEchoMode(QLineEdit.EchoMode.Password)
-        self.pw_strength = QLabel()
-        self.pw_strength.setStyleSheet(NOTE_STYLE)
-        self.pw_btn = QPushButton("Change password")
-        self.pw_status = QLabel()
-        self.pw_status.setObjectName("passwordStatus")
-        self.pw_status.setWordWrap(True)
-        password = QGroupBox("Password")
-        pf = QFormLayout(password)
-        pf.addRow("Current password", self.old_pw)
-        pf.addRow("New password", self.new_pw)
-        pf.addRow("", self.pw_strength)
-        pf.addRow("Repeat new password", self.repeat_pw)
-        # A recovery code needs the current password too: an unlocked window left alone
-        # must not hand out a lasting way in.
-        self.recovery_btn = QPushButton("New recovery code…")
-        self.recovery_btn.setToolTip("Make a recovery code (after the current password): it "
-                                     "sets a new password if you forget yours. Any earlier "
-                                     "code stops working.")
-        pw_row = QHBoxLayout()
-        pw_row.addWidget(self.pw_btn)
-        pw_row.addWidget(self.recovery_btn)
-        pw_row.addWidget(self.pw_status, 1)
-        pf.addRow(pw_row)
-
-        # --- keychain -------------------------------------------------------------------
-        self.remember = QCheckBox("Remember on this device")
-        self.remember.setObjectName("remember")
-        self.remember.hide()  # shown only once a real OS keychain is confirmed
-        self.keychain_note = QLabel("Checking for a system keychain…")
-        self.keychain_note.setObjectName("keychainNote")
-        self.keychain_note.setWordWrap(True)
-        self.keychain_note.setStyleSheet(NOTE_STYLE)
-        self.keychain_status = QLabel()
-        self.keychain_status.setWordWrap(True)
-        device = QGroupBox("This device")
-        dl = QVBoxLayout(device)
-        dl.addWidget(self.remember)
-        dl.addWidget(self.keychain_note)
-        dl.addWidget(self.keychain_status)
-
         content = QWidget()
         cl = QVBoxLayout(content)
-        cl.addWidget(title)
-        for group in (extraction, schedule, lock):
+        cl.addWidget(QLabel("<h2>Settings</h2>"))
+        for group in (self._build_extraction(), self._build_schedule(), self._build_lock()):
             cl.addWidget(group)
-        cl.addLayout(save_row)
-        cl.addWidget(password)
-        cl.addWidget(device)
+        cl.addLayout(self._build_save_row())
+        cl.addWidget(self._build_password())
+        cl.addWidget(self._build_device())
         cl.addStretch(1)
         content.setMaximumWidth(760)
         scroll = QScrollArea()
@@ -217,37 +92,150 @@ class SettingsView(QWidget):
         self.refresh()
         self._probe_keychain()
 
-    @property
-    def vault(self) -> Any:
-        return self.window_.vault
+    def _build_extraction(self) -> QGroupBox:
+        """Provider, endpoint, model, the consent box and redaction."""
+        self.provider = QComboBox()
+        self.provider.addItem("Rules, on this computer (default)", "rules")
+        self.provider.addItem("An LLM (OpenAI-compatible endpoint)", "llm")
+        self.base_url = QLineEdit()
+        self.base_url.setPlaceholderText("http://localhost:11434/v1  (Ollama, llama.cpp, "
+                                         "LM Studio…)")
+        self.model_name = QLineEdit()
+        self.model_name.setPlaceholderText("e.g. llama3.1:8b")
+        self.redact = QCheckBox("Replace names, emails and phone numbers before sending "
+                                "(restored in the results)")
+        self.endpoint_note = QLabel()
+        self.endpoint_note.setObjectName("endpointNote")
+        self.endpoint_note.setWordWrap(True)
+        self.endpoint_note.setStyleSheet(theme.NOTE_STYLE)
+        self.consent_warning = QLabel()
+        self.consent_warning.setObjectName("consentWarning")
+        self.consent_warning.setWordWrap(True)
+        self.consent_warning.setStyleSheet(theme.WARNING_STYLE)
+        self.consent = QCheckBox("I agree to send memory snippets to this endpoint")
+        self.consent.setObjectName("consent")
+        extraction = QGroupBox("Fact extraction")
+        ef = QFormLayout(extraction)
+        ef.addRow("Provider", self.provider)
+        ef.addRow("Endpoint (base URL)", self.base_url)
+        ef.addRow("Model", self.model_name)
+        ef.addRow(self.endpoint_note)
+        ef.addRow(self.consent_warning)
+        ef.addRow(self.consent)
+        ef.addRow(self.redact)
+        return extraction
+
+    def _build_schedule(self) -> QGroupBox:
+        self.heartbeat = _spin(1, 1440, " min")
+        self.interval = _spin(5, 10_080, " min")
+        self.decay_hour = _spin(0, 23, ":00 UTC")
+        self.weekday = QComboBox()
+        for day in WEEKDAYS:
+            self.weekday.addItem(day)
+        self.weekday.setMaximumWidth(180)
+        schedule = QGroupBox("Schedule")
+        sf = QFormLayout(schedule)
+        sf.addRow("Heartbeat (new conversation → facts) every", self.heartbeat)
+        sf.addRow("Consolidation every", self.interval)
+        sf.addRow("Daily decay and archival at", self.decay_hour)
+        sf.addRow("Weekly synthesis on (00:00 UTC)", self.weekday)
+        sched_note = QLabel("A changed schedule takes effect as soon as you save it.")
+        sched_note.setStyleSheet(theme.NOTE_STYLE)
+        sf.addRow(sched_note)
+        return schedule
+
+    def _build_lock(self) -> QGroupBox:
+        self.idle_minutes = _spin(1, 1440, " min")
+        lock = QGroupBox("Auto-lock")
+        lf = QFormLayout(lock)
+        lf.addRow("Lock after this long without input", self.idle_minutes)
+        return lock
+
+    def _build_save_row(self) -> QHBoxLayout:
+        self.save_btn = QPushButton("Save")
+        self.save_btn.setDefault(True)
+        self.save_btn.setEnabled(False)  # until the stored values are in the form
+        self.revert_btn = QPushButton("Revert")
+        self.save_status = QLabel()
+        self.save_status.setObjectName("saveStatus")
+        self.save_status.setWordWrap(True)
+        save_row = QHBoxLayout()
+        save_row.addWidget(self.save_btn)
+        save_row.addWidget(self.revert_btn)
+        save_row.addWidget(self.save_status, 1)
+        return save_row
+
+    def _build_password(self) -> QGroupBox:
+        """Change the password, or make a new recovery code (both after the current one)."""
+        self.old_pw = QLineEdit()
+        self.new_pw = QLineEdit()
+        self.repeat_pw = QLineEdit()
+        for w in (self.old_pw, self.new_pw, self.repeat_pw):
+            w.setEchoMode(QLineEdit.EchoMode.Password)
+        self.pw_strength = QLabel()
+        self.pw_strength.setStyleSheet(theme.NOTE_STYLE)
+        self.pw_btn = QPushButton("Change password")
+        self.pw_status = QLabel()
+        self.pw_status.setObjectName("passwordStatus")
+        self.pw_status.setWordWrap(True)
+        password = QGroupBox("Password")
+        pf = QFormLayout(password)
+        pf.addRow("Current password", self.old_pw)
+        pf.addRow("New password", self.new_pw)
+        pf.addRow("", self.pw_strength)
+        pf.addRow("Repeat new password", self.repeat_pw)
+        # A recovery code needs the current password too: an unlocked window left alone
+        # must not hand out a lasting way in.
+        self.recovery_btn = QPushButton("New recovery code…")
+        self.recovery_btn.setToolTip("Make a recovery code (after the current password): it "
+                                     "sets a new password if you forget yours. Any earlier "
+                                     "code stops working.")
+        pw_row = QHBoxLayout()
+        pw_row.addWidget(self.pw_btn)
+        pw_row.addWidget(self.recovery_btn)
+        pw_row.addWidget(self.pw_status, 1)
+        pf.addRow(pw_row)
+        return password
+
+    def _build_device(self) -> QGroupBox:
+        """Remember on this device: shown only once a real OS keychain is confirmed."""
+        self.remember = QCheckBox("Remember on this device")
+        self.remember.setObjectName("remember")
+        self.remember.hide()
+        self.keychain_note = QLabel("Checking for a system keychain…")
+        self.keychain_note.setObjectName("keychainNote")
+        self.keychain_note.setWordWrap(True)
+        self.keychain_note.setStyleSheet(theme.NOTE_STYLE)
+        self.keychain_status = QLabel()
+        self.keychain_status.setWordWrap(True)
+        device = QGroupBox("This device")
+        dl = QVBoxLayout(device)
+        dl.addWidget(self.remember)
+        dl.addWidget(self.keychain_note)
+        dl.addWidget(self.keychain_status)
+        return device
 
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
-        self._generation += 1
-        gen = self._generation
         vault = self.vault
 
         def load() -> tuple[dict[str, Any], bool]:
             values = {k: vault.setting(k) for k in FORM_KEYS}
             return values, bool(vault.status().remember_device)
-        run_query(self, load, lambda r: self._fill(gen, r))
+        self.load(load, self._fill)
 
     def _probe_keychain(self) -> None:
         """Separate from the form: the first keyring import can take seconds (backend
         discovery), and it may block or prompt, so it never delays the settings."""
         def probe() -> bool:
-            from storage.crypto import keyring_available
-            return bool(keyring_available())
+            return bool(bootstrap.keyring_available())
         run_query(self, probe, self._fill_keychain, lambda _exc: self._fill_keychain(False))
 
-    def on_changes(self, changes: Any) -> None:
+    def wants(self, changes: Any) -> bool:
         # Never overwrite edits the person has not saved yet.
-        if changes.settings and not self.dirty():
-            self.refresh()
+        return bool(changes.settings) and not self.dirty()
 
-    def _fill(self, gen: int, result: tuple[dict[str, Any], bool]) -> None:
-        if gen != self._generation:
-            return
+    def _fill(self, result: tuple[dict[str, Any], bool]) -> None:
         values, remembered = result
         self._stored_consent = str(values["extraction.cloud_consent"] or "")
         i = self.provider.findData(values["extraction.provider"])
@@ -280,11 +268,22 @@ class SettingsView(QWidget):
                 "keychain that Kept trusts, so the password is always needed to unlock.")
 
     # --- the form -----------------------------------------------------------------------
+    def _normalised(self, url: str) -> str | None:
+        """The endpoint as consent records it, or None if it is not a usable URL."""
+        try:
+            return str(self.vault.check_endpoint(url))
+        except ValidationError:
+            return None
+
+    def _remote(self, normalised: str) -> bool:
+        """Outside this computer: snippets go there only with consent for exactly it."""
+        return self.vault.consent_text(normalised) is not None
+
     def form_values(self) -> dict[str, Any]:
         url = self.base_url.text().strip()
-        normalised = _normalised(url)
+        normalised = self._normalised(url)
         consent = ""
-        if normalised and not is_loopback(normalised) and self.consent.isChecked():
+        if normalised and self._remote(normalised) and self.consent.isChecked():
             consent = normalised
         return {
             "extraction.provider": self.provider.currentData(),
@@ -308,8 +307,8 @@ class SettingsView(QWidget):
         for w in (self.base_url, self.model_name, self.redact, self.consent):
             w.setEnabled(llm)
         url = self.base_url.text().strip()
-        normalised = _normalised(url)
-        remote = normalised is not None and not is_loopback(normalised)
+        normalised = self._normalised(url)
+        remote = normalised is not None and self._remote(normalised)
         if not url:
             note = "Used only when the provider is an LLM." if not llm else \
                 "Give the endpoint's base URL."
@@ -325,10 +324,10 @@ class SettingsView(QWidget):
         self.consent.setVisible(remote)
         if remote:
             assert normalised is not None
-            self.consent_warning.setText(consent_text(normalised))
+            self.consent_warning.setText(self.vault.consent_text(normalised) or "")
         if url_changed:
             # Consent belongs to exactly one endpoint: another URL starts unticked.
-            self.consent.setChecked(remote and normalised == _normalised(self._stored_consent))
+            self.consent.setChecked(remote and normalised == self._normalised(self._stored_consent))
 
     @Slot(int)
     def _on_provider_current_index_changed(self, _i: int) -> None:
@@ -341,7 +340,7 @@ class SettingsView(QWidget):
     def validate(self, values: dict[str, Any]) -> tuple[str, QWidget | None] | None:
         """Pure, no I/O: (message, widget to focus) or None when the form may be saved."""
         url = values["extraction.llm_base_url"]
-        normalised = _normalised(url) if url else None
+        normalised = self._normalised(url) if url else None
         if url and normalised is None:
             return ("The endpoint must be an http:// or https:// URL with a host, without a "
                     "user name or password.", self.base_url)
@@ -351,14 +350,18 @@ class SettingsView(QWidget):
             if not values["extraction.llm_model"]:
                 return "Give the model name at that endpoint.", self.model_name
             assert normalised is not None
-            if not is_loopback(normalised) and values["extraction.cloud_consent"] != normalised:
+            if self._remote(normalised) and values["extraction.cloud_consent"] != normalised:
                 return ("This endpoint is outside this computer: tick the consent box to send "
                         "memories to it, or use a local endpoint.", self.consent)
         return None
 
     def _status(self, label: QLabel, text: str, *, error: bool = False) -> None:
-        label.setStyleSheet(ERROR_STYLE if error else OK_STYLE)
+        label.setStyleSheet(theme.ERROR_STYLE if error else theme.OK_STYLE)
         label.setText(text)
+
+    def _error(self, label: QLabel) -> Callable[[str], None]:
+        """Says a failure on ``label`` (for ``errors.report_error``)."""
+        return lambda text: self._status(label, text, error=True)
 
     @Slot()
     def _on_revert_btn_clicked(self) -> None:
@@ -396,21 +399,15 @@ class SettingsView(QWidget):
             self._loaded = values
             self._stored_consent = values["extraction.cloud_consent"]
             if "lock.idle_minutes" in changed:
-                self.window_.set_idle_minutes(values["lock.idle_minutes"])
-                self.window_.refresh_status()
+                self.idle_minutes_changed.emit(float(values["lock.idle_minutes"]))
             names = ", ".join(BY_KEY[k].label.split(" (")[0].lower() for k in changed
                               if k in BY_KEY)
             self._status(self.save_status, f"Saved: {names}.")
 
         def failed(exc: BaseException) -> None:
             self.save_btn.setEnabled(True)
-            if isinstance(exc, AppError):
-                self._status(self.save_status, exc.user_message, error=True)
-            else:
-                from ui.errors import show_error
-                self._status(self.save_status, "Not saved.", error=True)
-                show_error(self, exc)
-        run_op(self, save, done, self.window_.bridge, failed)
+            errors.report_error(self, exc, self._error(self.save_status), otherwise="Not saved.")
+        run_op(self, save, done, self.bridge, failed)
 
     # --- password -----------------------------------------------------------------------
     @Slot(str)
@@ -424,9 +421,9 @@ class SettingsView(QWidget):
         old, new, repeat = self.old_pw.text(), self.new_pw.text(), self.repeat_pw.text()
         if not old:
             return "Type your current password.", self.old_pw
-        if len(new) < MIN_PASSWORD:
-            return (f"Use at least {MIN_PASSWORD} characters for the new password; a few words "
-                    "are easiest."), self.new_pw
+        if validation.password_too_short(new):
+            return (f"Use at least {validation.MIN_PASSWORD_LENGTH} characters for the new "
+                    "password; a few words are easiest."), self.new_pw
         if new != repeat:
             return "The two new passwords differ.", self.repeat_pw
         if new == old:
@@ -459,15 +456,11 @@ class SettingsView(QWidget):
 
         def failed(exc: BaseException) -> None:
             enable()
-            if isinstance(exc, AppError):  # WrongKey: nothing was changed
-                self._status(self.pw_status, exc.user_message, error=True)
-                self.old_pw.selectAll()
+            if errors.report_error(self, exc, self._error(self.pw_status),
+                                   otherwise="The password was not changed."):
+                self.old_pw.selectAll()  # WrongKey: nothing was changed
                 self.old_pw.setFocus()
-            else:
-                from ui.errors import show_error
-                self._status(self.pw_status, "The password was not changed.", error=True)
-                show_error(self, exc)
-        run_op(self, lambda: vault.change_password(old, new), done, self.window_.bridge, failed)
+        run_op(self, lambda: vault.change_password(old, new), done, self.bridge, failed)
 
     @Slot()
     def _on_recovery_btn_clicked(self) -> None:
@@ -490,21 +483,17 @@ class SettingsView(QWidget):
 
         def failed(exc: BaseException) -> None:
             self.recovery_btn.setEnabled(True)
-            if isinstance(exc, AppError):  # WrongKey: nothing was changed
-                self._status(self.pw_status, exc.user_message, error=True)
-                self.old_pw.selectAll()
+            if errors.report_error(self, exc, self._error(self.pw_status),
+                                   otherwise="No recovery code was made."):
+                self.old_pw.selectAll()  # WrongKey: nothing was changed
                 self.old_pw.setFocus()
-            else:
-                from ui.errors import show_error
-                self._status(self.pw_status, "No recovery code was made.", error=True)
-                show_error(self, exc)
         run_query(self, lambda: vault.add_recovery_code(old), done, failed)
 
     # --- keychain -----------------------------------------------------------------------
     @Slot(bool)
     def _on_remember_clicked(self, on: bool) -> None:
         self.remember.setEnabled(False)
-        self.keychain_status.setStyleSheet(NOTE_STYLE)
+        self.keychain_status.setStyleSheet(theme.NOTE_STYLE)
         self.keychain_status.setText("Asking the system keychain…")
         vault = self.vault
         fn = vault.remember_device if on else vault.forget_device
@@ -517,11 +506,7 @@ class SettingsView(QWidget):
         def failed(exc: BaseException) -> None:
             self.remember.setEnabled(True)
             self.remember.setChecked(not on)
-            if isinstance(exc, AppError):
-                self._status(self.keychain_status, exc.user_message, error=True)
-            else:
-                from ui.errors import show_error
-                self._status(self.keychain_status, "Nothing was changed.", error=True)
-                show_error(self, exc)
-        run_op(self, fn, done, self.window_.bridge, failed)
+            errors.report_error(self, exc, self._error(self.keychain_status),
+                                otherwise="Nothing was changed.")
+        run_op(self, fn, done, self.bridge, failed)
 

@@ -1,0 +1,641 @@
+"""The contract of the facade: every type that goes in or out of ``app.facade.Vault``, and
+``VaultAPI``, the Protocol that the in-process ``Vault`` implements (and that an IPC client
+will implement too). Layer: app. Imports nothing but ``app.domain``, ``app.changes`` and the
+standard library, so any front end, service or storage module can import it.
+
+Plain data only: frozen dataclasses of str, int, float, bool, None, tuples, typed maps of
+names to numbers, ``Literal``s and the ids of ``app.domain`` (``MemoryId``, ``EntityId``,
+``RunId``). No ``Any``, and no ``dict`` in a signature of ``VaultAPI``
+(tests/test_contract.py). ``dataclasses.asdict`` of a value is its JSON form (the CLI's
+``--json`` output).
+
+Where to add something: a new result or argument type goes here, next to its neighbours; the
+service that builds it imports it from here (the old import paths, e.g.
+``app.services.forget.ForgetPlan``, re-export these names).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Literal, NamedTuple, Protocol
+
+from app.changes import Changes, Result
+from app.domain.memory import (
+    Draft,
+    EntityId,
+    Memory,
+    MemoryId,
+    RunId,
+    Scores,
+    Status,
+    Store,
+)
+
+__all__ = [
+    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
+    "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
+    "Draft", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
+    "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
+    "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
+    "MemoryRow", "MemoryView", "Page", "PlanItem", "PlanRole", "Progress", "ResolveChoice",
+    "Result", "RunId", "RunOutcome", "RunReport", "RunStatus", "RunSummary", "Scores",
+    "SettingValue", "SourceView", "StatisticRow", "Status", "Store", "Turn", "UndoReport",
+    "VaultAPI", "VaultStatus", "Version",
+]
+
+# --- small shared types -----------------------------------------------------------------
+
+Listener = Callable[[Changes], None]
+Progress = Callable[[int, int], None]  # (done, total)
+SettingValue = bool | int | float | str  # what app/settings.py declares
+
+InboxStatus = Literal["open", "auto", "resolved"]
+ItemKind = Literal["contradiction", "review"]
+ResolveChoice = Literal["a", "b", "both", "edit", "still_true"]
+RunStatus = Literal["running", "done", "partial", "cancelled", "undone"]
+IndexMode = Literal["chroma", "exact", "off"]
+PlanRole = Literal["matched", "version", "derived", "source", "staying"]
+ContextSection = Literal["procedures", "people", "facts", "timeline", "recent"]
+
+SECTIONS: tuple[ContextSection, ...] = ("procedures", "people", "facts", "timeline", "recent")
+LIVE = "live"  # MemoryQuery.status: active or archived (what the person has not forgotten)
+
+
+class CancelToken:
+    """Set from any thread; long work checks it between batches."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+# --- status and keys ---------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class KdfInfo:
+    """The password KDF of the key file (no salt, nothing secret)."""
+    alg: str
+    version: int
+    m_kib: int
+    t: int
+    p: int
+
+
+@dataclass(frozen=True, slots=True)
+class VaultStatus:
+    vault_id: str
+    path: str
+    kdf: KdfInfo
+    counts: dict[str, dict[str, int]]  # store -> status -> memories
+    totals: dict[str, int]             # store -> memories
+    schema_version: str
+    model_found: bool
+    model_dir: str | None
+    semantic_search: bool
+    vectors: int
+    index: IndexMode
+    recovery_code: bool
+    remember_device: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    vault: VaultAPI
+    recovery_code: str | None
+    kdf_seconds: float
+    kdf_warning: str | None = None
+
+
+# --- ingestion -----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One validated conversation turn of ``kept import``."""
+
+    session: str
+    speaker: str
+    text: str
+    at: float
+    ref: str
+    store: Store = Store.EPISODIC  # where the memory derived from the turn goes
+    line: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    turns: int
+    added: int
+    skipped_duplicates: int
+    sessions: int
+    ids: tuple[MemoryId, ...] = ()
+
+
+# --- recall, context, explain -------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: MemoryId
+    store: str
+    text: str
+    score: float
+    refs: tuple[str, ...]
+    occurred_at: float
+    speaker: str | None
+    breakdown: dict[str, float]  # the parts of the score, by name (explain shows them)
+    status: str = "active"
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which memories a recall may return. Time travel has two axes (DESIGN 6.7): ``as_of``
+    is what was said and true at D (happened by D; valid at D by its validity window; a state
+    that later changed counts, a statement corrected or refuted does not): the axis a person
+    means, and the only one that works on imported history. ``known_at`` is what Kept had
+    learned by D (and not yet replaced). ``happened_by``: nothing that happened after it (the
+    facade sets it to an explicit ``now``; the clock's own now filters nothing, so a memory
+    dated a little ahead of this machine's clock is not lost)."""
+
+    stores: tuple[str, ...] | None = None
+    agent: str | None = None            # None: every agent; else global + this agent
+    context: str | None = None
+    since: float | None = None
+    until: float | None = None
+    as_of: float | None = None          # said and true at D (occurred by D, valid at D)
+    known_at: float | None = None       # what Kept had learned by D
+    happened_by: float | None = None    # occurred at or before this
+    # What decay archived is always searched, ranked lower; what the person archived only
+    # with ``include_archived``. ``only_archived``: the Archive (both kinds, nothing else).
+    include_archived: bool = False
+    only_archived: bool = False
+    include_superseded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    id: int  # a memory's id; an entity summary (section "people") has minus its entity id
+    section: ContextSection
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    query: str
+    budget: int
+    used: int
+    items: tuple[ContextItem, ...]
+
+    def render(self) -> str:
+        titles = {"procedures": "How the person works", "people": "People and projects",
+                  "facts": "Facts", "timeline": "Timeline", "recent": "Recent conversation"}
+        out = []
+        for section in SECTIONS:
+            items = [i for i in self.items if i.section == section]
+            if items:
+                out.append(f"## {titles[section]}")
+                out += [f"- [{i.id}] {i.text}" for i in items]
+        return "\n".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """One memory of a provenance chain, as explain shows it."""
+    id: MemoryId
+    store: str
+    text: str
+    ref: str | None
+    speaker: str | None
+    occurred_at: str | None  # ISO 8601
+
+
+@dataclass(frozen=True, slots=True)
+class LinkView:
+    src: MemoryId
+    dst: MemoryId
+    kind: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    id: MemoryId
+    store: str
+    text: str
+    status: str
+    tier: str
+    scores: dict[str, float]            # importance, recency, ..., confidence, access_count
+    breakdown: dict[str, float] | None  # the parts of the score for the query, if one was given
+    sources: tuple[SourceView, ...]
+    links: tuple[LinkView, ...]
+
+
+# --- forget and history (DESIGN 8) --------------------------------------------------------
+
+KIND_LABELS = {
+    "memory": "memories", "memory_fts": "full-text rows", "vector": "vectors",
+    "link": "links", "history": "history entries", "entity": "people and projects",
+    "entity_mention": "entity mentions", "contradiction": "contradictions",
+    "llm_reply": "stored LLM replies", "llm_reply_source": "LLM reply sources",
+    "run_change": "consolidation log entries", "episode": "episode details",
+    "fact": "fact details", "procedure": "procedure details", "statistic": "statistics",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    id: MemoryId
+    store: str
+    status: str
+    text: str
+    role: PlanRole
+    # For a matched memory: how it was matched, "id", "entity" or the field the query was
+    # found in ("text", "speaker", "session name", "ref", "agent", ...); for one that stays:
+    # the reason it stays.
+    reason: str = ""
+
+    @property
+    def why(self) -> str:
+        """What the plan shows next to the item ("" when it goes without saying)."""
+        if self.role == "staying":
+            return self.reason
+        if self.role == "matched" and self.reason not in ("", "id", "entity", "text"):
+            return f"found in its {self.reason}"
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetPlan:
+    items: tuple[PlanItem, ...]
+    entity_ids: tuple[EntityId, ...]
+    include_sources: bool
+    rows: dict[str, int]            # rows that will be deleted, per table
+    index_entries: int              # ids in the in-RAM vector index
+    entity_summaries: int           # summaries cleared and regenerated
+    statistics_to_recompute: int
+    fingerprint: str
+    staying: tuple[PlanItem, ...] = ()  # linked to what goes but not going, with reasons
+
+    @property
+    def memory_ids(self) -> tuple[MemoryId, ...]:
+        return tuple(i.id for i in self.items)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+    def groups(self) -> dict[str, int]:
+        """Counts by kind, as shown to the person."""
+        out: dict[str, int] = {}
+        for role in ("matched", "version", "derived", "source"):
+            n = sum(1 for i in self.items if i.role == role)
+            if n:
+                out[{"matched": "matched memories", "version": "earlier versions",
+                     "derived": "derived facts and procedures",
+                     "source": "source turns and episodes"}[role]] = n
+        for table, n in self.rows.items():
+            if n and table != "memory":
+                out[KIND_LABELS.get(table, table)] = n
+        if self.index_entries:
+            out["search index entries"] = self.index_entries
+        if self.entity_summaries:
+            out["entity summaries to rewrite"] = self.entity_summaries
+        if self.statistics_to_recompute:
+            out["statistics to recompute"] = self.statistics_to_recompute
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReport:
+    deleted: dict[str, int]  # rows deleted, per table
+    memories: int
+    total_rows: int
+    checkpoint_busy: int
+    index_removed: int
+    note: str = "Forgotten for good: this cannot be undone."
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    id: MemoryId
+    text: str
+    status: str
+    created_at: float
+    user_validated: bool
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    memory_id: MemoryId
+    at: float
+    action: str
+    text: str | None
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    id: MemoryId
+    versions: tuple[Version, ...]
+    entries: tuple[HistoryEntry, ...]
+
+
+# --- consolidation: runs, the inbox (DESIGN 7) ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BatchFailure:
+    """One batch (or a whole step, ``items`` 0) that failed and will be retried. Only the
+    exception's class is kept: its message may quote what the memories say."""
+    step: str
+    error: str
+    items: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    run_id: RunId
+    kind: str
+    started_at: float
+    seconds: float
+    counts: dict[str, int]
+    ids: dict[str, list[int]]
+    failed_batches: int
+    cancelled: bool = False
+    failures: tuple[BatchFailure, ...] = ()
+    llm_fallbacks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failure_text(self) -> str:
+        """'2 failed batches (extract: TypeError; similar: RuntimeError)', or ''."""
+        if not self.failed_batches:
+            return ""
+        kinds = "; ".join(dict.fromkeys(f"{f.step}: {f.error}" for f in self.failures))
+        n = self.failed_batches
+        return f"{n} failed batch{'es' if n != 1 else ''}" + (f" ({kinds})" if kinds else "")
+
+
+def _ints(obj: object) -> dict[str, int]:
+    return ({str(k): int(v) for k, v in obj.items() if isinstance(v, int | float)}
+            if isinstance(obj, dict) else {})
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What a finished run stored about itself (the ``run.report`` column)."""
+    counts: dict[str, int]
+    ids: dict[str, list[int]]
+    failed_batches: int
+    failures: tuple[BatchFailure, ...] = ()
+    llm_fallbacks: dict[str, int] = field(default_factory=dict)
+    seconds: float | None = None
+
+    @classmethod
+    def from_json(cls, text: str) -> RunOutcome:
+        """Tolerant: reports written by older versions lack the later keys."""
+        return cls.from_obj(json.loads(text))
+
+    @classmethod
+    def from_obj(cls, obj: object) -> RunOutcome:
+        if not isinstance(obj, dict):
+            obj = {}
+        ids = obj.get("ids")
+        failures = obj.get("failures")
+        seconds = obj.get("seconds")
+        return cls(
+            counts=_ints(obj.get("counts")),
+            ids=({str(k): [int(i) for i in v] for k, v in ids.items() if isinstance(v, list)}
+                 if isinstance(ids, dict) else {}),
+            failed_batches=int(obj.get("failed_batches") or 0),
+            failures=tuple(BatchFailure(str(f.get("step")), str(f.get("error")),
+                                        int(f.get("items") or 0))
+                           for f in (failures if isinstance(failures, list) else ())
+                           if isinstance(f, dict)),
+            llm_fallbacks=_ints(obj.get("llm_fallbacks")),
+            seconds=float(seconds) if isinstance(seconds, int | float) else None)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One row of the run log, newest first in ``Vault.runs``."""
+    id: RunId
+    kind: str
+    started_at: float
+    finished_at: float | None
+    status: RunStatus
+    report: RunOutcome | None  # None while the run is going (or if it died before the end)
+    undone_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class UndoReport:
+    run_id: RunId
+    counts: dict[str, int]  # change-log entries reverted, by kind ("status", "link", ...)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    """One side of an inbox card: the memory, its conversation refs (its own and its
+    sources') and the memories it was learned from."""
+    id: MemoryId
+    text: str
+    status: str
+    occurred_at: float | None
+    confidence: float | None
+    refs: tuple[str, ...]
+    sources: tuple[MemoryId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContradictionItem:
+    id: int
+    a: MemoryView
+    b: MemoryView
+    reason: str
+    status: InboxStatus
+    resolution: str | None  # JSON: what was kept and the statuses before, for reopen
+    created_at: float
+    run_id: RunId | None
+    # "review": an LLM asked to forget memory ``a`` (then ``b`` is the same memory): a
+    # one-sided card, answered with still true, edit or forget, never with keep a/b/both.
+    kind: ItemKind = "contradiction"
+
+
+@dataclass(frozen=True, slots=True)
+class InboxPage:
+    """One page of one inbox list (``status``): ``total`` items in the list, ``reviews`` of
+    them review requests; ``page`` is clamped to the last page when the list shrank."""
+    status: InboxStatus
+    page: int
+    size: int
+    total: int
+    reviews: int
+    items: tuple[ContradictionItem, ...]
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+
+# --- browsing (the window's lists) ---------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """What a list shows: a store, a status (active / archived / ``LIVE`` = active or archived,
+    what the person has not forgotten or replaced / None = all), an entity, a day."""
+
+    store: str | None = None
+    status: str | None = "active"
+    entity_id: int | None = None
+    day: str | None = None  # YYYY-MM-DD
+
+    def day_range(self) -> tuple[float, float] | None:
+        if not self.day:
+            return None
+        start = datetime.fromisoformat(self.day).replace(tzinfo=UTC)
+        return start.timestamp(), (start + timedelta(days=1)).timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    id: MemoryId
+    store: str
+    text: str
+    occurred_at: float
+    speaker: str | None
+    status: str
+    composite: float
+    confidence: float
+    user_validated: bool
+    tier: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    rows: tuple[MemoryRow, ...]
+    next: tuple[float, int] | None  # cursor for the next page, None when exhausted
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRow:
+    id: EntityId
+    kind: str
+    name: str
+    summary: str | None
+    mentions: int
+
+
+class StatisticRow(NamedTuple):
+    metric: str
+    value: float
+    sample_size: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Insights:
+    by_store: dict[str, int]
+    by_tier: dict[str, int]
+    health: dict[str, float]
+    statistics: tuple[StatisticRow, ...]
+
+
+# --- the facade ------------------------------------------------------------------------------
+
+DEFAULT_ENTITY_KINDS = ("person", "company", "project", "area", "resource", "archive")
+
+
+class VaultAPI(Protocol):
+    """What a front end may call. Methods block (crypto, disk, embeddings): call them off the
+    GUI thread (``ui/tasks.py``). Mutations return ``Result`` with the ``Changes`` they made;
+    failures raise an ``AppError`` with a ``user_message``."""
+
+    # --- session -------------------------------------------------------------------------
+    @property
+    def folder(self) -> Path: ...
+    @property
+    def locked(self) -> bool: ...
+    @property
+    def semantic_search(self) -> bool: ...
+    def subscribe(self, listener: Listener) -> None: ...
+    def watch_integrity(self, on_corrupt: Callable[[], None]) -> None: ...
+    def background_work(self) -> list[str]: ...
+    def lock(self) -> Result[None]: ...
+
+    # --- keys --------------------------------------------------------------------------
+    def change_password(self, old: str, new: str) -> Result[None]: ...
+    def rotate_data_key(self, password: str) -> Result[str | None]: ...
+    def add_recovery_code(self, password: str | None = None) -> str: ...
+    def remember_device(self) -> Result[None]: ...
+    def forget_device(self) -> Result[None]: ...
+    def status(self) -> VaultStatus: ...
+
+    # --- ingestion and reading ---------------------------------------------------------
+    def validate_draft(self, d: Draft) -> Draft: ...
+    def read_import(self, path: Path) -> list[Turn]: ...
+    def check_endpoint(self, url: str) -> str: ...
+    def consent_text(self, url: str) -> str | None: ...
+    def remember(self, draft: Draft) -> Result[MemoryId]: ...
+    def import_turns(self, turns: Sequence[Turn], *, progress: Progress | None = None,
+                     batch: int = 256) -> Result[ImportReport]: ...
+    def get(self, mid: int) -> Memory: ...
+    def refs(self, ids: Iterable[int]) -> Mapping[MemoryId, list[str]]: ...
+
+    # --- recall ------------------------------------------------------------------------
+    def recall(self, query: str, *, k: int = 10, now: float | None = None,
+               filters: Filters | None = None, touch: bool = True) -> list[Hit]: ...
+    def recall_batch(self, queries: Sequence[tuple[str, str, float | None]], *, k: int = 10,
+                     filters: Filters | None = None, progress: Progress | None = None
+                     ) -> list[tuple[str, list[Hit]]]: ...
+    def context(self, query: str, *, budget: int | None = None, now: float | None = None,
+                filters: Filters | None = None) -> Context: ...
+    def explain(self, mid: int, query: str | None = None, now: float | None = None
+                ) -> Explanation: ...
+
+    # --- forget, correct, history, archive ------------------------------------------------
+    def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
+                    entity: str | None = None, include_sources: bool = True) -> ForgetPlan: ...
+    def forget(self, plan: ForgetPlan) -> Result[ForgetReport]: ...
+    def correct(self, mid: int, text: str) -> Result[MemoryId]: ...
+    def confirm(self, mid: int) -> Result[None]: ...
+    def history(self, mid: int) -> History: ...
+    def archive(self, mid: int) -> Result[None]: ...
+    def restore(self, mid: int) -> Result[None]: ...
+
+    # --- consolidation and the inbox ---------------------------------------------------
+    def consolidate(self, *, now: float | None = None, cancel: CancelToken | None = None,
+                    progress: Progress | None = None, kind: str = "consolidation",
+                    steps: tuple[str, ...] | None = None) -> Result[RunReport]: ...
+    def contradictions(self, status: InboxStatus | None = "open"
+                       ) -> list[ContradictionItem]: ...
+    def inbox_page(self, status: InboxStatus, page: int = 0, size: int = 25) -> InboxPage: ...
+    def inbox_items(self, ids: Sequence[int]) -> list[ContradictionItem]: ...
+    def inbox_count(self) -> int: ...
+    def resolve(self, cid: int, keep: ResolveChoice, text: str | None = None
+                ) -> Result[MemoryId | None]: ...
+    def reopen(self, cid: int) -> Result[None]: ...
+    def undo_run(self, run_id: int) -> Result[UndoReport]: ...
+    def runs(self, limit: int = 20) -> list[RunSummary]: ...
+
+    # --- settings ------------------------------------------------------------------------
+    def setting(self, key: str) -> SettingValue | None: ...
+    def set_setting(self, key: str, value: SettingValue) -> Result[None]: ...
+
+    # --- browsing ------------------------------------------------------------------------
+    def page_memories(self, query: MemoryQuery, after: tuple[float, int] | None = None,
+                      limit: int = 200) -> Page: ...
+    def count_memories(self, query: MemoryQuery) -> int: ...
+    def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]: ...
+    def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]: ...
+    def insights(self) -> Insights: ...

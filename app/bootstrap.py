@@ -1,0 +1,269 @@
+"""Composition root of the app layer: the ONE app module that imports ``storage``.
+Layer: app (composition). Runs on: the caller's thread (blocks: Argon2id, disk, the model).
+
+``create_vault`` / ``open_vault`` unlock a vault (``storage.unlock``), build its storage
+objects (vector index, full-text mirror, embedder) and the services, once per unlock, and
+hand them to :class:`app.facade.Vault`. Front ends reach storage through here only: the CLI
+and ``ui/main.py`` call ``open_vault``/``create_vault`` and the few pre-unlock helpers below
+(does a vault exist, where it lives by default, the self-check); nothing else in ``app/``
+imports ``storage`` (tests/test_layers.py checks it). ``storage`` is imported inside the
+functions: importing this module loads no native library, so ``kept self-check`` can still
+report a broken one by name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app import ports
+from app.clock import Clock, SystemClock
+from app.ports import Embedder, KeySession
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from app.facade import CreateResult, Vault
+    from storage.crypto import KdfParams
+
+log = logging.getLogger(__name__)
+
+# After unlock, background work (the page self-test, the RAM lexicon build) waits this long so
+# the window's first paint and a first search do not share the CPU (and the GIL) with it.
+BACKGROUND_GRACE_S = 1.0
+
+
+# --- before unlock ---------------------------------------------------------------------------
+
+def vault_exists(folder: Path) -> bool:
+    from storage.unlock import vault_exists as exists
+    return exists(folder)
+
+
+def default_vault_dir() -> Path:
+    from storage.paths import default_vault_dir as default
+    return default()
+
+
+def check_new_vault_folder(folder: Path) -> None:
+    """``ValidationError`` unless ``folder`` is new or empty (a vault is made nowhere else)."""
+    from storage.paths import check_new_vault_folder as check
+    check(folder)
+
+
+def check_recovery_code(folder: Path, code: str) -> None:
+    """``ValidationError``/``WrongKey`` unless ``code`` opens this vault; writes nothing."""
+    from storage.unlock import check_recovery_code as check
+    check(folder, code)
+
+
+def keyring_available() -> bool:
+    """A real OS keychain is there to remember this device (SECURITY.md)."""
+    from storage.crypto import keyring_available as available
+    return available()
+
+
+def private_umask() -> None:
+    from storage.paths import private_umask as umask
+    umask()
+
+
+def log_dir() -> Path:
+    from storage.paths import log_dir as folder
+    return folder()
+
+
+def make_private_dir(path: Path) -> None:
+    from storage.paths import make_private_dir as make
+    make(path)
+
+
+def kdf_limits() -> tuple[tuple[int, int], tuple[int, int]]:
+    """What unlock accepts: (memory MiB min, max), (time cost min, max)."""
+    from storage.crypto import FLOOR_M_KIB, FLOOR_T, MAX_M_KIB, MAX_T
+    return (FLOOR_M_KIB // 1024, MAX_M_KIB // 1024), (FLOOR_T, MAX_T)
+
+
+def kdf_params(m_kib: int, t: int = 3) -> KdfParams:
+    """Argon2id parameters for a new vault (``kept init --kdf-memory-mib``, the demo)."""
+    from storage.crypto import KdfParams
+    return KdfParams(m=m_kib, t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCheck:
+    ok: bool
+    lines: tuple[str, ...]
+    checks: tuple[dict[str, object], ...]
+
+
+def self_check(extra: tuple[tuple[str, Callable[[], str], bool], ...] = ()) -> SelfCheck:
+    """Do the native parts work here (storage/selfcheck.py)? ``extra``: a front end's own
+    checks, (name, fn, required)."""
+    from storage.selfcheck import passed, report_lines, run_checks
+    checks = run_checks(extra)
+    return SelfCheck(passed(checks), tuple(report_lines(checks)),
+                     tuple(asdict(c) for c in checks))
+
+
+# --- unlock ----------------------------------------------------------------------------------
+
+def load_embedder(load_model: bool) -> tuple[Embedder | None, Path | None]:
+    """The ONNX model and its folder, or (None, None): semantic search is then off."""
+    if not load_model:
+        return None, None
+    from storage.embedder import Embedder as OnnxEmbedder
+    from storage.embedder import find_model_dir
+    model_dir = find_model_dir()
+    if model_dir is None:
+        log.warning("embedding model not found: semantic search is off")
+        return None, None
+    try:
+        return OnnxEmbedder(model_dir), model_dir
+    except Exception as exc:  # a damaged model file must not stop the vault opening
+        log.error("embedding model failed to load (%s): semantic search is off",
+                  type(exc).__name__)
+        return None, None
+
+
+def create_vault(folder: Path, password: str, *, kdf: ports.KdfParams | None = None,
+                 recovery: bool = False, clock: Clock | None = None, load_model: bool = True,
+                 threaded: bool = True, use_chroma: bool = True) -> CreateResult:
+    from app.facade import CreateResult
+    from storage.crypto import KdfParams
+    from storage.unlock import OpenVault
+    if kdf is not None and not isinstance(kdf, KdfParams):
+        kdf = KdfParams(m=kdf.m, t=kdf.t, p=kdf.p)
+    start = time.perf_counter()
+    opened = OpenVault.create(folder, password, kdf=kdf, threaded=threaded)
+    seconds = time.perf_counter() - start
+    try:
+        code = opened.add_recovery_code() if recovery else None
+        embedder, model_dir = load_embedder(load_model)
+        vault = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+                        use_chroma=use_chroma)
+        _seed_settings(opened)
+    except BaseException:
+        opened.lock()
+        raise
+    return CreateResult(vault, code, seconds)
+
+
+def open_vault(folder: Path, password: str | None = None, *, recovery_code: str | None = None,
+               use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
+               threaded: bool = True, use_chroma: bool = True, verify: str = "background",
+               new_password: str | None = None) -> Vault:
+    """``verify="background"`` (threaded only): the page self-test of requirement 2 runs
+    while the index loads and the first searches run; no write happens before it has
+    passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
+    callbacks run. ``"sync"`` checks before returning (the CLI's single-threaded mode
+    always does). ``recovery_code`` with ``new_password``: a forgotten password is
+    replaced (the code keeps working; ``OpenVault.recover``)."""
+    from storage import repo
+    from storage.embedder import MODEL_NAME
+    from storage.unlock import OpenVault
+    if recovery_code is not None and new_password is not None:
+        opened, info = OpenVault.recover(folder, recovery_code, new_password,
+                                         threaded=threaded, verify=verify)
+    else:
+        opened, info = OpenVault.unlock(folder, password, recovery_code=recovery_code,
+                                        use_device=use_device, threaded=threaded,
+                                        verify=verify)
+    log.info("unlocked in %.3f s", info.seconds)
+    try:
+        # One after the other: loading the model on a second thread while the vectors
+        # are read made both slower (they take turns on the GIL: 1.28 s against 0.46 +
+        # 0.25 s at 100k).
+        vectors = None
+        if load_model:
+            vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, MODEL_NAME)))
+        embedder, model_dir = load_embedder(load_model)
+        vault = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+                        use_chroma=use_chroma, vectors=vectors)
+        # Now that the index is in RAM; a write cuts the grace short (storage/db.py).
+        opened.db.start_verification(delay=BACKGROUND_GRACE_S if threaded else 0.0)
+        return vault
+    except BaseException:
+        opened.lock()
+        raise
+
+
+def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedder | None,
+            model_dir: Path | None, use_chroma: bool = True,
+            vectors: tuple[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Vault:
+    """The storage objects and services of one unlocked vault, built once, and the Vault
+    that owns them. Starts the index load and, on a big vault, the RAM lexicon build."""
+    from app.facade import Parts, Vault
+    from app.services.browse import BrowseService
+    from app.services.consolidation import ConsolidationService
+    from app.services.context import ContextService
+    from app.services.forget import ForgetService
+    from app.services.ingest import IngestService
+    from app.services.recall import RecallService
+    from storage import browse, consolidation_rows, inbox, lifecycle, repo, runlog
+    from storage.lexicon import Lexicon
+    from storage.migrations import schema_version
+    from storage.vector import VectorIndex
+    clock = clock or SystemClock()
+    db = opened.db
+    index = VectorIndex(use_chroma=use_chroma)
+    lexicon = Lexicon(repo.FTS_WEIGHTS)
+    db.after_write.append(lexicon.on_write)
+    ingest = IngestService(db, index, embedder, clock, repo, lifecycle)
+    recall = RecallService(db, index, embedder, lexicon=lexicon, rows=repo)
+    consolidation = ConsolidationService(db, clock, index, ingest, rows=consolidation_rows,
+                                         runlog=runlog, inbox=inbox)
+    vault = Vault(Parts(
+        session=opened, clock=clock, index=index, lexicon=lexicon, embedder=embedder,
+        model_dir=model_dir, rows=repo, lifecycle=lifecycle, schema_version=schema_version,
+        ingest=ingest, recall=recall, consolidation=consolidation,
+        context=ContextService(db, recall, rows=repo),
+        forget=ForgetService(db, index, rows=lifecycle),
+        browse=BrowseService(db, clock, rows=browse)))
+    _load_index(opened, index, embedder, vectors)
+    _start_lexicon(opened, index, lexicon, embedder)
+    return vault
+
+
+def _seed_settings(opened: KeySession) -> None:
+    from app.settings import SETTINGS
+    from storage import repo
+
+    def run(conn: ports.Connection) -> None:
+        for s in SETTINGS:
+            if repo.get_setting(conn, s.key) is None:
+                repo.put_setting(conn, s.key, s.default)
+    opened.db.write_sync(run)
+
+
+def _load_index(opened: KeySession, index: ports.VectorIndex, embedder: Embedder | None,
+                vectors: tuple[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
+    from storage import repo
+    if embedder is None:
+        return
+    model = embedder.model_name
+    if vectors is not None and vectors[0] == model:
+        ids, mat = vectors[1]
+    else:
+        ids, mat = opened.db.read(lambda c: repo.load_vectors(c, model))
+    index.load(ids, mat)
+
+
+def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexicon,
+                   embedder: Embedder | None) -> None:
+    """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
+    background; FTS5 answers until it is ready and on small vaults."""
+    from storage import lexicon, repo
+    db = opened.db
+    rows = db.read(repo.memory_count)
+    chroma = index.start_chroma_build if embedder is not None else None
+    if rows >= lexicon.MIN_ROWS and db.threaded:  # not for one-shot CLI commands
+        # The lexicon first: it turns 300 ms of FTS5 into 2; Chroma is no faster than
+        # exact search at this size, so its build waits rather than compete for the CPU.
+        lex.build_in_background(db.read, then=chroma, delay=BACKGROUND_GRACE_S)
+    elif chroma is not None:
+        chroma()

@@ -1,0 +1,629 @@
+"""Ports: what the app layer needs from storage, as Protocols. Layer: app.
+
+``storage/`` implements these and ``app/bootstrap.py`` (the one app module that imports
+storage) hands the concrete objects to the facade and the services, so the services depend
+on these shapes only. A storage module can stand for a Protocol as a module (mypy checks a
+module against a Protocol): ``bootstrap`` passes ``storage.repo`` where a ``MemoryRows`` is
+asked for; a test can pass anything with the same functions.
+
+Connections never leave the storage call they are lent to: a service passes a function
+``fn(conn)`` to ``Database.read``/``write`` and calls row functions with that ``conn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from app.api import (
+    EntityRow,
+    HistoryEntry,
+    InboxStatus,
+    ItemKind,
+    LinkView,
+    MemoryView,
+    StatisticRow,
+    Version,
+)
+from app.clock import Clock
+from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores, Store
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection  # what storage/sqlcipher.py types its connections as
+else:
+    Connection = Any
+
+__all__ = ["BrowseRows", "Clock", "Connection", "Database", "Embedder", "FloatArray",
+           "InboxRows", "KdfParams", "KeyFileInfo", "KeySession", "Lexicon", "Lifecycle",
+           "MemoryRows", "VectorIndex",
+           # recall, context, forget, browse (D)
+           "BrowseRow", "ContextRows", "EntitySummary", "ForgetRows", "MemoryBrief", "RecallMeta",
+           "RecallRows", "Reinforcement", "TierInput"]
+
+T = TypeVar("T")
+FloatArray = npt.NDArray[np.float32]
+
+
+# --- the database --------------------------------------------------------------------------
+
+class Database(Protocol):
+    """One writer, per-thread readers (storage/db.py). ``write_sync`` runs ``fn`` in one
+    ``BEGIN IMMEDIATE`` transaction on the writer."""
+
+    threaded: bool
+    after_write: list[Callable[[Connection], None]]
+    on_corrupt: list[Callable[[], None]]
+
+    def read(self, fn: Callable[[Connection], T]) -> T: ...
+    def write(self, fn: Callable[[Connection], T]) -> Future[T]: ...
+    def write_sync(self, fn: Callable[[Connection], T]) -> T: ...
+    def checkpoint(self) -> tuple[int, int, int]: ...
+    def start_verification(self, delay: float = 0.0) -> None: ...
+
+    @property
+    def integrity(self) -> str: ...
+
+
+# --- keys (storage/unlock.py, storage/crypto.py) ----------------------------------------
+
+class KdfParams(Protocol):
+    @property
+    def alg(self) -> str: ...
+    @property
+    def v(self) -> int: ...
+    @property
+    def m(self) -> int: ...
+    @property
+    def t(self) -> int: ...
+    @property
+    def p(self) -> int: ...
+
+
+class KeyFileInfo(Protocol):
+    @property
+    def vault_id(self) -> str: ...
+    @property
+    def kdf(self) -> KdfParams: ...
+    @property
+    def wrap_recovery(self) -> dict[str, str] | None: ...
+    @property
+    def wrap_device(self) -> dict[str, str] | None: ...
+
+
+class KeySession(Protocol):
+    """An unlocked vault's keys, owner lock and Database (``storage.unlock.OpenVault``)."""
+
+    folder: Path
+
+    @property
+    def db(self) -> Database: ...
+    @property
+    def key_file(self) -> KeyFileInfo: ...
+    @property
+    def locked(self) -> bool: ...
+
+    def lock(self) -> None: ...
+    def verify_password(self, password: str) -> None: ...
+    def change_password(self, old: str, new: str) -> object: ...
+    def rotate_data_key(self, password: str) -> tuple[object, str | None]: ...
+    def add_recovery_code(self) -> str: ...
+    def remember_device(self) -> None: ...
+    def forget_device(self) -> None: ...
+
+
+# --- vectors, the embedder, the full-text mirror -----------------------------------------
+
+class Embedder(Protocol):
+    """Sentence embeddings, float32, L2-normalised, one row per text."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> FloatArray: ...
+    def embed_one(self, text: str) -> FloatArray: ...
+
+
+class VectorIndex(Protocol):
+    """The vectors in RAM (storage/vector.py): exact search, Chroma once built."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, mid: int) -> bool: ...
+    def load(self, ids: np.ndarray, mat: np.ndarray) -> None: ...
+    def add(self, ids: np.ndarray | list[int], vecs: np.ndarray) -> None: ...
+    def remove(self, ids: list[int]) -> None: ...
+    def vector(self, mid: int) -> np.ndarray | None: ...
+    def search(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None = None
+               ) -> list[tuple[int, float]]: ...
+    def search_exact(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None = None
+                     ) -> list[tuple[int, float]]: ...
+    def similarities(self, q: np.ndarray, ids: list[int]) -> dict[int, float]: ...
+    def min_similarity(self, q: np.ndarray, sample: int = 8192) -> float: ...
+    def start_chroma_build(self, on_ready: Callable[[], None] | None = None) -> None: ...
+    def close(self) -> None: ...
+
+    @property
+    def chroma_building(self) -> bool: ...
+    @property
+    def chroma_ready(self) -> bool: ...
+
+
+class Lexicon(Protocol):
+    """The full-text index mirrored in RAM for big vaults (storage/lexicon.py)."""
+
+    def on_write(self, conn: Any) -> None: ...
+    def build(self, read: Callable[[Callable[[Any], Any]], Any]) -> None: ...
+    def build_in_background(self, read: Callable[[Callable[[Any], Any]], Any],
+                            then: Callable[[], None] | None = None, *,
+                            delay: float = 0.0) -> None: ...
+    def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]] | None: ...
+    def clear(self) -> None: ...
+
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def building(self) -> bool: ...
+
+
+# --- rows (storage modules passed as these Protocols) ---------------------------------------
+
+class MemoryRows(Protocol):
+    """Memories, their vectors, history and settings (``storage.repo``): what ingestion and
+    the facade read and write through."""
+
+    def insert_memory(self, conn: Connection, d: Draft, *, now: float, decay_class: str,
+                      scores: Scores, confidence: float, fts_keys: str = "",
+                      index_text: bool = True) -> MemoryId: ...
+    def index_texts(self, conn: Connection,
+                    rows: Sequence[tuple[int, str, str, str | None, str, int | None]]
+                    ) -> None: ...
+    def refresh_context(self, conn: Connection, session: str, store: str, seq: int) -> None: ...
+    def put_vectors(self, conn: Connection, ids: Sequence[int], vecs: np.ndarray,
+                    model: str) -> None: ...
+    def add_history(self, conn: Connection, mid: int, now: float, action: str,
+                    text: str | None, note: str | None) -> None: ...
+    def find_ref(self, conn: Connection, session: str | None, ref: str,
+                 store: Store) -> MemoryId | None: ...
+    def next_seq(self, conn: Connection, sessions: Iterable[str]) -> dict[str, int]: ...
+    def get_memory(self, conn: Connection, mid: int) -> Memory | None: ...
+    def refs_of(self, conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]: ...
+    def counts(self, conn: Connection) -> dict[str, dict[str, int]]: ...
+    def get_setting(self, conn: Connection, key: str) -> Any: ...
+    def put_setting(self, conn: Connection, key: str, value: Any) -> None: ...
+
+
+class Lifecycle(Protocol):
+    """Status changes, supersession and forgetting (``storage.lifecycle``), the part the
+    facade and ingestion use."""
+
+    def copy_links(self, conn: Connection, old: int, new: int, now: float) -> None: ...
+    def supersede(self, conn: Connection, old: int, new: int, now: float) -> None: ...
+    def set_status(self, conn: Connection, mid: int, status: str) -> None: ...
+    def confirm(self, conn: Connection, mid: int) -> None: ...
+
+
+class BrowseRows(Protocol):
+    """The window's lists (``storage.browse``), the part the facade uses."""
+
+    def timeline_days(self, conn: Connection, limit: int) -> list[tuple[str, int]]: ...
+    # the rest for app/services/browse.py (D)
+    def page(self, conn: Connection, *, store: str | None, status: str | None,
+             entity_id: int | None, day: tuple[float, float] | None,
+             after: tuple[float, int] | None, limit: int) -> list[BrowseRow]: ...
+    def count(self, conn: Connection, *, store: str | None, status: str | None,
+              entity_id: int | None, day: tuple[float, float] | None) -> int: ...
+    def entities(self, conn: Connection, kinds: tuple[str, ...]) -> list[EntityRow]: ...
+    def tier_inputs(self, conn: Connection) -> list[TierInput]: ...
+    def health(self, conn: Connection) -> dict[str, float]: ...
+    def statistics(self, conn: Connection) -> list[StatisticRow]: ...
+
+
+class InboxRows(Protocol):
+    """Contradictions and review requests (``storage.inbox``)."""
+
+    @property
+    def STATUSES(self) -> tuple[str, ...]: ...  # noqa: N802 (a module constant)
+
+    def ids(self, conn: Connection, status: str | None) -> list[int]: ...
+    def count(self, conn: Connection, status: str) -> int: ...
+    # the rest for app/services/consolidation (C)
+    def count_reviews(self, conn: Connection, status: str) -> int: ...
+    def get(self, conn: Connection, cid: int) -> InboxEntry | None: ...
+    def rows(self, conn: Connection, cids: Sequence[int]) -> list[InboxRow]: ...
+    def sides(self, conn: Connection, mids: Iterable[int]) -> dict[int, MemoryView]: ...
+    def add_contradiction(self, conn: Connection, a: int, b: int, reason: str,
+                          run_id: int | None, now: float) -> int | None: ...
+    def add_review(self, conn: Connection, mid: int, reason: str, now: float) -> None: ...
+    def settle(self, conn: Connection, cid: int, status: str, resolution: str,
+               now: float) -> None: ...
+    def reopen(self, conn: Connection, cid: int) -> None: ...
+
+
+# --- recall, context, forget, browse (D) ----------------------------------------------------
+# Named rows: the services read fields by name, never by position. NamedTuples: they cost a
+# tuple's memory and build in C (recall reads a few hundred per query).
+
+class RecallMeta(NamedTuple):
+    """What recall filters and ranks a candidate by (``storage.repo.recall_meta``)."""
+
+    store: str
+    status: str
+    occurred_at: float
+    created_at: float
+    composite: float
+    importance: float
+    emotional: float
+    social: float
+    access_count: int
+    last_accessed_at: float | None
+    decay_class: str
+    agent: str
+    context: str | None
+    valid_from: float | None
+    valid_until: float | None
+    speaker: str | None
+    session: str | None
+    seq: int | None
+    user_validated: int
+    superseded_at: float | None  # when the version that replaced it was learned
+
+
+class Reinforcement(NamedTuple):
+    """A memory's access bookkeeping before a touch (``storage.repo.reinforcement_state``)."""
+
+    importance: float
+    emotional: float
+    access_count: int
+    last_accessed_at: float | None
+    reinforced_at: float | None
+    emotional_reinforced_at: float | None
+
+
+class EntitySummary(NamedTuple):
+    id: int
+    name: str
+    summary: str
+
+
+class MemoryBrief(NamedTuple):
+    """A memory as a forget plan lists it (``storage.lifecycle.describe``)."""
+
+    id: int
+    store: str
+    status: str
+    text: str
+
+
+class BrowseRow(NamedTuple):
+    """One row of a memory list (``storage.browse.page``); ``text`` is cut to 300 chars."""
+
+    id: int
+    store: str
+    text: str
+    occurred_at: float
+    speaker: str | None
+    status: str
+    composite: float
+    confidence: float
+    user_validated: int
+    access_count: int
+    last_accessed_at: float | None
+
+
+class TierInput(NamedTuple):
+    store: str
+    occurred_at: float
+    last_accessed_at: float | None
+    access_count: int
+
+
+class RecallRows(Protocol):
+    """What recall reads and writes (``storage.repo``)."""
+
+    def fts_query(self, tokens: Iterable[str]) -> str: ...
+    def fts_search(self, conn: Connection, match: str, limit: int,
+                   weights: tuple[float, float, float] = ...
+                   ) -> Sequence[tuple[int, float]]: ...
+    def recall_meta(self, conn: Connection, ids: Sequence[int]) -> dict[int, RecallMeta]: ...
+    def archived_by_person(self, conn: Connection, ids: Sequence[int]) -> set[int]: ...
+    def texts(self, conn: Connection, ids: Sequence[int]) -> dict[int, str]: ...
+    def refs_of(self, conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]: ...
+    def ancestors(self, conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]: ...
+    def known_people(self, conn: Connection) -> list[str]: ...
+    def reinforcement_state(self, conn: Connection, ids: Sequence[int]
+                            ) -> dict[int, Reinforcement]: ...
+    def touch(self, conn: Connection, updates: Sequence[tuple[float, float | None, float | None,
+                                                              float, float, int]]) -> None: ...
+
+
+class ContextRows(Protocol):
+    """What context assembly and explain read (``storage.repo``)."""
+
+    def get_memory(self, conn: Connection, mid: int) -> Memory | None: ...
+    def get_memories(self, conn: Connection, ids: Iterable[int]) -> dict[MemoryId, Memory]: ...
+    def provenance(self, conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]: ...
+    def entity_summaries(self, conn: Connection, ids: Sequence[int], limit: int
+                         ) -> list[EntitySummary]: ...
+    def links_of(self, conn: Connection, mid: int) -> list[LinkView]: ...
+
+
+class ForgetRows(Protocol):
+    """What forget plans, executes and shows as history (``storage.lifecycle``)."""
+
+    def describe(self, conn: Connection, ids: Iterable[int]) -> list[MemoryBrief]: ...
+    def table_counts(self, conn: Connection) -> dict[str, int]: ...
+    def statistic_count(self, conn: Connection) -> int: ...
+    def match_fields(self, conn: Connection, phrase: str) -> dict[int, str]: ...
+    def entity_members(self, conn: Connection, name: str) -> tuple[set[int], set[int]]: ...
+    def corrected_versions(self, conn: Connection, ids: Iterable[int]) -> set[int]: ...
+    def ancestors(self, conn: Connection, ids: Iterable[int]) -> set[int]: ...
+    def derived_only_from(self, conn: Connection, gone: set[int]) -> set[int]: ...
+    def parents(self, conn: Connection, ids: Iterable[int]) -> set[int]: ...
+    def typed_corrections(self, conn: Connection, ids: Iterable[int]) -> set[int]: ...
+    def boundary_links(self, conn: Connection, gone: set[int]) -> list[tuple[int, int, str]]: ...
+    def reinstated(self, conn: Connection, gone: set[int]
+                   ) -> dict[int, tuple[str, int | None, float | None]]: ...
+    def dependent_counts(self, conn: Connection, ids: set[int], entity_ids: set[int]
+                         ) -> dict[str, int]: ...
+    def orphaned_entities(self, conn: Connection, ids: set[int]) -> set[int]: ...
+    def entities_to_resummarise(self, conn: Connection, ids: set[int],
+                                gone_entities: set[int]) -> set[int]: ...
+    def execute_forget(self, conn: Connection, ids: set[int], entity_ids: set[int]
+                       ) -> dict[str, int]: ...
+    def versions(self, conn: Connection, ids: Iterable[int]) -> set[int]: ...
+    def version_rows(self, conn: Connection, ids: Iterable[int]) -> list[Version]: ...
+    def history_rows(self, conn: Connection, ids: Iterable[int]) -> list[HistoryEntry]: ...
+
+
+# --- consolidation (C) ---------------------------------------------------------------------
+# The pipeline's, the inbox's and the run log's rows (storage/consolidation_rows.py,
+# storage/inbox.py, storage/runlog.py), read by name.
+
+Scope = tuple[str, str | None]  # (agent, context) of a memory (DESIGN 4)
+
+
+class EpisodeRow(NamedTuple):
+    """An episode to extract facts from."""
+    id: int
+    text: str
+    speaker: str | None
+    occurred_at: float
+    agent: str
+    context: str | None
+
+
+class FactRow(NamedTuple):
+    """An active fact (or preference procedure) about one subject, with its stored category
+    (``category|q=qualifier|neg``) and the kind of its procedure row, if any."""
+    id: int
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    category: str | None
+    occurred_at: float
+    confidence: float
+    user_validated: int
+    status: str
+    text: str
+    kind: str | None
+
+
+class MemoryState(NamedTuple):
+    """What a resolution or supersession changes on a memory, to put it back."""
+    status: str
+    superseded_by: int | None
+    valid_until: float | None
+    user_validated: int
+    confidence: float
+
+
+class MentionSource(NamedTuple):
+    id: int
+    text: str
+    speaker: str | None
+    agent: str
+    context: str | None
+
+
+class RelationRow(NamedTuple):
+    subject: str | None
+    object: str | None
+    agent: str
+    context: str | None
+
+
+class EntityKey(NamedTuple):
+    id: int
+    name_key: str
+    kind: str
+    agent: str
+    context: str | None
+
+
+class HabitEpisode(NamedTuple):
+    """An active episode as habit detection reads it (speaker and session never None)."""
+    id: int
+    text: str
+    speaker: str
+    occurred_at: float
+    session: str
+    agent: str
+    context: str | None
+
+
+class DecayRow(NamedTuple):
+    id: int
+    store: str
+    occurred_at: float
+    last_accessed_at: float | None
+    access_count: int
+    importance: float
+    emotional: float
+    social: float
+    decay_class: str
+    user_validated: int
+    created_at: float
+
+
+class EpisodeSignal(NamedTuple):
+    """One episode's inputs to the implicit statistics."""
+    occurred_at: float
+    emotional: float
+    speaker: str | None
+    agent: str
+    context: str | None
+
+
+class ComputedStatistic(NamedTuple):
+    """A stored implicit statistic with its memory's scope."""
+    metric: str
+    memory_id: int
+    value: float
+    sample_size: int
+    agent: str
+    context: str | None
+
+
+class SummaryFact(NamedTuple):
+    text: str
+    occurred_at: float
+    last_accessed_at: float | None
+    access_count: int
+
+
+class EntityScope(NamedTuple):
+    id: int
+    agent: str
+    context: str | None
+
+
+class InboxRow(NamedTuple):
+    """One inbox item without its sides."""
+    id: int
+    a: int
+    b: int
+    reason: str
+    status: InboxStatus
+    resolution: str | None  # JSON: what was kept and the statuses before, for reopen
+    created_at: float
+    run_id: int | None
+    kind: ItemKind
+
+
+class InboxEntry(NamedTuple):
+    """What answering or reopening an item needs to know of it."""
+    a: int
+    b: int
+    status: str
+    kind: str
+    resolution: str | None
+
+
+class RunRow(NamedTuple):
+    id: int
+    kind: str
+    started_at: float
+    finished_at: float | None
+    status: str | None
+    report: str | None  # JSON: what the run stored about itself when it finished
+    undone_at: float | None
+
+    def report_dict(self) -> dict[str, Any] | None:
+        import json
+        out: dict[str, Any] | None = json.loads(self.report) if self.report else None
+        return out
+
+
+class RunChange(NamedTuple):
+    """One logged change: ``payload`` holds what undo needs to put it back."""
+    kind: str
+    memory_id: int | None
+    payload: dict[str, Any]
+
+
+class ConsolidationRows(Protocol):
+    """The pipeline's queries (``storage.consolidation_rows``)."""
+
+    def get_setting(self, conn: Connection, key: str) -> Any: ...
+    def put_setting(self, conn: Connection, key: str, value: Any) -> None: ...
+    def get_memory(self, conn: Connection, mid: int) -> Memory | None: ...
+    def insert_memory(self, conn: Connection, d: Draft, *, now: float, decay_class: str,
+                      scores: Scores, confidence: float, fts_keys: str = "") -> MemoryId: ...
+    def add_history(self, conn: Connection, mid: int, now: float, action: str,
+                    detail: str | None) -> None: ...
+    def forget(self, conn: Connection, ids: set[int]) -> None: ...
+    def episodes_after(self, conn: Connection, upto: int) -> list[EpisodeRow]: ...
+    def episodes_by_id(self, conn: Connection, ids: Sequence[int]) -> list[EpisodeRow]: ...
+    def known_people(self, conn: Connection, agent: str) -> list[str]: ...
+    def save_llm_reply(self, conn: Connection, at: float, raw: str, error: str,
+                       source_ids: Iterable[int]) -> None: ...
+    def scope_of(self, conn: Connection, mid: int) -> Scope | None: ...
+    def scopes(self, conn: Connection, ids: Sequence[int]) -> dict[int, Scope]: ...
+    def fact_texts_matching(self, conn: Connection, tokens: Iterable[str], scope: Scope,
+                            limit: int) -> list[tuple[int, str]]: ...
+    def active_facts(self, conn: Connection, subject: str, scope: Scope) -> list[FactRow]: ...
+    def latest_occurred(self, conn: Connection, ids: Sequence[int]) -> float | None: ...
+    def occurred_at(self, conn: Connection, mid: int) -> float: ...
+    def mark_preference(self, conn: Connection, mid: int, subject: str, predicate: str,
+                        obj: str | None, category: str) -> None: ...
+    def add_link(self, conn: Connection, src: int, dst: int, kind: LinkKind, now: float,
+                 weight: float = 1.0) -> bool: ...
+    def source_count(self, conn: Connection, mid: int) -> int: ...
+    def set_confidence(self, conn: Connection, mid: int, confidence: float) -> None: ...
+    def set_valid_until(self, conn: Connection, mid: int, until: float | None) -> None: ...
+    def validate(self, conn: Connection, mid: int) -> None: ...
+    def states(self, conn: Connection, ids: Sequence[int]) -> dict[int, MemoryState]: ...
+    def restore_state(self, conn: Connection, mid: int, state: MemoryState) -> None: ...
+    def supersede(self, conn: Connection, loser: int, winner: int, now: float
+                  ) -> MemoryState | None: ...
+    def mention_sources(self, conn: Connection) -> Iterator[MentionSource]: ...
+    def relations(self, conn: Connection) -> list[RelationRow]: ...
+    def entity_keys(self, conn: Connection) -> list[EntityKey]: ...
+    def add_entity(self, conn: Connection, kind: str, name: str, scope: Scope,
+                   now: float) -> int: ...
+    def add_mention(self, conn: Connection, entity_id: int, mid: int) -> bool: ...
+    def habit_episodes(self, conn: Connection) -> list[HabitEpisode]: ...
+    def procedure_triggers(self, conn: Connection) -> set[tuple[str, Scope]]: ...
+    def mark_procedure(self, conn: Connection, mid: int, trigger: str, actions: Sequence[str],
+                       success_count: int) -> None: ...
+    def episode_signals(self, conn: Connection) -> Iterator[EpisodeSignal]: ...
+    def top_person(self, conn: Connection, scope: Scope) -> tuple[str, int] | None: ...
+    def statistics(self, conn: Connection) -> list[ComputedStatistic]: ...
+    def update_statistic(self, conn: Connection, mid: int, value: float, sample_size: int,
+                         text: str, now: float) -> None: ...
+    def decay_rows(self, conn: Connection) -> list[DecayRow]: ...
+    def archive(self, conn: Connection, mid: int) -> None: ...
+    def was_promoted(self, conn: Connection, mid: int) -> bool: ...
+    def set_scores(self, conn: Connection,
+                   updates: Sequence[tuple[float, float, float, int]]) -> None: ...
+    def entity_scopes(self, conn: Connection) -> list[EntityScope]: ...
+    def summary_facts(self, conn: Connection, entity: EntityScope,
+                      limit: int = 40) -> list[SummaryFact]: ...
+    def set_summary(self, conn: Connection, entity_id: int, summary: str | None,
+                    now: float) -> None: ...
+
+
+class RunLogRows(Protocol):
+    """The run log (``storage.runlog``)."""
+
+    def start(self, conn: Connection, kind: str, started_at: float) -> int: ...
+    def finish(self, conn: Connection, run_id: int, finished_at: float, status: str,
+               report: Mapping[str, Any]) -> None: ...
+    def add_change(self, conn: Connection, run_id: int, seq: int, kind: str,
+                   memory_id: int | None, payload: Mapping[str, Any]) -> None: ...
+    def get(self, conn: Connection, run_id: int) -> RunRow | None: ...
+    def later_runs_with_changes(self, conn: Connection, run_id: int) -> list[int]: ...
+    def changes(self, conn: Connection, run_id: int) -> list[RunChange]: ...
+    def revert(self, conn: Connection, change: RunChange) -> None: ...
+    def mark_undone(self, conn: Connection, run_id: int, at: float) -> None: ...
+    def recent(self, conn: Connection, limit: int) -> list[RunRow]: ...
+
+
+__all__ += ["ComputedStatistic", "ConsolidationRows", "DecayRow", "EntityKey", "EntityScope",
+            "EpisodeRow", "EpisodeSignal", "FactRow", "HabitEpisode", "InboxEntry", "InboxRow",
+            "MemoryState", "MentionSource", "RelationRow", "RunChange", "RunLogRows", "RunRow",
+            "Scope", "SummaryFact"]

@@ -1,0 +1,587 @@
+"""The consolidation pipeline (DESIGN 7): its steps, in order, from one explicit table.
+Layer: app. Runs on: a scheduler worker or a CLI/UI worker thread.
+
+1. extract: episodes become facts with provenance; duplicates corroborate, conflicts are
+   resolved by rule or sent to the inbox;
+2. entities: people and projects mentioned often enough;
+3. similar: SIMILAR_TO between near-duplicate facts;
+4. procedures: habits become procedures;
+5. statistics: implicit statistics recomputed;
+6. decay: rescoring, promotion and archival (never deletion);
+7. synthesis: entity summaries.
+
+Work is done in batches; a failing batch is skipped, retried by the next run, and recorded in
+the run's report as its step and error class (never the message, which may quote memory
+text); a cancel token is checked between batches. Every change goes to the run log
+(``runlog.py``) with its inverse, so a run can be undone.
+
+Scope (DESIGN 4): each memory has an agent and a context. Everything derived here (facts,
+habits, statistics, entities and their summaries, promotions) keeps the scope of its sources,
+and comparisons, merges, SIMILAR_TO links and summaries stay inside one scope.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from app import policy
+from app.api import CancelToken, RunReport
+from app.domain.fact import EpisodeView, FactCandidate
+from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
+from app.errors import AppError, ValidationError
+from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
+from app.services import scoring
+from app.services.consolidation import extraction
+from app.services.consolidation.inbox import prior_json
+from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
+from app.services.contradiction import FactView, classify, resolve
+from app.services.extract import mentions, object_of
+from app.services.ingest import IngestService
+
+log = logging.getLogger(__name__)
+
+BATCH = 400
+ENTITY_MIN_MENTIONS = 3          # 000: an entity once mentioned in >= 3 memories
+PATTERN_MIN = 3                  # a habit: the same action at least 3 times
+HABIT_RELIABILITY = 0.6          # a habit is inferred from reports, never stated: below a
+                                 # hedged rule match (.6-.65) of an explicit one (.8-.9)
+SIMILAR_COSINE = 0.93            # near-duplicate facts get a SIMILAR_TO link
+# A memory's scope (DESIGN 4): its agent ("global" is shared) and its context ("hat", or
+# None). What consolidation derives keeps the scope of its sources, and nothing is compared,
+# merged or summarised across two scopes.
+Scope = tuple[str, str | None]
+Extractor = Callable[[list[EpisodeView], Scope], list[FactCandidate]]
+Step = Callable[[RunLog, float, CancelToken], object]
+STEPS = ("extract", "entities", "similar", "procedures", "statistics", "decay", "synthesis")
+
+
+class Cancelled(AppError):
+    user_message = "Consolidation was cancelled; what was finished is kept."
+
+
+def encode_category(category: str, qualifier: str | None, negated: bool) -> str:
+    out = category
+    if qualifier:
+        out += f"|q={qualifier}"
+    if negated:
+        out += "|neg"
+    return out
+
+
+def decode_category(text: str | None) -> tuple[str | None, bool]:
+    qualifier = None
+    negated = False
+    for part in (text or "").split("|")[1:]:
+        if part.startswith("q="):
+            qualifier = part[2:]
+        elif part == "neg":
+            negated = True
+    return qualifier, negated
+
+
+def derived_confidence(reliability: float, sources: int, occurred: float, now: float) -> float:
+    """003 confidence of a derived fact or habit (scoring.derived_confidence); recency on the
+    semantic class, the one facts and procedures decay by."""
+    return scoring.derived_confidence(reliability, max(1, sources), policy.STORE_DECAY["semantic"],
+                                      max(0.0, now - occurred) / policy.HOUR)
+
+
+def scoring_defaults() -> Scores:
+    """The scores of an implicit statistic (it is recomputed, never recalled for recency)."""
+    return Scores(importance=0.4, recency=1.0, frequency=0.0, emotional=0.0, social=0.0,
+                  composite=scoring.composite(0.4, 1.0, 0.0, 0.0, 0.0))
+
+
+class Pipeline:
+    """The steps of a run. Owner: ``ConsolidationService`` (one per unlocked vault); one run
+    at a time per vault (the scheduler and the window serialise them)."""
+
+    def __init__(self, db: Database, clock: Clock, index: VectorIndex, ingest: IngestService,
+                 rows: ConsolidationRows, runlog: RunLogRows, inbox: InboxRows) -> None:
+        self.db = db
+        self.clock = clock
+        self.index = index
+        self.ingest = ingest
+        self.rows = rows
+        self.runlog = runlog
+        self.inbox = inbox
+        # An explicit table, checked before anything runs: a misspelt step is an error, not
+        # a silently skipped batch.
+        self.steps: Mapping[str, Step] = {
+            "extract": self._step_extract, "entities": self._step_entities,
+            "similar": self._step_similar, "procedures": self._step_procedures,
+            "statistics": self._step_statistics, "decay": self._step_decay,
+            "synthesis": self._step_synthesis}
+        assert tuple(self.steps) == STEPS
+
+    # --- the run ---------------------------------------------------------------------
+    def run(self, *, now: float | None = None, cancel: CancelToken | None = None,
+            kind: str = "consolidation", steps: tuple[str, ...] = STEPS,
+            progress: Callable[[int, int], None] | None = None) -> RunReport:
+        unknown = [s for s in steps if s not in self.steps]
+        if unknown:
+            raise ValidationError(f"Unknown consolidation step {unknown[0]!r}; the steps are "
+                                  f"{', '.join(STEPS)}.")
+        now = self.clock.now() if now is None else now
+        cancel = cancel or CancelToken()
+        started = time.perf_counter()  # a duration, not a date: the clock is not asked
+        run_id = self.db.write_sync(lambda c: self.runlog.start(c, kind, now))
+        rl = RunLog(run_id, self.runlog)
+        cancelled = False
+        try:
+            for n, step in enumerate(steps):
+                if cancel.cancelled:
+                    cancelled = True
+                    break
+                try:
+                    self.steps[step](rl, now, cancel)
+                except Cancelled:
+                    cancelled = True
+                    break
+                except Exception as exc:  # a failed step is logged and skipped, never fatal
+                    rl.failed(step, exc)
+                if progress is not None:
+                    progress(n + 1, len(steps))
+        finally:
+            seconds = time.perf_counter() - started
+            report = RunReport(RunId(run_id), kind, now, round(seconds, 3), dict(rl.counts),
+                               {k: v for k, v in rl.ids.items()}, len(rl.failures), cancelled,
+                               tuple(rl.failures), dict(rl.llm_fallbacks))
+            status = "cancelled" if cancelled else ("partial" if rl.failures else "done")
+            self.db.write_sync(lambda c: self.runlog.finish(c, run_id, now, status,
+                                                            report_json(report)))
+        log.info("run %d: %s in %.2f s, %d failed batches", run_id, dict(rl.counts), seconds,
+                 report.failed_batches)
+        return report
+
+    # --- step 1: extraction ----------------------------------------------------------
+    def _episodes_todo(self) -> list[tuple[EpisodeView, Scope]]:
+        rows = self.rows
+
+        def read(conn: Any) -> list[tuple[EpisodeView, Scope]]:
+            upto = rows.get_setting(conn, WATERMARK) or 0
+            retry = rows.get_setting(conn, RETRY) or []
+            found = rows.episodes_after(conn, upto)
+            if retry:
+                found = rows.episodes_by_id(conn, retry) + found
+            return [(EpisodeView(r.id, r.text, r.speaker, r.occurred_at), (r.agent, r.context))
+                    for r in found]
+        return self.db.read(read)
+
+    def _step_extract(self, rl: RunLog, now: float, cancel: CancelToken,
+                      extractor: Extractor | None = None) -> None:
+        episodes = self._episodes_todo()
+        extractor = extractor or self._extractor(rl)
+        rows = self.rows
+
+        def mark(conn: Any) -> None:  # undo rewinds to here, so the episodes are read again
+            rl.change(conn, "watermark", None, old=rows.get_setting(conn, WATERMARK) or 0,
+                      retry=rows.get_setting(conn, RETRY) or [])
+        self.db.write_sync(mark)
+        retry: list[int] = []
+        for start in range(0, len(episodes), BATCH):
+            if cancel.cancelled:
+                raise Cancelled()
+            window = episodes[start:start + BATCH]
+            # One extractor call per scope (agent, context): an LLM never sees two agents'
+            # memories in one prompt, and each fact is compared with its own scope only.
+            by_scope: dict[Scope, list[EpisodeView]] = defaultdict(list)
+            for e, scope in window:
+                by_scope[scope].append(e)
+            for scope, batch in by_scope.items():
+                try:
+                    facts = extractor(batch, scope)
+                    self._store_facts(rl, facts, now, scope)
+                except Cancelled:
+                    raise
+                except Exception as exc:  # log, skip the batch, retry it next run
+                    rl.failed("extract", exc, len(batch))
+                    retry += [e.id for e in batch]
+            high = max(e.id for e, _scope in window)
+
+            def advance(conn: Any, high: int = high) -> None:
+                rows.put_setting(conn, WATERMARK, max(high, rows.get_setting(conn, WATERMARK) or 0))
+            self.db.write_sync(advance)
+        self.db.write_sync(lambda c: rows.put_setting(c, RETRY, retry))
+
+    def _extractor(self, rl: RunLog) -> Extractor:
+        provider = self.db.read(
+            lambda c: self.rows.get_setting(c, "extraction.provider")) or "rules"
+        if provider == "llm":
+            return extraction.llm_extractor(self, rl)
+        return extraction.rules
+
+    def _store_facts(self, rl: RunLog, facts: list[FactCandidate], now: float,
+                     scope: Scope = ("global", None)) -> None:
+        if not facts:
+            return
+        # Embed new statements outside the write transaction.
+        texts = list(dict.fromkeys(f.statement for f in facts))
+        vecs = self.ingest.embed(texts)
+        vec_of = {t: vecs[i] for i, t in enumerate(texts)} if vecs is not None else {}
+        created: list[tuple[int, Any]] = []
+
+        def write(conn: Any) -> None:
+            for f in facts:
+                views = self._fact_views(conn, f.subject, scope)
+                occurred = self._occurred(conn, f, now)
+                new_view = FactView(-1, f.subject, f.predicate, f.object, f.qualifier,
+                                    occurred, derived_confidence(f.confidence, len(f.source_ids),
+                                                                 occurred, now),
+                                    False, f.negated, f.change)
+                dup = next((v for v, _ in views if classify(v, new_view) == "duplicate"), None)
+                if dup is not None:
+                    self._corroborate(conn, rl, dup, f, now)
+                    continue
+                mid = self._insert_fact(conn, rl, f, now, scope, new_view.confidence)
+                if f.statement in vec_of:
+                    created.append((mid, vec_of[f.statement]))
+                new_view = replace(new_view, id=mid)
+                for v, _text in views:
+                    verdict = classify(v, new_view)
+                    if verdict in ("update", "contradiction"):
+                        self._conflict(conn, rl, v, new_view, verdict, now)
+        self.db.write_sync(write)
+        if created:
+            import numpy as np
+            self.ingest.store_vectors([m for m, _ in created],
+                                      np.stack([v for _, v in created]))
+
+    def _fact_views(self, conn: Any, subject: str, scope: Scope) -> list[tuple[FactView, str]]:
+        """The active facts about ``subject`` in ``scope`` (never another scope's)."""
+        out = []
+        for r in self.rows.active_facts(conn, subject, scope):
+            qualifier, negated = decode_category(r.category)
+            obj = r.object
+            if obj is None and r.subject and r.predicate:
+                # A fact the person corrected keeps its subject and predicate but not the old
+                # object; read the new one back from the corrected sentence (issue 12: a
+                # missing object broke every later run).
+                obj = object_of(r.subject, r.predicate, qualifier, negated, r.text)
+            out.append((FactView(r.id, r.subject or "", r.predicate or "", obj, qualifier,
+                                 r.occurred_at, r.confidence, bool(r.user_validated), negated),
+                        r.text))
+        return out
+
+    def _occurred(self, conn: Any, f: FactCandidate, now: float) -> float:
+        """When a fact happened: its latest source, else when it is valid from, else now."""
+        latest = self.rows.latest_occurred(conn, f.source_ids)
+        if latest is not None:
+            return latest
+        return f.valid_from or now
+
+    def _insert_fact(self, conn: Any, rl: RunLog, f: FactCandidate, now: float,
+                     scope: Scope, confidence: float) -> int:
+        store = Store.PROCEDURAL if f.store == "procedural" else Store.SEMANTIC
+        occurred = self._occurred(conn, f, now)
+        category = encode_category(f.category, f.qualifier, f.negated)
+        extra: dict[str, object] = {"subject": f.subject, "predicate": f.predicate,
+                                    "object": f.object, "category": category}
+        d = Draft(text=f.statement, store=store, occurred_at=occurred, speaker=f.subject,
+                  agent=scope[0], context=scope[1], confidence=confidence,
+                  valid_from=f.valid_from,
+                  importance=policy.DEFAULT_IMPORTANCE[store.value],
+                  derived_from=tuple(MemoryId(i) for i in f.source_ids),
+                  extra={} if store is Store.PROCEDURAL else extra)
+        mid = self.ingest.insert(conn, d, now, confidence=confidence)
+        if store is Store.PROCEDURAL:
+            # Procedures keep subject/predicate too, for contradiction checks.
+            self.rows.mark_preference(conn, mid, f.subject, f.predicate, f.object, category)
+        rl.change(conn, "created", mid)
+        rl.counts["procedures_created" if store is Store.PROCEDURAL else "facts_created"] += 1
+        rl.ids["created"].append(mid)
+        return mid
+
+    def _corroborate(self, conn: Any, rl: RunLog, dup: FactView, f: FactCandidate,
+                     now: float) -> None:
+        added = 0
+        for src in f.source_ids:
+            if self.rows.add_link(conn, dup.id, src, LinkKind.DERIVED_FROM, now):
+                rl.change(conn, "link", dup.id, src=dup.id, dst=src, kind="DERIVED_FROM")
+                added += 1
+        if added:
+            # 003 confidence with one more source; corroboration never lowers it.
+            sources = self.rows.source_count(conn, dup.id)
+            newest = max(dup.occurred_at, self._occurred(conn, f, now))
+            new_conf = max(dup.confidence, derived_confidence(f.confidence, sources, newest,
+                                                              now))
+            if new_conf != dup.confidence and not dup.user_validated:
+                self.rows.set_confidence(conn, dup.id, new_conf)
+                rl.change(conn, "confidence", dup.id, old=dup.confidence)
+            rl.counts["facts_corroborated"] += 1
+
+    def _conflict(self, conn: Any, rl: RunLog, old: FactView, new: FactView, verdict: str,
+                  now: float) -> None:
+        rows = self.rows
+        a, b = (old, new) if old.occurred_at <= new.occurred_at else (new, old)
+        reason = "update over time" if verdict == "update" else "facts disagree"
+        cid = self.inbox.add_contradiction(conn, a.id, b.id, reason, rl.run_id, now)
+        if cid is None:
+            return
+        rl.change(conn, "contradiction", None, id=cid)
+        rows.add_link(conn, b.id, a.id, LinkKind.CONTRADICTS, now)
+        rl.change(conn, "link", b.id, src=b.id, dst=a.id, kind="CONTRADICTS")
+        rl.counts["contradictions_found"] += 1
+        winner: int | None
+        loser: int | None
+        if verdict == "update" and not a.user_validated:
+            winner, loser, rule = b.id, a.id, "the newer statement is a stated change"
+        else:
+            d = resolve(a, b)
+            winner, loser, rule = d.winner, d.loser, d.rule
+        if winner is None or loser is None:
+            rl.counts["sent_to_inbox"] += 1
+            rl.ids["inbox"].append(cid)
+            return
+        prior = rows.states(conn, (a.id, b.id))
+        if verdict == "update":
+            # Both were true, at different times: the older one's validity ends.
+            rows.set_valid_until(conn, loser, rows.occurred_at(conn, winner))
+        self._supersede(conn, rl, loser, winner, now)
+        self.inbox.settle(conn, cid, "auto", json.dumps(
+            {"kept": winner, "rule": rule, "prior": prior_json(prior)}), now)
+        rl.counts["auto_resolved"] += 1
+        rl.ids["auto_resolved"].append(cid)
+
+    def _supersede(self, conn: Any, rl: RunLog, loser: int, winner: int, now: float) -> None:
+        prior = self.rows.supersede(conn, loser, winner, now)
+        assert prior is not None
+        rl.change(conn, "status", loser, status=prior.status, superseded_by=prior.superseded_by,
+                  valid_until=prior.valid_until)
+        rl.change(conn, "link", winner, src=winner, dst=loser, kind="SUPERSEDES")
+
+    # --- step 2: people and projects -------------------------------------------------
+    def _step_entities(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """An entity per scope: mentions in one agent's memories never make, or count
+        towards, an entity another scope sees."""
+        rows = self.rows
+
+        def write(conn: Any) -> None:
+            Key = tuple[Scope, str, str]  # noqa: N806 (a local type alias)
+            counts: Counter[Key] = Counter()
+            members: dict[Key, set[int]] = defaultdict(set)
+            stated: set[Key] = set()
+            for m in rows.mention_sources(conn):
+                found = mentions(m.text)
+                if m.speaker and m.speaker.lower() not in ("assistant", "system", "user"):
+                    found.setdefault(m.speaker, "person")
+                for name, kind in found.items():
+                    counts[((m.agent, m.context), name, kind)] += 1
+                    members[((m.agent, m.context), name, kind)].add(m.id)
+            for r in rows.relations(conn):
+                for who in (r.object, r.subject):
+                    if who:
+                        stated.add(((r.agent, r.context), who, "person"))
+            existing = {((e.agent, e.context), e.name_key, e.kind): e.id
+                        for e in rows.entity_keys(conn)}
+            for (scope, name, kind), n in counts.items():
+                eid = existing.get((scope, name.casefold(), kind))
+                if eid is None and (n >= ENTITY_MIN_MENTIONS or (scope, name, kind) in stated):
+                    eid = rows.add_entity(conn, kind, name, scope, now)
+                    existing[(scope, name.casefold(), kind)] = eid
+                    rl.change(conn, "entity", None, id=eid)
+                    rl.counts["entities_created"] += 1
+                if eid is None:
+                    continue
+                for mid in members[(scope, name, kind)]:
+                    if rows.add_mention(conn, eid, mid):
+                        rl.change(conn, "mention", mid, entity=eid)
+        self.db.write_sync(write)
+
+    # --- step 3: near duplicates -----------------------------------------------------
+    def _step_similar(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """SIMILAR_TO between facts of one scope whose vectors nearly coincide (exact
+        duplicates were already merged at extraction)."""
+        if self.ingest.embedder is None:
+            return
+        created = rl.ids.get("created", [])
+        pairs = []
+        for mid in created:
+            vec = self.index.vector(mid)
+            if vec is None:
+                continue
+            for other, sim in self.index.search_exact(vec, 5):
+                if other != mid and sim >= SIMILAR_COSINE:
+                    pairs.append((mid, other, sim))
+        if not pairs:
+            return
+        ids = sorted({i for a, b, _ in pairs for i in (a, b)})
+        scopes = self.db.read(lambda c: self.rows.scopes(c, ids))
+        pairs = [p for p in pairs if p[0] in scopes and scopes[p[0]] == scopes.get(p[1])]
+
+        def write(conn: Any) -> None:
+            for a, b, sim in pairs:
+                if self.rows.add_link(conn, a, b, LinkKind.SIMILAR_TO, now, round(sim, 4)):
+                    rl.change(conn, "link", a, src=a, dst=b, kind="SIMILAR_TO")
+                    rl.counts["similar_links"] += 1
+        if pairs:
+            self.db.write_sync(write)
+
+    # --- step 4: habits become procedures --------------------------------------------
+    def _step_procedures(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """Habits per scope: three reports in one agent's memories make a habit of that
+        scope; reports from two scopes never add up."""
+        from app.services.habits import detect_patterns
+        rows = self.rows
+
+        def read(conn: Any) -> tuple[dict[Scope, list[tuple[int, str, str, float, str]]],
+                                     set[tuple[str, Scope]]]:
+            episodes: dict[Scope, list[tuple[int, str, str, float, str]]] = defaultdict(list)
+            for r in rows.habit_episodes(conn):
+                episodes[(r.agent, r.context)].append(
+                    (r.id, r.text, r.speaker, r.occurred_at, r.session))
+            return episodes, rows.procedure_triggers(conn)
+        episodes, have = self.db.read(read)
+        patterns = [(scope, p) for scope, scoped in episodes.items()
+                    for p in detect_patterns(scoped, PATTERN_MIN) if (p.key, scope) not in have]
+        if not patterns:
+            return
+
+        def write(conn: Any) -> None:
+            for scope, p in patterns:
+                d = Draft(text=p.statement, store=Store.PROCEDURAL, occurred_at=p.last_at,
+                          speaker=p.who or None, agent=scope[0], context=scope[1],
+                          derived_from=tuple(MemoryId(i) for i in p.sources),
+                          importance=0.6)
+                newest = max([p.last_at] + [rows.occurred_at(conn, i) for i in p.sources[-1:]])
+                mid = self.ingest.insert(conn, d, now, confidence=derived_confidence(
+                    HABIT_RELIABILITY, len(p.sources), newest, now))
+                rows.mark_procedure(conn, mid, p.key, p.actions, len(p.sources))
+                rl.change(conn, "created", mid)
+                rl.ids["created"].append(mid)
+                rl.counts["procedures_created"] += 1
+        self.db.write_sync(write)
+
+    # --- step 5: implicit statistics -------------------------------------------------
+    def _step_statistics(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        self.recompute_statistics(now, rl)
+
+    def recompute_statistics(self, now: float, rl: RunLog | None = None, *,
+                             create: bool = True) -> int:
+        """Implicit store: aggregate behaviour statistics, recomputed (also after a forget,
+        then with ``create=False``: existing ones are updated or removed, none are added)."""
+        from app.services.habits import statistics
+        rows = self.rows
+
+        def write(conn: Any) -> int:
+            # Every episode the person has not forgotten: archived ones too (decay puts them
+            # aside; counting only active ones emptied the store after one forget, issue 12).
+            # One set of statistics per scope, each from that scope's episodes only (DESIGN 4).
+            by_scope: dict[Scope, list[tuple[float, float, str | None]]] = defaultdict(list)
+            for e in rows.episode_signals(conn):
+                by_scope[(e.agent, e.context)].append((e.occurred_at, e.emotional, e.speaker))
+            stats: dict[tuple[str, Scope], tuple[float, int, str]] = {}
+            for scope, signals in by_scope.items():
+                people = rows.top_person(conn, scope)
+                stats.update({(metric, scope): v
+                              for metric, v in statistics(signals, people).items()})
+            existing = {(s.metric, (s.agent, s.context)): (s.memory_id, s.value, s.sample_size)
+                        for s in rows.statistics(conn)}
+            n = 0
+            for (metric, scope), (value, sample, text) in stats.items():
+                if (metric, scope) in existing:
+                    mid, old_value, old_sample = existing[(metric, scope)]
+                    if (old_value, old_sample) != (value, sample):
+                        rows.update_statistic(conn, mid, value, sample, text, now)
+                        if rl is not None:
+                            rl.change(conn, "statistic", mid, value=old_value,
+                                      sample_size=old_sample)
+                        n += 1
+                    continue
+                if not create:
+                    continue
+                d = Draft(text=text, store=Store.IMPLICIT, occurred_at=now, importance=0.4,
+                          agent=scope[0], context=scope[1],
+                          extra={"metric": metric, "value": value, "sample_size": sample,
+                                 "computed_at": now})
+                mid = rows.insert_memory(conn, d, now=now, decay_class="semantic",
+                                         scores=scoring_defaults(), confidence=0.9)
+                if rl is not None:
+                    rl.change(conn, "created", mid)
+                n += 1
+            for key, (mid, _v, _s) in existing.items():
+                if key not in stats:  # nothing left to compute it from
+                    rows.forget(conn, {mid})
+            if rl is not None:
+                rl.counts["statistics_updated"] += n
+            return n
+        return self.db.write_sync(write)
+
+    # --- step 6: decay, reinforcement, promotion, archival ---------------------------
+    def _step_decay(self, rl: RunLog, now: float, cancel: CancelToken) -> int:
+        rows = self.rows
+
+        def write(conn: Any) -> None:
+            updates = []
+            for r in rows.decay_rows(conn):
+                reference = max(x for x in (r.occurred_at, r.last_accessed_at) if x is not None)
+                idle_h = max(0.0, (now - reference) / policy.HOUR)
+                rec = scoring.recency(r.decay_class, idle_h)
+                last = r.last_accessed_at
+                freq = scoring.frequency(r.access_count,
+                                         (now - last) / policy.HOUR if last else None)
+                comp = scoring.composite(r.importance, rec, freq, r.emotional, r.social)
+                updates.append((rec, freq, comp, r.id))
+                retention_d = policy.DECAY[r.decay_class].max_retention_d
+                # Retention starts no earlier than when Kept learned the memory (issue 12).
+                idle_d = scoring.retention_idle_days(r.occurred_at, last, r.created_at, now)
+                too_old = idle_d > retention_d and not r.user_validated
+                faded = comp < policy.ARCHIVE_MIN_COMPOSITE and idle_d >= policy.ARCHIVE_IDLE_D
+                if too_old or faded:
+                    rows.archive(conn, r.id)
+                    rl.change(conn, "status", r.id, status="active", superseded_by=None,
+                              valid_until=None)
+                    rl.counts["archived"] += 1
+                    continue
+                p = policy.PROMOTE_EPISODIC
+                age_d = (now - r.created_at) / policy.DAY
+                if (r.store == "episodic" and r.importance > p["importance"]
+                        and r.emotional < p["emotional_below"] and r.access_count > p["accesses"]
+                        and age_d > p["age_d"] and not rows.was_promoted(conn, r.id)):
+                    self._promote(conn, rl, r.id, now)
+            rows.set_scores(conn, updates)
+            rl.counts["rescored"] += len(updates)
+        self.db.write_sync(write)
+        return 0
+
+    def _promote(self, conn: Any, rl: RunLog, mid: int, now: float) -> None:
+        src = self.rows.get_memory(conn, mid)
+        assert src is not None
+        d = Draft(text=src.text, store=Store.SEMANTIC, occurred_at=src.occurred_at,
+                  speaker=src.speaker, agent=src.agent, context=src.context,
+                  importance=src.scores.importance)
+        new = self.ingest.insert(conn, d, now, confidence=src.confidence)
+        self.rows.add_link(conn, new, mid, LinkKind.PROMOTED_FROM, now)
+        rl.change(conn, "created", new)
+        rl.ids["created"].append(new)
+        rl.counts["promoted"] += 1
+
+    # --- step 7: weekly synthesis ----------------------------------------------------
+    def _step_synthesis(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        rl.counts["summaries_written"] += self.synthesise_summaries(now)
+
+    def synthesise_summaries(self, now: float) -> int:
+        """Entity summaries from their hot and warm facts (cold ones are searchable, never
+        summarised, per 000), of the entity's own scope only."""
+        rows = self.rows
+
+        def write(conn: Any) -> int:
+            n = 0
+            for entity in rows.entity_scopes(conn):
+                lines = []
+                for f in rows.summary_facts(conn, entity):
+                    days = (now - max(x for x in (f.occurred_at, f.last_accessed_at)
+                                      if x is not None)) / policy.DAY
+                    if scoring.tier(days, f.access_count).value != "cold":
+                        lines.append(f.text)
+                summary = "; ".join(dict.fromkeys(lines[:8])) or None
+                rows.set_summary(conn, entity.id, summary, now)
+                n += summary is not None
+            return n
+        return self.db.write_sync(write)

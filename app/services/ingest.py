@@ -1,0 +1,321 @@
+"""Ingestion: how a memory enters the vault. Layer: app. Runs on: any worker thread.
+
+Scores, full-text keys, the text a vector is made from, the embedding, the insert and the
+index update, shared by ``remember``, ``import``, ``correct`` and consolidation (which
+inserts inside its own write transactions with :meth:`IngestService.insert`). The one
+exception is consolidation's implicit statistics: fixed scores, no vector, no keys.
+Collaborators are injected (``app/bootstrap.py``); nothing here imports storage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from app import policy
+from app.api import Turn
+from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
+from app.errors import NotFound, ValidationError
+from app.ports import Clock, Connection, Database, Embedder, Lifecycle, MemoryRows, VectorIndex
+from app.services import scoring
+from app.services.text import date_words, emotional_score, social_score
+from app.validation import check_string, check_text, check_time
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+Scored = tuple[Scores, str, float]  # scores, decay class, confidence
+
+
+def validate_draft(d: Draft) -> Draft:
+    """Pure and cheap: no I/O (may run inline in a form). Every field, before any write:
+    the same limits as an import (``app/validation.py``)."""
+    text = check_text(d.text)
+    check_string(d.agent, "The agent")
+    for label in ("context", "ref", "session", "speaker"):
+        if getattr(d, label) is not None:
+            check_string(getattr(d, label), f"The {label}")
+    for when in ("occurred_at", "valid_from", "valid_until"):
+        if getattr(d, when) is not None:
+            check_time(getattr(d, when), f"The {when.replace('_', ' ')} time")
+    if d.store is Store.WORKING:
+        raise ValidationError("Working memory is assembled per request and never stored.")
+    for name in ("importance", "emotional", "social", "confidence"):
+        value = getattr(d, name)
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ValidationError(f"{name} must be between 0 and 1.")
+    return replace(d, text=text)
+
+
+def fts_keys(d: Draft) -> str:
+    """Extra lexical keys: who said it and when (so "what did Anna say in May" matches)."""
+    parts = [d.speaker or "", d.context or ""]
+    if d.occurred_at is not None:
+        parts.append(date_words(d.occurred_at))
+    return " ".join(p for p in parts if p)
+
+
+def embed_text(d: Draft) -> str:
+    """What the dense vector is made from: a said thing carries its time and speaker,
+    "[1:56 pm on 8 May, 2023] Ana: ..." (+.03 R@10 on LoCoMo dev over the bare text)."""
+    if d.speaker and d.store in (Store.EPISODIC, Store.SHORT_TERM):
+        when = f"[{date_words(d.occurred_at)}] " if d.occurred_at is not None else ""
+        return f"{when}{d.speaker}: {d.text}"
+    return d.text
+
+
+def score(d: Draft, now: float, known: tuple[float, float] | None = None) -> Scored:
+    """``known``: (emotional, social) already computed for this very text and speaker
+    (an import scores each turn's text once for the turn and its episode)."""
+    decay_class = policy.STORE_DECAY[d.store.value]
+    emotional = d.emotional if d.emotional is not None else (
+        known[0] if known is not None else emotional_score(d.text))
+    social = d.social if d.social is not None else (
+        known[1] if known is not None else social_score(d.text, d.speaker))
+    if d.store in (Store.SEMANTIC, Store.PROCEDURAL) and social > 0.5:
+        decay_class = "social"
+    elif d.store is Store.EPISODIC and emotional > 0.6:
+        decay_class = "emotional"
+    importance = d.importance if d.importance is not None else \
+        policy.DEFAULT_IMPORTANCE[d.store.value]
+    hours = max(0.0, (now - (d.occurred_at or now)) / policy.HOUR)
+    rec = scoring.recency(decay_class, hours)
+    comp = scoring.composite(importance, rec, 0.0, emotional, social)
+    confidence = d.confidence if d.confidence is not None else (
+        1.0 if d.user_validated else 0.5)
+    return Scores(importance, rec, 0.0, emotional, social, comp), decay_class, confidence
+
+
+@dataclass(slots=True)
+class ImportTally:
+    """What an import has committed so far: turns written, memories derived from them."""
+    done: int = 0
+    added: list[MemoryId] = field(default_factory=list)
+
+
+# One import batch ready for its transaction: per turn (draft, scores, decay class,
+# confidence, the derived memory with its own scoring or None, full-text keys).
+_Prepared = list[tuple[Draft, Scores, str, float, tuple[Draft, Scores, str, float] | None, str]]
+
+
+class IngestService:
+    """Owner: the composition of one unlocked vault (``app/bootstrap.py``)."""
+
+    def __init__(self, db: Database, index: VectorIndex, embedder: Embedder | None,
+                 clock: Clock, rows: MemoryRows, lifecycle: Lifecycle) -> None:
+        self.db = db
+        self.index = index
+        self.embedder = embedder
+        self.clock = clock
+        self.rows = rows
+        self.lifecycle = lifecycle
+
+    # --- the parts ---------------------------------------------------------------------
+    scores = staticmethod(score)
+    fts_keys = staticmethod(fts_keys)
+    embed_text = staticmethod(embed_text)
+
+    @property
+    def model_name(self) -> str:
+        return self.embedder.model_name if self.embedder is not None else ""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        """One row per text; None without a model (semantic search off) or texts."""
+        if self.embedder is None or not texts:
+            return None
+        return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+
+    def insert(self, conn: Connection, d: Draft, now: float, *,
+               confidence: float | None = None, index_text: bool = True) -> MemoryId:
+        """Score and insert ``d`` inside the caller's write transaction (no vector: the
+        caller embeds outside the transaction and calls :meth:`store_vectors`).
+        ``confidence`` overrides the scored one."""
+        scores, decay_class, conf = score(d, now)
+        return self.rows.insert_memory(
+            conn, d, now=now, decay_class=decay_class, scores=scores,
+            confidence=conf if confidence is None else confidence, fts_keys=fts_keys(d),
+            index_text=index_text)
+
+    def store_vectors(self, ids: Sequence[int], vecs: np.ndarray | None) -> None:
+        """Vectors of memories already committed: to the vault (one transaction), then to
+        the in-RAM index."""
+        if vecs is None or not len(ids) or self.embedder is None:
+            return
+        model = self.model_name
+        ids = list[int](ids)
+        self.db.write_sync(lambda c: self.rows.put_vectors(c, ids, vecs, model))
+        self.index.add(ids, vecs)
+
+    # --- remember ----------------------------------------------------------------------
+    def remember(self, d: Draft) -> MemoryId:
+        """``d`` validated (``validate_draft``). Short-term memories get no vector."""
+        now = self.clock.now()
+        scores, decay_class, confidence = score(d, now)
+        vec = self.embed([embed_text(d)]) if d.store is not Store.SHORT_TERM else None
+        keys = fts_keys(d)
+        model = self.model_name
+
+        def run(conn: Connection) -> MemoryId:
+            mid = self.rows.insert_memory(conn, d, now=now, decay_class=decay_class,
+                                          scores=scores, confidence=confidence, fts_keys=keys)
+            if vec is not None:
+                self.rows.put_vectors(conn, [mid], vec, model)
+            return mid
+        mid = self.db.write_sync(run)
+        if vec is not None:
+            self.index.add([mid], vec)
+        return mid
+
+    # --- correct -----------------------------------------------------------------------
+    def get(self, mid: int) -> Memory:
+        m = self.db.read(lambda c: self.rows.get_memory(c, mid))
+        if m is None:
+            raise NotFound()
+        return m
+
+    def correct(self, mid: int, text: str) -> MemoryId:
+        """A new version, user-validated with confidence 1.0, supersedes the old one; both
+        stay in the history."""
+        old = self.get(mid)
+        if old.status.value == "superseded":
+            raise ValidationError(
+                f"Memory {mid} was already replaced by {old.superseded_by}; correct that one.")
+        extra = dict(old.extra)
+        if old.store is Store.SEMANTIC:
+            extra.pop("object", None)  # the corrected statement no longer says the old object
+        d = validate_draft(Draft(
+            text=text, store=old.store, occurred_at=old.occurred_at, agent=old.agent,
+            context=old.context, session=old.session, speaker=old.speaker, seq=old.seq,
+            ref=None,
+            importance=old.scores.importance, emotional=None, social=None, confidence=1.0,
+            user_validated=True, valid_from=old.valid_from, valid_until=old.valid_until,
+            extra=extra))
+        now = self.clock.now()
+        scores, decay_class, _conf = score(d, now)
+        vec = self.embed([embed_text(d)]) if d.store is not Store.SHORT_TERM else None
+        model = self.model_name
+        keys = fts_keys(d)
+        rows, lifecycle = self.rows, self.lifecycle
+
+        def run(conn: Connection) -> MemoryId:
+            new = rows.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
+                                     confidence=1.0, fts_keys=keys)
+            lifecycle.copy_links(conn, mid, new, now)
+            lifecycle.supersede(conn, mid, new, now)
+            if old.session is not None and old.seq is not None:
+                rows.refresh_context(conn, old.session, old.store.value, old.seq)
+            rows.add_history(conn, mid, now, "superseded", old.text, f"corrected as {new}")
+            rows.add_history(conn, new, now, "corrected", None, f"correction of {mid}")
+            if vec is not None:
+                rows.put_vectors(conn, [new], vec, model)
+            return new
+        new = self.db.write_sync(run)
+        if vec is not None:
+            self.index.add([new], vec)
+        return new
+
+    # --- import ------------------------------------------------------------------------
+    def new_turns(self, turns: Sequence[Turn]) -> list[Turn]:
+        """The turns whose ``ref`` is not in their session yet, each (session, ref) once."""
+        rows = self.rows
+        seen: set[tuple[str, str]] = self.db.read(lambda c: {
+            (t.session, t.ref) for t in turns
+            if rows.find_ref(c, t.session, t.ref, Store.SHORT_TERM) is not None})
+        todo: list[Turn] = []
+        for t in turns:
+            if (t.session, t.ref) not in seen:
+                seen.add((t.session, t.ref))
+                todo.append(t)
+        return todo
+
+    def import_turns(self, todo: Sequence[Turn], now: float, tally: ImportTally, *,
+                     progress: Progress | None = None, batch: int = 256) -> None:
+        """Write ``todo`` (from :meth:`new_turns`), one transaction per batch. ``tally``
+        counts as batches commit, so a caller still knows what landed when one fails."""
+        rows = self.rows
+        next_seq = self.db.read(lambda c: rows.next_seq(c, {t.session for t in todo}))
+
+        def finish(fut: Future[list[MemoryId]], vecs: np.ndarray | None, n: int) -> None:
+            ids = fut.result()
+            if vecs is not None:
+                self.index.add(list[int](ids), vecs)
+            tally.added.extend(ids)
+            tally.done += n
+            if progress is not None:
+                progress(tally.done, len(todo))
+
+        self._import_batches(list(todo), batch, next_seq, now, finish)
+
+    def _import_batches(self, todo: list[Turn], batch: int, next_seq: dict[str, int],
+                        now: float,
+                        finish: Callable[[Future[list[MemoryId]], np.ndarray | None, int],
+                                         None]) -> None:
+        """Pipelined: batch k+1 is scored and embedded while the writer thread commits batch
+        k. Commits stay in order, one transaction per batch, and batch k+1 is only queued
+        once batch k has committed (a failed write stops the import)."""
+        rows, model = self.rows, self.model_name
+        pending: tuple[Future[list[MemoryId]], np.ndarray | None, int] | None = None
+        try:
+            for start in range(0, len(todo), batch):
+                chunk = todo[start:start + batch]
+                drafts = []
+                for t in chunk:
+                    seq = next_seq[t.session]
+                    next_seq[t.session] += 1
+                    base = Draft(text=t.text, store=Store.SHORT_TERM, occurred_at=t.at,
+                                 session=t.session, speaker=t.speaker, seq=seq, ref=t.ref)
+                    drafts.append((base, t.store))
+                vecs = self.embed([embed_text(replace(d, store=st)) for d, st in drafts
+                                   if st is not Store.SHORT_TERM])
+                prepared: _Prepared = []
+                for d, store in drafts:
+                    keys = fts_keys(d)
+                    scored = score(d, now)
+                    derived: tuple[Draft, Scores, str, float] | None = None
+                    if store is not Store.SHORT_TERM:
+                        extra: dict[str, object] = (
+                            {"event_type": "conversation", "actors": [d.speaker]}
+                            if store is Store.EPISODIC else {})
+                        e = replace(d, store=store, extra=extra)
+                        # Same text and speaker: reuse the turn's emotional and social scores.
+                        derived = (e, *score(e, now, (scored[0].emotional, scored[0].social)))
+                    prepared.append((d, *scored, derived, keys))
+
+                def run(conn: Connection, prepared: _Prepared = prepared,
+                        vecs: np.ndarray | None = vecs) -> list[MemoryId]:
+                    derived_ids = []
+                    texts = []  # full-text rows, written once per batch (repo.index_texts)
+                    for d, ss, sc, sf, e, keys in prepared:
+                        tid = rows.insert_memory(conn, d, now=now, decay_class=sc, scores=ss,
+                                                 confidence=sf, fts_keys=keys, index_text=False)
+                        texts.append((tid, d.text, keys, d.session, d.store.value, d.seq))
+                        if e is not None:
+                            ed, es, ec, ef = e
+                            eid = rows.insert_memory(
+                                conn, replace(ed, derived_from=(tid,)), now=now, decay_class=ec,
+                                scores=es, confidence=ef, fts_keys=keys, index_text=False)
+                            texts.append((eid, ed.text, keys, ed.session, ed.store.value, ed.seq))
+                            derived_ids.append(eid)
+                    rows.index_texts(conn, texts)
+                    if vecs is not None:
+                        rows.put_vectors(conn, derived_ids, vecs, model)
+                    return derived_ids
+                if pending is not None:
+                    previous, pending = pending, None
+                    finish(*previous)
+                pending = (self.db.write(run), vecs, len(chunk))
+            if pending is not None:
+                previous, pending = pending, None
+                finish(*previous)
+        finally:
+            if pending is not None:
+                # Failing while the previous batch was being written: that transaction commits
+                # on its own, so keep the in-RAM index in step with it before the error leaves.
+                try:
+                    finish(*pending)
+                except Exception:
+                    log.exception("import batch failed")

@@ -1,0 +1,356 @@
+"""The consolidation pipeline's queries (DESIGN 7): what each step reads and writes, as named
+rows. Layer: storage. Reads run on a reader, writes inside ``Database.write`` (the caller's
+transaction: a step reads, decides in app/services/consolidation and writes through these
+functions on the one connection it was given).
+
+Implements ``app.ports.ConsolidationRows`` as a module. Nothing here decides anything: which
+facts agree, which memory wins, when a memory fades are the pipeline's rules; this module
+only knows the tables. The run log (``run``, ``run_change``) is in storage/runlog.py, the
+inbox's table (``contradiction``) in storage/inbox.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores
+from app.ports import (
+    ComputedStatistic,
+    DecayRow,
+    EntityKey,
+    EntityScope,
+    EpisodeRow,
+    EpisodeSignal,
+    FactRow,
+    HabitEpisode,
+    MemoryState,
+    MentionSource,
+    RelationRow,
+    Scope,
+    SummaryFact,
+)
+from storage import lifecycle, repo
+from storage.batching import chunks, marks
+from storage.sqlcipher import Connection
+
+# --- shared with the rest of storage ---------------------------------------------------------
+
+def get_setting(conn: Connection, key: str) -> Any:
+    return repo.get_setting(conn, key)
+
+
+def put_setting(conn: Connection, key: str, value: Any) -> None:
+    repo.put_setting(conn, key, value)
+
+
+def get_memory(conn: Connection, mid: int) -> Memory | None:
+    return repo.get_memory(conn, mid)
+
+
+def insert_memory(conn: Connection, d: Draft, *, now: float, decay_class: str, scores: Scores,
+                  confidence: float, fts_keys: str = "") -> MemoryId:
+    return repo.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
+                              confidence=confidence, fts_keys=fts_keys)
+
+
+def add_history(conn: Connection, mid: int, now: float, action: str, detail: str | None
+                ) -> None:
+    repo.add_history(conn, mid, now, action, None, detail)
+
+
+def forget(conn: Connection, ids: set[int]) -> None:
+    """Delete these memories outright (what a run made, on undo; a statistic left with
+    nothing to compute it from)."""
+    lifecycle.execute_forget(conn, ids, set())
+
+
+# --- step 1: extraction ----------------------------------------------------------------------
+
+_EPISODE_COLS = "id, text, speaker, occurred_at, agent, context"
+
+
+def episodes_after(conn: Connection, upto: int) -> list[EpisodeRow]:
+    """Active episodes with an id above the watermark, by id."""
+    return [EpisodeRow(*r) for r in conn.execute(
+        f"SELECT {_EPISODE_COLS} FROM memory WHERE store = 'episodic' "
+        "AND status = 'active' AND id > ? ORDER BY id", (upto,))]
+
+
+def episodes_by_id(conn: Connection, ids: Sequence[int]) -> list[EpisodeRow]:
+    """These memories (a failed batch's episodes, retried), whatever their state."""
+    out: list[EpisodeRow] = []
+    for chunk in chunks(ids):
+        out += [EpisodeRow(*r) for r in conn.execute(
+            f"SELECT {_EPISODE_COLS} FROM memory WHERE id IN ({marks(len(chunk))})", chunk)]
+    return out
+
+
+def known_people(conn: Connection, agent: str) -> list[str]:
+    """Speakers and person entities of ``agent`` and of the shared global scope."""
+    agents = ("global", agent)
+    rows = conn.execute("SELECT DISTINCT speaker FROM memory WHERE agent IN (?, ?) AND "
+                        "speaker IS NOT NULL LIMIT 500", agents).fetchall()
+    rows += conn.execute("SELECT name FROM entity WHERE kind = 'person' AND agent IN (?, ?) "
+                         "LIMIT 2000", agents).fetchall()
+    return list(dict.fromkeys(r[0] for r in rows if r[0]))
+
+
+def save_llm_reply(conn: Connection, at: float, raw: str, error: str,
+                   source_ids: Iterable[int]) -> None:
+    """An LLM reply that stayed malformed, kept (encrypted) with the episodes it was about."""
+    rid = conn.execute("INSERT INTO llm_reply (at, raw, error) VALUES (?,?,?)",
+                       (at, raw, error)).lastrowid
+    conn.executemany("INSERT OR IGNORE INTO llm_reply_source VALUES (?, ?)",
+                     [(rid, mid) for mid in source_ids])
+
+
+def scope_of(conn: Connection, mid: int) -> Scope | None:
+    row = conn.execute("SELECT agent, context FROM memory WHERE id = ?", (mid,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def scopes(conn: Connection, ids: Sequence[int]) -> dict[int, Scope]:
+    out: dict[int, Scope] = {}
+    for chunk in chunks(ids):
+        out.update({r[0]: (r[1], r[2]) for r in conn.execute(
+            f"SELECT id, agent, context FROM memory WHERE id IN ({marks(len(chunk))})", chunk)})
+    return out
+
+
+def fact_texts_matching(conn: Connection, tokens: Iterable[str], scope: Scope, limit: int
+                        ) -> list[tuple[int, str]]:
+    """(id, text) of the active facts and procedures of ``scope`` among the best ``limit``
+    full-text hits of ``tokens``, best first."""
+    match = repo.fts_query(tokens)
+    if not match:
+        return []
+    out = []
+    for mid, _score in repo.fts_search(conn, match, limit):
+        row = conn.execute("SELECT text FROM memory WHERE id = ? AND status = 'active' "
+                           "AND store IN ('semantic','procedural') AND agent = ? AND "
+                           "context IS ?", (mid, *scope)).fetchone()
+        if row:
+            out.append((int(mid), str(row[0])))
+    return out
+
+
+def active_facts(conn: Connection, subject: str, scope: Scope) -> list[FactRow]:
+    """The active facts about ``subject`` (case-insensitive) in ``scope``."""
+    return [FactRow(*r) for r in conn.execute(
+        "SELECT m.id, f.subject, f.predicate, f.object, f.category, m.occurred_at, "
+        "m.confidence, m.user_validated, m.status, m.text, p.kind FROM memory m "
+        "JOIN fact f ON f.memory_id = m.id LEFT JOIN procedure p ON p.memory_id = m.id "
+        "WHERE m.status = 'active' AND lower(f.subject) = lower(?) AND m.agent = ? AND "
+        "m.context IS ?", (subject, *scope))]
+
+
+def latest_occurred(conn: Connection, ids: Sequence[int]) -> float | None:
+    """The latest ``occurred_at`` of these memories (None if none exists)."""
+    if not ids:
+        return None
+    row = conn.execute(f"SELECT max(occurred_at) FROM memory WHERE id IN "
+                       f"({marks(len(ids))})", list(ids)).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def occurred_at(conn: Connection, mid: int) -> float:
+    return float(conn.execute("SELECT occurred_at FROM memory WHERE id = ?",
+                              (mid,)).fetchone()[0])
+
+
+def mark_preference(conn: Connection, mid: int, subject: str, predicate: str,
+                    obj: str | None, category: str) -> None:
+    """A procedural fact: its procedure row says preference, and it keeps a fact row too
+    (subject and predicate, for contradiction checks)."""
+    conn.execute("UPDATE procedure SET kind = 'preference', trigger = ?, actions = ? "
+                 "WHERE memory_id = ?", (predicate, json.dumps([obj]), mid))
+    conn.execute("INSERT INTO fact (memory_id, subject, predicate, object, category) "
+                 "VALUES (?,?,?,?,?)", (mid, subject, predicate, obj, category))
+
+
+def add_link(conn: Connection, src: int, dst: int, kind: LinkKind, now: float,
+             weight: float = 1.0) -> bool:
+    """True if the link is new (an existing one is left as it is)."""
+    cur = conn.execute("INSERT OR IGNORE INTO link (src, dst, kind, weight, created_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (src, dst, kind.value, weight, now))
+    return bool(cur.rowcount)
+
+
+def source_count(conn: Connection, mid: int) -> int:
+    return int(conn.execute("SELECT count(*) FROM link WHERE src = ? AND kind = "
+                            "'DERIVED_FROM'", (mid,)).fetchone()[0])
+
+
+def set_confidence(conn: Connection, mid: int, confidence: float) -> None:
+    conn.execute("UPDATE memory SET confidence = ? WHERE id = ?", (confidence, mid))
+
+
+def set_valid_until(conn: Connection, mid: int, until: float | None) -> None:
+    conn.execute("UPDATE memory SET valid_until = ? WHERE id = ?", (until, mid))
+
+
+def validate(conn: Connection, mid: int) -> None:
+    """The person says this memory is right: user-validated, confidence 1.0."""
+    conn.execute("UPDATE memory SET user_validated = 1, confidence = 1.0 WHERE id = ?", (mid,))
+
+
+def states(conn: Connection, ids: Sequence[int]) -> dict[int, MemoryState]:
+    """The current state of each existing memory of ``ids``, in that order."""
+    out = {}
+    for mid in ids:
+        r = conn.execute("SELECT status, superseded_by, valid_until, user_validated, confidence "
+                         "FROM memory WHERE id = ?", (mid,)).fetchone()
+        if r:
+            out[mid] = MemoryState(*r)
+    return out
+
+
+def restore_state(conn: Connection, mid: int, state: MemoryState) -> None:
+    conn.execute("UPDATE memory SET status = ?, superseded_by = ?, valid_until = ?, "
+                 "user_validated = ?, confidence = ? WHERE id = ?", (*state, mid))
+
+
+def supersede(conn: Connection, loser: int, winner: int, now: float) -> MemoryState | None:
+    """``winner`` supersedes ``loser`` (with its history line); returns ``loser``'s state
+    before."""
+    prior = states(conn, (loser,)).get(loser)
+    lifecycle.supersede(conn, loser, winner, now)
+    repo.add_history(conn, loser, now, "superseded", None, f"superseded by {winner}")
+    return prior
+
+
+# --- step 2: entities ------------------------------------------------------------------------
+
+def mention_sources(conn: Connection) -> Iterator[MentionSource]:
+    """Every active episode, fact and procedure, lazily (the whole store is read)."""
+    for r in conn.execute("SELECT id, text, speaker, agent, context FROM memory WHERE store IN "
+                          "('episodic','semantic','procedural') AND status = 'active'"):
+        yield MentionSource(*r)
+
+
+def relations(conn: Connection) -> list[RelationRow]:
+    """Stated relations (``predicate = 'relation'``): both sides are people."""
+    return [RelationRow(*r) for r in conn.execute(
+        "SELECT f.subject, f.object, m.agent, m.context FROM fact f JOIN memory m "
+        "ON m.id = f.memory_id WHERE f.predicate = 'relation'")]
+
+
+def entity_keys(conn: Connection) -> list[EntityKey]:
+    return [EntityKey(*r) for r in conn.execute(
+        "SELECT id, name_key, kind, agent, context FROM entity")]
+
+
+def add_entity(conn: Connection, kind: str, name: str, scope: Scope, now: float) -> int:
+    return int(conn.execute(
+        "INSERT INTO entity (kind, name, name_key, agent, context, created_at, updated_at) "
+        "VALUES (?,?,?,?,?,?,?)", (kind, name, name.casefold(), *scope, now, now)).lastrowid or 0)
+
+
+def add_mention(conn: Connection, entity_id: int, mid: int) -> bool:
+    """True if the mention is new."""
+    return bool(conn.execute("INSERT OR IGNORE INTO entity_mention VALUES (?, ?)",
+                             (entity_id, mid)).rowcount)
+
+
+# --- step 4: habits --------------------------------------------------------------------------
+
+def habit_episodes(conn: Connection) -> list[HabitEpisode]:
+    """Active episodes in time order."""
+    return [HabitEpisode(*r) for r in conn.execute(
+        "SELECT id, text, coalesce(speaker, ''), occurred_at, coalesce(session, ''), "
+        "agent, context FROM memory WHERE store = 'episodic' AND status = 'active' "
+        "ORDER BY occurred_at, id")]
+
+
+def procedure_triggers(conn: Connection) -> set[tuple[str, Scope]]:
+    """(trigger, scope) of every habit already known."""
+    return {(r[0], (r[1], r[2])) for r in conn.execute(
+        "SELECT p.trigger, m.agent, m.context FROM procedure p JOIN memory m ON "
+        "m.id = p.memory_id WHERE p.kind = 'procedure' AND p.trigger IS NOT NULL")}
+
+
+def mark_procedure(conn: Connection, mid: int, trigger: str, actions: Sequence[str],
+                   success_count: int) -> None:
+    conn.execute("UPDATE procedure SET kind = 'procedure', trigger = ?, actions = ?,"
+                 " success_count = ? WHERE memory_id = ?",
+                 (trigger, json.dumps(list(actions)), success_count, mid))
+
+
+# --- step 5: implicit statistics -------------------------------------------------------------
+
+def episode_signals(conn: Connection) -> Iterator[EpisodeSignal]:
+    """Every episode the person has not forgotten, archived ones too."""
+    for r in conn.execute("SELECT occurred_at, emotional, speaker, agent, context FROM memory "
+                          "WHERE store = 'episodic' AND status IN ('active', 'archived')"):
+        yield EpisodeSignal(*r)
+
+
+def top_person(conn: Connection, scope: Scope) -> tuple[str, int] | None:
+    """The person entity of ``scope`` with the most mentions, and their count."""
+    row = conn.execute(
+        "SELECT e.name, count(*) FROM entity e JOIN entity_mention em ON "
+        "em.entity_id = e.id WHERE e.kind = 'person' AND e.agent = ? AND "
+        "e.context IS ? GROUP BY e.id ORDER BY count(*) DESC LIMIT 1", scope).fetchone()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def statistics(conn: Connection) -> list[ComputedStatistic]:
+    return [ComputedStatistic(*r) for r in conn.execute(
+        "SELECT s.metric, s.memory_id, s.value, s.sample_size, m.agent, m.context FROM "
+        "statistic s JOIN memory m ON m.id = s.memory_id")]
+
+
+def update_statistic(conn: Connection, mid: int, value: float, sample_size: int, text: str,
+                     now: float) -> None:
+    """A recomputed statistic: its numbers, its sentence and the sentence's full-text row."""
+    conn.execute("UPDATE statistic SET value = ?, sample_size = ?, computed_at = ?"
+                 " WHERE memory_id = ?", (value, sample_size, now, mid))
+    conn.execute("UPDATE memory SET text = ? WHERE id = ?", (text, mid))
+    repo.replace_fts_row(conn, mid, text)
+
+
+# --- step 6: decay ---------------------------------------------------------------------------
+
+def decay_rows(conn: Connection) -> list[DecayRow]:
+    return [DecayRow(*r) for r in conn.execute(
+        "SELECT id, store, occurred_at, last_accessed_at, access_count, importance, "
+        "emotional, social, decay_class, user_validated, created_at FROM memory "
+        "WHERE status = 'active'")]
+
+
+def archive(conn: Connection, mid: int) -> None:
+    conn.execute("UPDATE memory SET status = 'archived' WHERE id = ?", (mid,))
+
+
+def was_promoted(conn: Connection, mid: int) -> bool:
+    return conn.execute("SELECT 1 FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
+                        (mid,)).fetchone() is not None
+
+
+def set_scores(conn: Connection, updates: Sequence[tuple[float, float, float, int]]) -> None:
+    """(recency, frequency, composite, id) for each memory rescored."""
+    conn.executemany("UPDATE memory SET recency = ?, frequency = ?, composite = ? "
+                     "WHERE id = ?", updates)
+
+
+# --- step 7: entity summaries ----------------------------------------------------------------
+
+def entity_scopes(conn: Connection) -> list[EntityScope]:
+    return [EntityScope(*r) for r in conn.execute("SELECT id, agent, context FROM entity")]
+
+
+def summary_facts(conn: Connection, entity: EntityScope, limit: int = 40) -> list[SummaryFact]:
+    """The entity's active facts and procedures of its own scope, most confident first."""
+    return [SummaryFact(*r) for r in conn.execute(
+        "SELECT m.text, m.occurred_at, m.last_accessed_at, m.access_count FROM memory m "
+        "JOIN entity_mention em ON em.memory_id = m.id WHERE em.entity_id = ? AND "
+        "m.status = 'active' AND m.store IN ('semantic','procedural') AND m.agent = ? "
+        "AND m.context IS ? ORDER BY m.confidence DESC, m.id DESC LIMIT ?",
+        (entity.id, entity.agent, entity.context, limit))]
+
+
+def set_summary(conn: Connection, entity_id: int, summary: str | None, now: float) -> None:
+    conn.execute("UPDATE entity SET summary = ?, updated_at = ? WHERE id = ?",
+                 (summary, now, entity_id))

@@ -1,0 +1,53 @@
+"""Every colour of the window in one place. Layer: ui. GUI thread (the helpers touch widgets).
+
+Views say what a piece of text is (an error, a note, a warning) and take its look from here;
+a guard test (tests/ui/test_ui_structure.py) fails on a colour written anywhere else in ui/.
+Muted text uses the palette's placeholder role, so it follows the platform's light or dark
+theme; the fixed colours below are the few that carry meaning of their own.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLabel
+
+ERROR = "#b00020"            # an inline error: what was refused and why
+OK = "#1b7f3b"               # an inline confirmation ("Saved", "Password changed")
+PROBLEM = "#8a4b00"          # something went partly wrong and is retried (failed batches)
+WARNING_BACKGROUND = "#fff4ce"
+WARNING_BORDER = "#e0c97a"
+MUTED_INLINE = "gray"        # an aside inside rich text ("(found 2026-03-01)")
+
+# Insights' bars: one colour per store (in STORE_ORDER) and per tier (hot, warm, cold).
+STORE_COLORS = ("#7aa6d8", "#4f86c6", "#2f6db3", "#5c9e6e", "#c48a3a")
+TIER_COLORS = ("#d9534f", "#f0ad4e", "#6c9bd2")
+
+# Style sheets for a single label (a style sheet on a page or card would send every label
+# through QStyleSheetStyle; see ui/views/inbox.py).
+ERROR_STYLE = f"color: {ERROR}"
+OK_STYLE = f"color: {OK}"
+PROBLEM_STYLE = f"color: {PROBLEM}"
+NOTE_STYLE = "color: palette(placeholder-text)"
+EMPTY_STYLE = "padding: 24px; color: palette(placeholder-text)"
+WARNING_STYLE = (f"background: {WARNING_BACKGROUND}; border: 1px solid {WARNING_BORDER}; "
+                 "padding: 6px")
+BANNER_STYLE = (f"background: {WARNING_BACKGROUND}; padding: 6px; border: 1px solid "
+                f"{WARNING_BORDER}")
+CODE_STYLE = "font-family: monospace; font-size: 16pt; padding: 8px"
+
+
+def muted_html(text: str) -> str:
+    """``text`` (already escaped) as a muted aside inside a rich-text label."""
+    return f"<span style='color:{MUTED_INLINE}'>{text}</span>"
+
+
+def set_muted(label: QLabel) -> None:
+    """Muted text through the palette (no style sheet, see ``ERROR_STYLE``)."""
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+
+
+def set_error_color(label: QLabel) -> None:
+    """Error text through the palette (no style sheet)."""
+    pal = label.palette()
+    pal.setColor(QPalette.ColorRole.WindowText, QColor(ERROR))
+    label.setPalette(pal)

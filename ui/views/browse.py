@@ -1,0 +1,137 @@
+"""The memory list page: the search bar, the lazy memory list and the detail pane.
+Layer: ui. GUI thread; the list pages in through ``MemoryTableModel``, searches run through
+``ui.tasks``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.api import MemoryQuery, MemoryRow
+from ui.models.memory_table import MemoryTableModel
+from ui.views.detail import DetailPane
+from ui.views.page import Page
+from ui.views.search import SearchBar, hit_rows, search_filters
+
+
+class BrowsePage(Page):
+    """Search field, the lazy memory list and the detail pane. The window says what to list
+    (``show_query``); the list reloads from change flags while it is shown (showing it again
+    always comes with a ``show_query``, so nothing is kept stale)."""
+
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
+        self.search_bar = SearchBar()
+        self.search = self.search_bar.field
+        self.title = QLabel()
+        self.title.setObjectName("listTitle")
+        self.model = MemoryTableModel(vault, self)
+        self.table = self._make_table()
+        self.detail = DetailPane(vault, bridge)
+        left = QWidget()
+        lay = QVBoxLayout(left)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.search_bar)
+        lay.addWidget(self.title)
+        lay.addWidget(self.table)
+        split = QSplitter()
+        split.addWidget(left)
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([620, 360])
+        outer = QHBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(split)
+        self.search.returnPressed.connect(self._on_search_return_pressed)
+        self.search_bar.as_of_changed.connect(self._on_search_bar_as_of_changed)
+        self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
+        self.model.count_known.connect(self._on_model_count_known)
+        self._label = ""
+        self._query = MemoryQuery()
+
+    def _make_table(self) -> QTableView:
+        table = QTableView()
+        table.setModel(self.model)
+        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        table.verticalHeader().setVisible(False)
+        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        table.verticalHeader().setDefaultSectionSize(24)
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col, width in ((1, 90), (2, 130), (3, 50), (4, 70)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(col, width)
+        table.setWordWrap(False)
+        return table
+
+    def show_query(self, label: str, query: MemoryQuery) -> None:
+        self._label = label
+        self._query = query
+        self.title.setText(label)
+        self.search.blockSignals(True)
+        self.search.clear()
+        self.search.blockSignals(False)
+        self.model.set_query(query)
+
+    def clear(self) -> None:
+        """Drop every row, the detail and the search text (lock)."""
+        self.drop_loads()
+        self.model.clear()
+        self.detail.clear()
+        self.search.clear()
+
+    def on_changes(self, changes: Any, initiator: Any = None) -> None:
+        if getattr(changes, "lock", False) or initiator is self:
+            return
+        if (changes.memories or changes.entities or changes.contradictions) and self.shown():
+            self.model.refresh()
+
+    @Slot(int)
+    def _on_model_count_known(self, n: int) -> None:
+        self.title.setText(f"{self._label}: {n:,} memories")
+
+    @Slot()
+    def _on_search_return_pressed(self) -> None:
+        text = self.search.text().strip()
+        if not text:
+            self.show_query(self._label, self._query)
+            return
+        vault = self.vault
+        # In the Archive, search the Archive; the as-of control: what was said and true then.
+        filters = search_filters(self._query.status, self.search_bar.as_of())
+        where = (" in the Archive" if filters.only_archived else "") + self.search_bar.describe()
+        self.title.setText(f"Searching for “{text}”{where}…")
+
+        def search() -> list[MemoryRow]:
+            return hit_rows(vault.recall(text, k=50, touch=False, filters=filters))
+
+        def done(rows: list[MemoryRow]) -> None:
+            self.model.clear()
+            self.model.beginResetModel()
+            self.model.rows = rows
+            self.model.endResetModel()
+            self.title.setText(f"{len(rows)} results for “{text}”{where}, best first")
+        self.load(search, done, kind="search")
+
+    @Slot()
+    def _on_search_bar_as_of_changed(self) -> None:
+        if self.search.text().strip():
+            self._on_search_return_pressed()
+
+    @Slot(object, object)
+    def _on_table_row_changed(self, current: Any, _previous: Any) -> None:
+        row = self.model.row_at(current.row()) if current.isValid() else None
+        self.detail.show_memory(row.id if row else None)
