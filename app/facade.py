@@ -156,12 +156,8 @@ class Vault:
              use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
              threaded: bool = True, use_chroma: bool = True, verify: str = "background",
              new_password: str | None = None) -> Vault:
-        """``verify="background"`` (threaded only): the page self-test of requirement 2 runs
-        while the index loads and the first searches run; no write happens before it has
-        passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
-        callbacks run. ``"sync"`` checks before returning (the CLI's single-threaded mode
-        always does). ``recovery_code`` with ``new_password``: a forgotten password is
-        replaced (the code keeps working; ``OpenVault.recover``). ``bootstrap.open_vault``."""
+        """Unlock the vault in ``folder``: ``bootstrap.open_vault`` (which documents
+        ``verify`` and the recovery-code path)."""
         from app import bootstrap
         return bootstrap.open_vault(folder, password, recovery_code=recovery_code,
                                     use_device=use_device, clock=clock, load_model=load_model,

@@ -4,27 +4,21 @@ returns what happened later. In-process CLI against a real vault (lexical recall
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli import conftest
+
 PW = "time travel pw"
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     """``kept ARGV`` in this process: (exit code, stdout, stderr)."""
-    from app.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
+    r = conftest.run_cli(*argv)
+    return r.code, r.out, r.err
 
 
 @pytest.fixture

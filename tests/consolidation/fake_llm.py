@@ -13,7 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.api import VaultAPI
 
 
 @dataclass
@@ -113,3 +117,16 @@ class FakeLlm:
             server.shutdown()
             server.server_close()
             thread.join(5)
+
+
+def llm_vault(folder: Path, password: str, kdf: object, now: float, server: FakeLlm) -> VaultAPI:
+    """A single-threaded vault (no model, no Chroma) whose clock stands at ``now`` and whose
+    extraction goes to ``server``."""
+    from app.clock import FixedClock
+    from app.facade import Vault
+    v = Vault.create(folder, password, kdf=kdf, threaded=False,  # type: ignore[arg-type]
+                     clock=FixedClock(now), use_chroma=False, load_model=False).vault
+    v.set_setting("extraction.provider", "llm")
+    v.set_setting("extraction.llm_base_url", server.base_url)
+    v.set_setting("extraction.llm_model", "tiny-local")
+    return v

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from app import ports
-from app.clock import FixedClock, parse_iso
+from app.clock import parse_iso
 from app.facade import Turn, Vault
-from tests.consolidation.fake_llm import FakeLlm, facts_reply, raw
+from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
 
 NOW = parse_iso("2031-03-04T05:06:07Z")  # far from the wall clock on any test machine
 PW = "pw-clock"
@@ -25,18 +25,8 @@ PACKAGE = ROOT / "app" / "services" / "consolidation"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLlm]:
-    with FakeLlm().running() as server:
-        yield server
-
-
-@pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object, fake: FakeLlm) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False, load_model=False).vault
-    v.set_setting("extraction.provider", "llm")
-    v.set_setting("extraction.llm_base_url", fake.base_url)
-    v.set_setting("extraction.llm_model", "tiny-local")
+    v = llm_vault(vault_dir, PW, fast_kdf, NOW, fake)
     yield v
     if not v.locked:
         v.lock()

@@ -7,7 +7,6 @@ import ast
 import json
 import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +71,6 @@ class Saved:
 
     def __call__(self, raw_reply: str, error: str) -> None:
         self.calls.append((raw_reply, error))
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLlm]:
-    with FakeLlm().running() as server:
-        yield server
 
 
 def extractor(fake: FakeLlm, **kw: Any) -> LlmExtractor:

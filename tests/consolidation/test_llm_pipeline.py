@@ -4,32 +4,21 @@ reply keeps its raw text encrypted while the batch falls back to the rules."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app.clock import FixedClock, parse_iso
+from app.clock import parse_iso
 from app.facade import Turn, Vault
 from app.services.recall import Filters
-from tests.consolidation.fake_llm import FakeLlm, facts_reply, raw
+from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLlm]:
-    with FakeLlm().running() as server:
-        yield server
-
-
-@pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object, fake: FakeLlm) -> Vault:
-    v = Vault.create(vault_dir, "pw-llm", kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False, load_model=False).vault
-    v.set_setting("extraction.provider", "llm")
-    v.set_setting("extraction.llm_base_url", fake.base_url)
-    v.set_setting("extraction.llm_model", "tiny-local")
+    v = llm_vault(vault_dir, "pw-llm", fast_kdf, NOW, fake)
     yield v
     v.lock()
 

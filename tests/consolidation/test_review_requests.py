@@ -19,7 +19,7 @@ from app.clock import FixedClock, parse_iso
 from app.errors import ValidationError
 from app.facade import Turn, Vault
 from app.services.recall import Filters
-from tests.consolidation.fake_llm import FakeLlm, facts_reply
+from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 PW = "pw-review"
@@ -28,18 +28,8 @@ SEMANTIC = Filters(stores=("semantic",))
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLlm]:
-    with FakeLlm().running() as server:
-        yield server
-
-
-@pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object, fake: FakeLlm) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False, load_model=False).vault
-    v.set_setting("extraction.provider", "llm")
-    v.set_setting("extraction.llm_base_url", fake.base_url)
-    v.set_setting("extraction.llm_model", "tiny-local")
+    v = llm_vault(vault_dir, PW, fast_kdf, NOW, fake)
     yield v
     if not v.locked:
         v.lock()
