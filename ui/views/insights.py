@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QGroupBox,
     QLabel,
-    QScrollArea,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -154,12 +153,7 @@ class InsightsView(Page):
         cl.addWidget(self.summary)
         cl.addLayout(grid)
         cl.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(content)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(scroll)
+        self.fill_scrolled(content)
         self.refresh()
 
     def refresh(self) -> None:

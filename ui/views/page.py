@@ -18,7 +18,7 @@ from typing import Any
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from ui.tasks import run_query
 
@@ -59,6 +59,15 @@ class Page(QWidget):
             if self._generations.get(kind) == gen:
                 fill(result)
         run_query(self, fn, done)
+
+    def fill_scrolled(self, content: QWidget) -> None:
+        """Make ``content`` the page's body, inside a borderless scroll area."""
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(content)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(scroll)
 
     def generation(self, kind: str = "") -> int:
         """The newest load of ``kind`` (work in slices checks it is still the newest)."""

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -73,12 +72,7 @@ class SettingsView(Page):
         cl.addWidget(self._build_device())
         cl.addStretch(1)
         content.setMaximumWidth(760)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(content)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(scroll)
+        self.fill_scrolled(content)
 
         self.provider.currentIndexChanged.connect(self._on_provider_current_index_changed)
         self.base_url.textChanged.connect(self._on_base_url_text_changed)
