@@ -37,7 +37,8 @@ from app.domain.memory import (
 )
 
 __all__ = [
-    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
+    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRow", "AssistantFact", "FactOutcome",
+    "MemoryRead", "PendingForget", "PendingStatus", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
     "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
     "Draft", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
     "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
@@ -551,6 +552,64 @@ class Insights:
     statistics: tuple[StatisticRow, ...]
 
 
+
+# --- assistants (issue 14: `kept mcp`) -------------------------------------------------------
+
+PendingStatus = Literal["pending", "done", "declined"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRow:
+    """A paired assistant (``kept agents pair NAME``); the key itself is never stored."""
+    name: str
+    created_at: float
+    revoked_at: float | None
+    last_seen_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantFact:
+    """A structured fact an assistant's LLM extracted (``remember_fact``). It goes through
+    consolidation's fact policy: duplicates corroborate, conflicts reach the Inbox."""
+    subject: str
+    attribute: str                    # snake_case predicate, e.g. lives_in
+    value: str
+    statement: str = ""               # the fact as a sentence; built from the parts if empty
+    valid_from: float | None = None
+    confidence: float = 0.6
+    source_ids: tuple[MemoryId, ...] = ()  # the turn(s) it came from (ids from remember)
+
+
+@dataclass(frozen=True, slots=True)
+class FactOutcome:
+    id: MemoryId | None               # the new fact, or None when it was already known
+    status: Literal["saved", "already_known"]
+    contradictions: int               # conflicts with known facts found (each in the Inbox)
+    sent_to_inbox: tuple[int, ...]    # inbox items left for the person to settle
+    run_id: RunId
+
+
+@dataclass(frozen=True, slots=True)
+class PendingForget:
+    """An assistant's request to forget: nothing goes until the person confirms."""
+    id: int
+    agent: str
+    memory_ids: tuple[MemoryId, ...]
+    query: str | None
+    reason: str
+    created_at: float
+    status: PendingStatus
+    decided_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRead:
+    """An assistant read a memory (ids and times only; it goes with the memory)."""
+    agent: str
+    via: Literal["recall", "context", "explain"]
+    at: float
+
+
 # --- the facade ------------------------------------------------------------------------------
 
 DEFAULT_ENTITY_KINDS = ("person", "company", "project", "area", "resource", "archive")
@@ -639,3 +698,21 @@ class VaultAPI(Protocol):
     def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]: ...
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]: ...
     def insights(self) -> Insights: ...
+
+    # --- assistants (issue 14) ------------------------------------------------------------
+    def pair_agent(self, name: str) -> Result[str]: ...
+    def revoke_agent(self, name: str) -> Result[None]: ...
+    def agents(self) -> list[AgentRow]: ...
+    def verify_agent(self, name: str, key: str) -> AgentRow: ...
+    def remember_fact(self, fact: AssistantFact, *, agent: str = "global"
+                      ) -> Result[FactOutcome]: ...
+    def request_forget(self, *, agent: str, ids: Sequence[int] = (), query: str | None = None,
+                       reason: str = "") -> Result[PendingForget]: ...
+    def pending_forgets(self, status: PendingStatus | None = "pending",
+                        agent: str | None = None, limit: int = 50) -> list[PendingForget]: ...
+    def pending_forget_plan(self, pid: int) -> ForgetPlan: ...
+    def close_pending_forget(self, pid: int, plan: ForgetPlan | None
+                             ) -> Result[ForgetReport | None]: ...
+    def memory_reads(self, mid: int) -> list[MemoryRead]: ...
+    def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None: ...
+    def verify_password(self, password: str) -> None: ...

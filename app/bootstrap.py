@@ -204,7 +204,7 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     from app.services.forget import ForgetService
     from app.services.ingest import IngestService
     from app.services.recall import RecallService
-    from storage import browse, consolidation_rows, inbox, lifecycle, repo, runlog
+    from storage import agents, browse, consolidation_rows, inbox, lifecycle, repo, runlog
     from storage.lexicon import Lexicon
     from storage.migrations import schema_version
     from storage.vector import VectorIndex
@@ -223,7 +223,7 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         ingest=ingest, recall=recall, consolidation=consolidation,
         context=ContextService(db, recall, rows=repo),
         forget=ForgetService(db, index, rows=lifecycle),
-        browse=BrowseService(db, clock, rows=browse)))
+        browse=BrowseService(db, clock, rows=browse), agents=agents))
     _load_index(opened, index, embedder, vectors)
     _start_lexicon(opened, index, lexicon, embedder)
     return vault

@@ -18,6 +18,7 @@ class Changes:
     runs: bool = False
     index: bool = False
     lock: bool = False
+    agents: bool = False     # paired assistants, their forget requests and reads
 
     def merge(self, other: Changes) -> Changes:
         return replace(self, **{f.name: getattr(self, f.name) or getattr(other, f.name)

@@ -112,15 +112,47 @@ def vault_dir(args: argparse.Namespace) -> Path:
     return folder
 
 
-def open_vault(args: argparse.Namespace, *, load_model: bool = True) -> VaultAPI:
+def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: bool = False,
+               local: str | None = None) -> VaultAPI:
+    """The vault's owner (the window or ``kept serve``) when one answers on its socket: no
+    password, no unlock, no model load, and ``vault.lock()`` only closes the connection. The
+    person's decisions (``person``: forget, correct, resolve, pairing...) prove the password
+    to the owner first. Otherwise the vault, unlocked in this process. ``local`` names a
+    command that only runs on an unlocked vault in this process (key changes): refused while
+    an owner runs."""
     from app import bootstrap
-    from app.errors import VaultNotFound
+    from app.errors import VaultBusy, VaultNotFound
     folder = vault_dir(args)
+    owner = _owner(folder)
+    if owner is not None:
+        if local is not None:
+            owner.lock()
+            raise VaultBusy(f"Kept is open for this vault (the window or `kept serve`): "
+                            f"{local} needs it closed.",
+                            hint="Do it in the window, or stop `kept serve` first.")
+        if person:
+            owner.verify_password(password(args))
+        return owner
     if not bootstrap.vault_exists(folder):  # say so before asking for a password
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
                             "another folder with --vault.")
     return bootstrap.open_vault(folder, password(args), load_model=load_model, threaded=False,
                                 use_chroma=False)
+
+
+def _owner(folder: Path) -> VaultAPI | None:
+    """A client of the process serving ``folder``, if one answers (issue 14)."""
+    from app.ipc.protocol import socket_path
+    if not socket_path(folder).exists():
+        return None
+    from app.errors import OwnerNotRunning
+    from app.ipc.client import RemoteVault
+    remote = RemoteVault(folder)
+    try:
+        remote.ping()
+    except OwnerNotRunning:
+        return None
+    return remote
 
 
 def _progress(label: str) -> Callable[[int, int], None] | None:
@@ -183,7 +215,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_passwd(args: argparse.Namespace) -> int:
     if args.recovery_code or args.recovery_code_file:
         return _passwd_with_recovery_code(args)
-    vault = open_vault(args, load_model=False)
+    vault = open_vault(args, load_model=False, local="changing the password")
     try:
         old = password(args)
         new = new_password(args)
@@ -217,7 +249,7 @@ def _passwd_with_recovery_code(args: argparse.Namespace) -> int:
 
 
 def cmd_recovery_code(args: argparse.Namespace) -> int:
-    vault = open_vault(args, load_model=False)
+    vault = open_vault(args, load_model=False, local="a new recovery code")
     try:
         had = vault.status().recovery_code
         code = vault.add_recovery_code()
@@ -232,7 +264,7 @@ def cmd_recovery_code(args: argparse.Namespace) -> int:
 
 
 def cmd_rotate_key(args: argparse.Namespace) -> int:
-    vault = open_vault(args, load_model=False)
+    vault = open_vault(args, load_model=False, local="rotating the key")
     try:
         code = vault.rotate_data_key(password(args)).value
     finally:
@@ -457,9 +489,12 @@ def _print_plan(plan: ForgetPlan) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    if args.pending is not None or args.decline is not None:
+        from app.cli_agents import pending_forgets
+        return pending_forgets(args, confirm=args.pending or None, decline=args.decline)
     if not (args.query or args.id or args.entity):
         raise ValidationError("Say what to forget: a QUERY, --id ID... or --entity NAME.")
-    vault = open_vault(args)
+    vault = open_vault(args, person=True)
     try:
         plan = vault.forget_plan(ids=args.id or (), query=args.query, entity=args.entity,
                                  include_sources=not args.keep_sources)
@@ -490,7 +525,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_correct(args: argparse.Namespace) -> int:
-    vault = open_vault(args)
+    vault = open_vault(args, person=True)
     try:
         new = vault.correct(args.id, args.text).value
     finally:
@@ -521,7 +556,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    vault = open_vault(args, load_model=False)
+    vault = open_vault(args, load_model=False, person=True)
     try:
         (vault.restore if args.restore else vault.archive)(args.id)
     finally:
@@ -531,7 +566,8 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
-    vault = open_vault(args)
+    vault = open_vault(args, local="`kept consolidate` (while open, Kept consolidates on its "
+                       "own schedule)")
     try:
         report = vault.consolidate(now=_ts(args.now), progress=_progress("Consolidating")).value
     finally:
@@ -588,7 +624,7 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    vault = open_vault(args)
+    vault = open_vault(args, person=True)
     try:
         if args.reopen:
             vault.reopen(args.id)
@@ -619,13 +655,62 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    vault = open_vault(args)
+    vault = open_vault(args, person=True)
     try:
         undone = vault.undo_run(args.run_id).value
     finally:
         vault.lock()
     print(f"Undid run {args.run_id}: " + (", ".join(f"{k} {v}" for k, v in sorted(
         undone.counts.items())) or "nothing to revert"))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Unlock once and serve the vault on its socket until Ctrl-C, SIGTERM or auto-lock (no
+    request for the idle time), running the same consolidation schedule as the window."""
+    import signal
+    import threading
+    import time
+
+    from app import bootstrap
+    from app.clock import SystemClock
+    from app.errors import VaultNotFound
+    from app.ipc.server import OwnerServer
+    from app.jobs import Jobs, build_scheduler, shutdown
+    folder = vault_dir(args)
+    if not bootstrap.vault_exists(folder):
+        raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
+                            "another folder with --vault.")
+    if _owner(folder) is not None:
+        raise ValidationError(f"Kept already serves {folder}.")
+    if args.device:
+        vault = bootstrap.open_vault(folder, use_device=True)
+    else:
+        vault = bootstrap.open_vault(folder, password(args))
+    stop = threading.Event()
+    server = OwnerServer(vault)
+    jobs = Jobs(vault, SystemClock())
+    scheduler = build_scheduler(jobs, vault.setting)
+    try:
+        idle_env = os.environ.get("KEPT_IDLE_MINUTES")
+        idle_s = 60.0 * float(idle_env if idle_env else vault.setting("lock.idle_minutes") or 5)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        server.start()
+        if not args.no_schedule:
+            scheduler.start()
+        print(f"Serving {folder} on {server.path} (locks after {idle_s / 60:g} idle "
+              "minutes; Ctrl-C to stop).", flush=True)
+        while not stop.wait(min(1.0, idle_s / 4)):
+            if time.monotonic() - server.last_request >= idle_s:
+                print(f"kept: idle for {idle_s / 60:g} minutes: the vault is locked and no "
+                      "longer served.", file=sys.stderr, flush=True)
+                break
+    finally:
+        server.stop()  # the socket goes first, then the jobs, then the keys
+        shutdown(scheduler, jobs)
+        vault.lock()
+    print("Stopped serving; the vault is locked.", flush=True)
     return 0
 
 
@@ -720,6 +805,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_status)
 
+    s = sub.add_parser("serve", help="unlock once and serve the vault to `kept` commands and "
+                       "assistants until Ctrl-C or auto-lock")
+    s.add_argument("--device", action="store_true",
+                   help="unlock with the key remembered on this device")
+    s.add_argument("--no-schedule", action="store_true",
+                   help="do not run consolidation on its schedule while serving")
+    s.set_defaults(fn=cmd_serve)
+
     s = sub.add_parser("remember", help="store one memory; prints its id")
     s.add_argument("text")
     s.add_argument("--store", default="episodic")
@@ -773,6 +866,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--entity", help="a person, project or place, and everything about them")
     s.add_argument("--keep-sources", action="store_true",
                    help="keep the source turns and episodes the memories came from")
+    s.add_argument("--pending", nargs="?", const=0, type=_id, metavar="REQUEST",
+                   help="assistants' forget requests: list them, or confirm REQUEST (its plan "
+                   "is shown first)")
+    s.add_argument("--decline", type=_id, metavar="REQUEST",
+                   help="decline an assistant's forget request (nothing is forgotten)")
     s.add_argument("--yes", action="store_true", help="do not ask")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_forget)
@@ -819,6 +917,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("undo", help="revert a consolidation run")
     s.add_argument("run_id", type=_id)
     s.set_defaults(fn=cmd_undo)
+
+    from app.cli_agents import add_parsers as add_agent_parsers
+    add_agent_parsers(sub)  # kept mcp, kept agents, kept pending-forgets (issue 14)
 
     s = sub.add_parser("self-check", help="check that SQLCipher, Argon2id, Chroma (in RAM), "
                        "the model and the keychain work on this machine; no vault needed")

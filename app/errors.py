@@ -88,3 +88,30 @@ class StorageFull(AppError):
 
 class ParseError(AppError):
     user_message = "A reply could not be understood; it was kept encrypted for a retry."
+
+
+class AgentNotPaired(AppError):
+    """An assistant (``kept mcp --agent NAME``) whose key Kept did not issue or revoked."""
+    user_message = "This assistant is not paired with Kept, or its key was revoked."
+    hint = "Pair it in Kept (Settings > Assistants, or `kept agents pair NAME`) and restart it."
+    exit_code = 2
+
+
+class OwnerNotRunning(AppError):
+    """No process serves this vault (issue 14): nothing listens on its socket."""
+    user_message = ("Kept is not running for this vault, or it is locked: open and unlock Kept, "
+                    "or run `kept serve`.")
+    exit_code = 2
+
+
+class RemoteRefused(AppError):
+    """A ``VaultAPI`` call that is never made over the owner's socket."""
+    user_message = "Kept does not allow that over its local connection."
+    exit_code = 2
+
+
+class PasswordNeeded(AppError):
+    """A decision of the person's (forget, resolve, pairing...) asked over the owner's socket
+    on a connection that has not proved the password."""
+    user_message = "This needs your password: Kept is open, so it asks before changing this."
+    exit_code = 2

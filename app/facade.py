@@ -16,14 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import ports
+from app.agent_scope import check_agent_name
 from app.api import (  # noqa: F401  (re-exported: the old import paths)
     DEFAULT_ENTITY_KINDS,
+    AgentRow,
+    AssistantFact,
     CancelToken,
     Context,
     ContradictionItem,
     CreateResult,
     EntityRow,
     Explanation,
+    FactOutcome,
     Filters,
     ForgetPlan,
     ForgetReport,
@@ -36,7 +40,10 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     KdfInfo,
     Listener,
     MemoryQuery,
+    MemoryRead,
     Page,
+    PendingForget,
+    PendingStatus,
     Progress,
     ResolveChoice,
     RunId,
@@ -51,7 +58,7 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
 from app.clock import Clock
 from app.domain.memory import Draft, Memory, MemoryId, Store
-from app.errors import NotFound, StorageFull, ValidationError, VaultLocked
+from app.errors import AgentNotPaired, NotFound, StorageFull, ValidationError, VaultLocked
 from app.services import ingest as ingestion
 from app.validation import (  # noqa: F401  (re-exported for callers of the facade)
     MAX_LABEL,
@@ -116,6 +123,7 @@ class Parts:
     forget: ForgetService
     browse: BrowseService
     consolidation: ConsolidationService
+    agents: ports.AgentRows
 
 
 class Vault:
@@ -138,6 +146,7 @@ class Vault:
         self._forget = parts.forget
         self._browse = parts.browse
         self._consolidation = parts.consolidation
+        self._agents = parts.agents
         self._listeners: list[Listener] = []
 
     # --- construction (app/bootstrap.py) -------------------------------------------------
@@ -596,6 +605,171 @@ class Vault:
     def insights(self) -> Insights:
         self._check_unlocked()
         return self._browse.insights()
+
+    # --- assistants (issue 14): pairing, their facts, their forget requests -------------
+    def pair_agent(self, name: str) -> Result[str]:
+        """Pair (or re-pair) an assistant; the value is its new key, shown once. Only a
+        hash is kept. Re-pairing replaces the old key."""
+        import secrets
+        check_agent_name(name)
+        key = "kept_" + secrets.token_urlsafe(32)
+        now = self.clock.now()
+        self.db.write_sync(lambda c: self._agents.put_agent(c, name, _key_hash(key), now))
+        changes = Changes(agents=True)
+        self._emit(changes)
+        return Result(key, changes)
+
+    def revoke_agent(self, name: str) -> Result[None]:
+        now = self.clock.now()
+        if not self.db.write_sync(lambda c: self._agents.revoke_agent(c, name, now)):
+            raise ValidationError(f"No paired assistant named {name!r}.")
+        changes = Changes(agents=True)
+        self._emit(changes)
+        return Result(None, changes)
+
+    def agents(self) -> list[AgentRow]:
+        return list(self.db.read(self._agents.list_agents))
+
+    def verify_agent(self, name: str, key: str) -> AgentRow:
+        """The paired assistant ``name`` if ``key`` is its current key; ``AgentNotPaired``
+        otherwise (unknown, revoked or wrong key: one answer, so nothing is learned)."""
+        import hmac
+        check_agent_name(name)
+        stored = self.db.read(lambda c: self._agents.agent_key_hash(c, name))
+        if stored is None or not hmac.compare_digest(stored, _key_hash(key)):
+            raise AgentNotPaired()
+        row: AgentRow | None = self.db.read(lambda c: self._agents.get_agent(c, name))
+        assert row is not None
+        now = self.clock.now()
+        if row.last_seen_at is None or now - row.last_seen_at >= 60.0:
+            # Checked on every call of a connected assistant: "last seen" is written in the
+            # background, at most once a minute.
+            self.db.write(lambda c: self._agents.touch_agent(c, name, now))
+        return row
+
+    def remember_fact(self, fact: AssistantFact, *, agent: str = "global"
+                      ) -> Result[FactOutcome]:
+        """A fact from an assistant, in ``agent``'s scope, through consolidation's policy."""
+        from app.domain.fact import FactCandidate
+        for value, what in ((fact.subject, "'subject'"), (fact.attribute, "'attribute'"),
+                            (fact.value, "'value'")):
+            check_string(value, what)
+            if not value.strip():
+                raise ValidationError(f"{what} is empty.")
+        statement = fact.statement.strip() or (
+            f"{fact.subject} {fact.attribute.replace('_', ' ')} {fact.value}")
+        check_text(statement, "'statement'")
+        if fact.valid_from is not None:
+            check_time(fact.valid_from, "'valid_from'")
+        if not 0.0 <= fact.confidence <= 1.0:
+            raise ValidationError("'confidence' must be between 0 and 1.")
+        for mid in fact.source_ids:
+            if self.get(mid).agent not in ("global", agent):
+                raise NotFound()
+        predicate = "_".join(fact.attribute.strip().lower().split())
+        candidate = FactCandidate(
+            subject=fact.subject.strip(), predicate=predicate, object=fact.value.strip(),
+            statement=statement, confidence=fact.confidence, valid_from=fact.valid_from,
+            source_ids=tuple(int(i) for i in fact.source_ids))
+        report = self.consolidation.store_assistant_fact(candidate, (agent, None),
+                                                         self.clock.now())
+        created = report.ids.get("created") or []
+        outcome = FactOutcome(
+            id=MemoryId(created[0]) if created else None,
+            status="saved" if created else "already_known",
+            contradictions=report.counts.get("contradictions_found", 0),
+            sent_to_inbox=tuple(report.ids.get("inbox") or ()), run_id=report.run_id)
+        changes = Changes(memories=True, contradictions=True, runs=True, index=True, agents=True)
+        self._emit(changes)
+        return Result(outcome, changes)
+
+    def request_forget(self, *, agent: str, ids: Sequence[int] = (), query: str | None = None,
+                       reason: str = "") -> Result[PendingForget]:
+        """Record an assistant's wish to forget: nothing is forgotten here. Ids must be
+        memories ``agent`` can see; a query is matched as ``kept forget`` matches it, keeping
+        only what ``agent`` can see. The person confirms or declines later."""
+        check_string(reason, "'reason'")
+        if query is not None:
+            check_string(query, "'query'")
+        if not ids and not (query and query.strip()):
+            raise ValidationError("Give memory ids or a query.")
+        chosen: list[int] = []
+        for mid in ids:
+            if self.get(mid).agent not in ("global", agent):
+                raise NotFound()
+            chosen.append(int(mid))
+        if query and query.strip():
+            plan = self.forget_plan(query=query, include_sources=False)
+            matched = [i.id for i in plan.items if i.role == "matched"]
+            visible = self.db.read(lambda c: self._agents.agents_of(c, matched)) if matched else {}
+            chosen += [int(m) for m in matched if visible.get(m) in ("global", agent)]
+        chosen = list(dict.fromkeys(chosen))
+        if not chosen:
+            raise ValidationError("Nothing this assistant can see matches; nothing was asked.")
+        now = self.clock.now()
+        pid = self.db.write_sync(lambda c: self._agents.add_pending_forget(
+            c, agent, chosen, query, reason, now))
+        row: PendingForget | None = self.db.read(
+            lambda c: self._agents.get_pending_forget(c, pid))
+        assert row is not None
+        changes = Changes(agents=True)
+        self._emit(changes)
+        return Result(row, changes)
+
+    def pending_forgets(self, status: PendingStatus | None = "pending",
+                        agent: str | None = None, limit: int = 50) -> list[PendingForget]:
+        return list(self.db.read(
+            lambda c: self._agents.pending_forgets(c, status, agent, max(1, min(limit, 500)))))
+
+    def pending_forget_plan(self, pid: int) -> ForgetPlan:
+        """What confirming request ``pid`` would forget (the memories still there)."""
+        req: PendingForget | None = self.db.read(
+            lambda c: self._agents.get_pending_forget(c, pid))
+        if req is None or req.status != "pending":
+            raise ValidationError(f"No pending forget request {pid}.")
+        return self.forget_plan(ids=req.memory_ids, include_sources=False)
+
+    def close_pending_forget(self, pid: int, plan: ForgetPlan | None
+                             ) -> Result[ForgetReport | None]:
+        """The person's answer: with the plan they saw, forget it (``forget``) and mark the
+        request done; with None, decline it. Either way the request is closed."""
+        report: ForgetReport | None = None
+        changes = Changes(agents=True)
+        if plan is not None:
+            self.pending_forget_plan(pid)  # still pending
+            result = self.forget(plan)
+            report, changes = result.value, result.changes.merge(Changes(agents=True))
+        now = self.clock.now()
+        status = "done" if plan is not None else "declined"
+        if not self.db.write_sync(
+                lambda c: self._agents.decide_pending_forget(c, pid, status, now)):
+            raise ValidationError(f"No pending forget request {pid}.")
+        self._emit(changes)
+        return Result(report, changes)
+
+    def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None:
+        """Record that assistant ``agent`` read ``ids`` (the owner does, for its agents'
+        recall, context and explain). Written in the background: a read never waits on it."""
+        if not ids:
+            return
+        now = self.clock.now()
+        chosen = [int(i) for i in ids]
+        future = self.db.write(lambda c: self._agents.add_reads(c, agent, chosen, via, now))
+        future.add_done_callback(lambda f: self._emit(Changes(agents=True))
+                                 if f.exception() is None else None)
+
+    def memory_reads(self, mid: int) -> list[MemoryRead]:
+        """When and by which assistant ``mid`` was read, newest first."""
+        return list(self.db.read(lambda c: self._agents.memory_reads(c, mid)))
+
+    def verify_password(self, password: str) -> None:
+        """``WrongPassword`` unless ``password`` opens this vault (one KDF derive)."""
+        self._opened.verify_password(password)
+
+
+def _key_hash(key: str) -> str:
+    import hashlib
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # mypy checks here that the in-process Vault is a VaultAPI (tests/test_contract.py checks that

@@ -21,12 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 from app.api import (
+    AgentRow,
     EntityRow,
     HistoryEntry,
     InboxStatus,
     ItemKind,
     LinkView,
+    MemoryRead,
     MemoryView,
+    PendingForget,
     StatisticRow,
     Version,
 )
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 else:
     Connection = Any
 
-__all__ = ["BrowseRows", "Clock", "Connection", "Database", "Embedder", "FloatArray",
+__all__ = ["AgentRows", "BrowseRows", "Clock", "Connection", "Database", "Embedder", "FloatArray",
            "InboxRows", "KdfParams", "KeyFileInfo", "KeySession", "Lexicon", "Lifecycle",
            "MemoryRows", "VectorIndex",
            # recall, context, forget, browse (D)
@@ -627,3 +630,24 @@ __all__ += ["ComputedStatistic", "ConsolidationRows", "DecayRow", "EntityKey", "
             "EpisodeRow", "EpisodeSignal", "FactRow", "HabitEpisode", "InboxEntry", "InboxRow",
             "MemoryState", "MentionSource", "RelationRow", "RunChange", "RunLogRows", "RunRow",
             "Scope", "SummaryFact"]
+
+
+class AgentRows(Protocol):
+    """Paired assistants and their pending forget requests (storage/agents.py, issue 14)."""
+    def put_agent(self, conn: Connection, name: str, key_hash: str, now: float) -> None: ...
+    def agent_key_hash(self, conn: Connection, name: str) -> str | None: ...
+    def get_agent(self, conn: Connection, name: str) -> AgentRow | None: ...
+    def list_agents(self, conn: Connection) -> list[AgentRow]: ...
+    def revoke_agent(self, conn: Connection, name: str, now: float) -> bool: ...
+    def touch_agent(self, conn: Connection, name: str, now: float) -> None: ...
+    def add_pending_forget(self, conn: Connection, agent: str, ids: list[int],
+                           query: str | None, reason: str, now: float) -> int: ...
+    def get_pending_forget(self, conn: Connection, pid: int) -> PendingForget | None: ...
+    def pending_forgets(self, conn: Connection, status: str | None, agent: str | None,
+                        limit: int) -> list[PendingForget]: ...
+    def decide_pending_forget(self, conn: Connection, pid: int, status: str,
+                              now: float) -> bool: ...
+    def agents_of(self, conn: Connection, ids: Sequence[int]) -> dict[int, str]: ...
+    def add_reads(self, conn: Connection, agent: str, ids: Sequence[int], via: str,
+                  now: float) -> None: ...
+    def memory_reads(self, conn: Connection, mid: int) -> list[MemoryRead]: ...

@@ -99,6 +99,7 @@ def test_the_pipeline_dispatches_from_its_step_table() -> None:
     ("storage.consolidation_rows", ports.ConsolidationRows),
     ("storage.runlog", ports.RunLogRows),
     ("storage.inbox", ports.InboxRows),
+    ("storage.agents", ports.AgentRows),
 ])
 def test_storage_modules_have_every_function_of_their_port(module: str,
                                                            protocol: type) -> None:

@@ -160,6 +160,25 @@ class Pipeline:
                  report.failed_batches)
         return report
 
+    def store_assistant_fact(self, fact: FactCandidate, scope: Scope, now: float,
+                             kind: str = "assistant_fact") -> RunReport:
+        """One fact an assistant's LLM extracted (MCP ``remember_fact``), through the same
+        policy as extraction's (duplicates corroborate, conflicts reach the Inbox), as a run of
+        its own so the Inbox names it and Undo reverts it."""
+        started = time.perf_counter()
+        run_id = self.db.write_sync(lambda c: self.runlog.start(c, kind, now))
+        rl = RunLog(run_id, self.runlog)
+        try:
+            self._store_facts(rl, [fact], now, scope, with_global=True)
+        finally:
+            report = RunReport(RunId(run_id), kind, now, round(time.perf_counter() - started, 3),
+                               dict(rl.counts), {k: v for k, v in rl.ids.items()},
+                               len(rl.failures), False, tuple(rl.failures),
+                               dict(rl.llm_fallbacks))
+            self.db.write_sync(lambda c: self.runlog.finish(c, run_id, now, "done",
+                                                            report_json(report)))
+        return report
+
     # --- step 1: extraction ----------------------------------------------------------
     def _episodes_todo(self) -> list[tuple[EpisodeView, Scope]]:
         rows = self.rows
@@ -218,7 +237,10 @@ class Pipeline:
         return extraction.rules
 
     def _store_facts(self, rl: RunLog, facts: list[FactCandidate], now: float,
-                     scope: Scope = ("global", None)) -> None:
+                     scope: Scope = ("global", None), with_global: bool = False) -> None:
+        """Store new facts in ``scope``. ``with_global`` (an assistant's facts): they are also
+        checked against the person's global facts, which they never replace: a repeat is
+        already known, a disagreement always goes to the Inbox for the person."""
         if not facts:
             return
         # Embed new statements outside the write transaction.
@@ -230,6 +252,8 @@ class Pipeline:
         def write(conn: Any) -> None:
             for f in facts:
                 views = self._fact_views(conn, f.subject, scope)
+                shared = (self._fact_views(conn, f.subject, ("global", None))
+                          if with_global and scope != ("global", None) else [])
                 occurred = self._occurred(conn, f, now)
                 new_view = FactView(-1, f.subject, f.predicate, f.object, f.qualifier,
                                     occurred, derived_confidence(f.confidence, len(f.source_ids),
@@ -239,6 +263,9 @@ class Pipeline:
                 if dup is not None:
                     self._corroborate(conn, rl, dup, f, now)
                     continue
+                if any(classify(v, new_view) == "duplicate" for v, _ in shared):
+                    rl.counts["already_known"] += 1
+                    continue
                 mid = self._insert_fact(conn, rl, f, now, scope, new_view.confidence)
                 if f.statement in vec_of:
                     created.append((mid, vec_of[f.statement]))
@@ -247,6 +274,10 @@ class Pipeline:
                     verdict = classify(v, new_view)
                     if verdict in ("update", "contradiction"):
                         self._conflict(conn, rl, v, new_view, verdict, now)
+                for v, _text in shared:
+                    verdict = classify(v, new_view)
+                    if verdict in ("update", "contradiction"):
+                        self._conflict(conn, rl, v, new_view, verdict, now, person=True)
         self.db.write_sync(write)
         if created:
             import numpy as np
@@ -317,7 +348,9 @@ class Pipeline:
             rl.counts["facts_corroborated"] += 1
 
     def _conflict(self, conn: Any, rl: RunLog, old: FactView, new: FactView, verdict: str,
-                  now: float) -> None:
+                  now: float, person: bool = False) -> None:
+        """Record a disagreement; settle it by policy, or (``person``, or when the policy
+        cannot) leave it in the Inbox."""
         rows = self.rows
         a, b = (old, new) if old.occurred_at <= new.occurred_at else (new, old)
         reason = "update over time" if verdict == "update" else "facts disagree"
@@ -330,7 +363,9 @@ class Pipeline:
         rl.counts["contradictions_found"] += 1
         winner: int | None
         loser: int | None
-        if verdict == "update" and not a.user_validated:
+        if person:
+            winner, loser, rule = None, None, ""
+        elif verdict == "update" and not a.user_validated:
             winner, loser, rule = b.id, a.id, "the newer statement is a stated change"
         else:
             d = resolve(a, b)

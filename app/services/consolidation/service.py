@@ -19,6 +19,7 @@ from app.api import (
     RunReport,
     RunSummary,
 )
+from app.domain.fact import FactCandidate
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
 from app.services.consolidation.inbox import InboxService
 from app.services.consolidation.pipeline import STEPS, Pipeline
@@ -43,6 +44,10 @@ class ConsolidationService:
             progress: Callable[[int, int], None] | None = None) -> RunReport:
         return self.pipeline.run(now=now, cancel=cancel, kind=kind, steps=steps,
                                  progress=progress)
+
+    def store_assistant_fact(self, fact: FactCandidate, scope: tuple[str, str | None],
+                             now: float) -> RunReport:
+        return self.pipeline.store_assistant_fact(fact, scope, now)
 
     def recompute_statistics(self, now: float, *, create: bool = True) -> int:
         """Implicit statistics recomputed outside a run (after a forget: ``create=False``)."""

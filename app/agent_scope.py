@@ -1,0 +1,149 @@
+"""What a paired assistant may do, whatever it asks: the agent scope of issue 14. Layer: app.
+Runs on: the caller's thread (the owner's connection handler, or ``kept mcp``'s test-only
+in-process mode).
+
+``AgentSession(vault, agent)`` wraps a ``VaultAPI`` for one verified assistant (``agent`` comes
+from ``Vault.verify_agent`` at connect, never from a tool argument). It exposes only
+``AGENT_METHODS``, with the same signatures as ``VaultAPI`` so one client serves both, but every
+scope argument is overwritten: writes go into ``agent``'s scope, reads see global memories plus
+``agent``'s own, never another assistant's. An assistant never forgets, corrects, confirms or
+resolves: it can only ask (``request_forget``), and the person decides in Kept. What it
+reads (recall, context, explain) is recorded by id and time (``note_reads``) for the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from app.api import (
+    AssistantFact,
+    Context,
+    ContradictionItem,
+    Explanation,
+    FactOutcome,
+    Filters,
+    Hit,
+    InboxStatus,
+    MemoryView,
+    PendingForget,
+    PendingStatus,
+    Result,
+    VaultAPI,
+    VaultStatus,
+)
+from app.domain.memory import Draft, MemoryId
+from app.errors import NotFound, ValidationError
+
+# What an assistant's connection may call (the owner refuses everything else).
+AGENT_METHODS = frozenset({
+    "remember", "remember_fact", "recall", "context", "explain", "contradictions", "status",
+    "request_forget", "pending_forgets", "semantic_search", "locked", "folder",
+})
+
+# Caps, whatever the client asks (MCP.md R7: no "read everything").
+MAX_K = 50
+MAX_BUDGET = 4000
+MAX_CONTRADICTIONS = 20
+MAX_PENDING = 20
+
+AGENT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def check_agent_name(name: str) -> None:
+    """Agent names are short lower-case labels (they appear in configs and memories)."""
+    if not name or len(name) > 64 or not set(name) <= AGENT_NAME_CHARS or name == "global":
+        raise ValidationError(
+            "An assistant name is 1-64 characters of a-z, 0-9, '-', '_' or '.', not 'global'.")
+
+
+class AgentSession:
+    """One assistant's view of a vault. Holds no state but the vault and the agent name."""
+
+    def __init__(self, vault: VaultAPI, agent: str) -> None:
+        self._vault = vault
+        self.agent = agent
+
+    @property
+    def locked(self) -> bool:
+        return self._vault.locked
+
+    @property
+    def semantic_search(self) -> bool:
+        return self._vault.semantic_search
+
+    def _filters(self, filters: Filters | None) -> Filters:
+        # Archived-by-the-person and superseded stay out unless the person looks.
+        return replace(filters or Filters(), agent=self.agent, include_archived=False,
+                       only_archived=False)
+
+    def _visible(self, mid: int) -> bool:
+        try:
+            return self._vault.get(mid).agent in ("global", self.agent)
+        except NotFound:
+            return False
+
+    # --- writes: always this agent's scope -------------------------------------------------
+    def remember(self, draft: Draft) -> Result[MemoryId]:
+        # An assistant's word is not the person's confirmation.
+        return self._vault.remember(replace(draft, agent=self.agent, user_validated=False))
+
+    def remember_fact(self, fact: AssistantFact, *, agent: str = "global"
+                      ) -> Result[FactOutcome]:
+        for mid in fact.source_ids:
+            if not self._visible(mid):
+                raise NotFound()
+        return self._vault.remember_fact(fact, agent=self.agent)
+
+    def request_forget(self, *, agent: str = "", ids: Sequence[int] = (),
+                       query: str | None = None, reason: str = "") -> Result[PendingForget]:
+        return self._vault.request_forget(agent=self.agent, ids=ids, query=query,
+                                          reason=reason)
+
+    # --- reads: global + this agent ------------------------------------------------------
+    def recall(self, query: str, *, k: int = 10, now: float | None = None,
+               filters: Filters | None = None, touch: bool = True) -> list[Hit]:
+        hits = self._vault.recall(query, k=max(1, min(k, MAX_K)), now=now,
+                                  filters=self._filters(filters), touch=touch)
+        self._vault.note_reads(self.agent, [h.id for h in hits], "recall")
+        return hits
+
+    def context(self, query: str, *, budget: int | None = None, now: float | None = None,
+                filters: Filters | None = None) -> Context:
+        budget = MAX_BUDGET if budget is None else max(0, min(budget, MAX_BUDGET))
+        ctx = self._vault.context(query, budget=budget, now=now,
+                                  filters=self._filters(filters))
+        self._vault.note_reads(self.agent, [i.id for i in ctx.items if i.id > 0], "context")
+        return ctx
+
+    def explain(self, mid: int, query: str | None = None, now: float | None = None
+                ) -> Explanation:
+        if not self._visible(mid):
+            raise NotFound()  # the same answer as for an id that does not exist
+        e = self._vault.explain(mid, query, now)
+        self._vault.note_reads(self.agent, [mid], "explain")
+        sources = tuple(s for s in e.sources if self._visible(s.id))
+        links = tuple(x for x in e.links
+                      if self._visible(x.dst if x.src == mid else x.src))
+        return replace(e, sources=sources, links=links)
+
+    def contradictions(self, status: InboxStatus | None = "open"
+                       ) -> list[ContradictionItem]:
+        out = []
+        for item in self._vault.contradictions(status):
+            if self._visible(item.a.id) and self._visible(item.b.id):
+                out.append(replace(item, a=self._view(item.a), b=self._view(item.b)))
+            if len(out) >= MAX_CONTRADICTIONS:
+                break
+        return out
+
+    def _view(self, v: MemoryView) -> MemoryView:
+        return replace(v, sources=tuple(s for s in v.sources if self._visible(s)))
+
+    def status(self) -> VaultStatus:
+        return self._vault.status()
+
+    def pending_forgets(self, status: PendingStatus | None = "pending",
+                        agent: str | None = None, limit: int = MAX_PENDING
+                        ) -> list[PendingForget]:
+        return self._vault.pending_forgets(status, self.agent, max(1, min(limit, MAX_PENDING)))

@@ -1,0 +1,224 @@
+"""The assistant commands of ``kept`` (issue 14): ``kept mcp`` (the stdio MCP server),
+``kept mcp install``, ``kept mcp doctor``, ``kept agents pair|list|revoke`` and
+``kept pending-forgets`` (the person's answer to an assistant's forget request). Layer: app
+(headless front end). Runs on: the main thread. ``app/cli.py`` adds these parsers with
+``add_parsers``; handlers use its helpers (``open_vault``, ``vault_dir``), imported lazily.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.errors import AppError, ValidationError
+
+
+def add_parsers(sub: Any) -> None:
+    from app.mcp_install import CLIENTS
+    s = sub.add_parser("mcp", help="MCP server for an assistant (stdio); install, doctor")
+    s.add_argument("--agent", help="the assistant's name, as paired (kept agents pair NAME)")
+    s.set_defaults(fn=cmd_mcp)
+    mcp = s.add_subparsers(dest="mcp_command")
+    i = mcp.add_parser("install", help="show (or --write) the config entry for a client")
+    i.add_argument("--client", required=True, choices=CLIENTS)
+    i.add_argument("--agent", dest="install_agent",
+                   help="the assistant's name (default: the client's name)")
+    i.add_argument("--pair", action="store_true",
+                   help="pair the assistant now (opens the vault) and put its key in the entry")
+    i.add_argument("--write", action="store_true",
+                   help="merge the entry into the client's config file (a .bak is kept)")
+    i.set_defaults(fn=cmd_mcp_install)
+    d = mcp.add_parser("doctor", help="is Kept reachable, unlocked, the assistant paired?")
+    d.add_argument("--agent", dest="doctor_agent", required=True)
+    d.set_defaults(fn=cmd_mcp_doctor)
+
+    s = sub.add_parser("agents", help="assistants paired with Kept")
+    a = s.add_subparsers(dest="agents_command", required=True)
+    p = a.add_parser("pair", help="pair an assistant; prints its key once")
+    p.add_argument("name")
+    p.set_defaults(fn=cmd_agents_pair)
+    p = a.add_parser("list", help="paired assistants")
+    p.set_defaults(fn=cmd_agents_list)
+    p = a.add_parser("revoke", help="revoke an assistant's key")
+    p.add_argument("name")
+    p.set_defaults(fn=cmd_agents_revoke)
+
+    s = sub.add_parser("pending-forgets", help="forget requests from assistants, waiting for you")
+    s.add_argument("--confirm", type=int, metavar="ID", help="show the plan, then forget it")
+    s.add_argument("--decline", type=int, metavar="ID", help="decline the request")
+    s.add_argument("--yes", action="store_true", help="with --confirm: do not ask")
+    s.set_defaults(fn=cmd_pending_forgets)
+
+
+def _folder(args: argparse.Namespace) -> Path | None:
+    from app.cli import vault_dir
+    return vault_dir(args) if args.vault else None
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    if not args.agent:
+        raise ValidationError("Say which assistant this is: kept mcp --agent NAME.")
+    from app.mcp_server import serve
+    return serve(args.agent, _folder(args))
+
+
+def cmd_mcp_install(args: argparse.Namespace) -> int:
+    from app import mcp_install
+    from app.agent_scope import check_agent_name
+    agent = args.install_agent or args.client
+    check_agent_name(agent)
+    key = os.environ.get("KEPT_AGENT_KEY") or None
+    if args.pair:
+        from app.cli import open_vault
+        vault = open_vault(args, load_model=False, person=True)
+        try:
+            key = vault.pair_agent(agent).value
+        finally:
+            vault.lock()
+    inst = mcp_install.install(args.client, agent, key, vault=_folder(args))
+    print(mcp_install.snippet(inst))
+    if args.write and inst.path is not None:
+        path = mcp_install.write(inst)
+        print(f"Written to {path}. {inst.after}", file=sys.stderr)
+    else:
+        where = f" into {inst.path}" if inst.path else ""
+        print(f"Add this{where}. {inst.after}", file=sys.stderr)
+    if not key:
+        print(f"Then replace the key placeholder: kept agents pair {agent}", file=sys.stderr)
+    return 0
+
+
+def cmd_mcp_doctor(args: argparse.Namespace) -> int:
+    """Three lines: reachable, unlocked, paired. Exit 0 only when an assistant would work."""
+    from app import bootstrap
+    from app.agent_scope import check_agent_name
+    agent = args.doctor_agent
+    check_agent_name(agent)
+    folder = _folder(args) or bootstrap.default_vault_dir()
+    key = os.environ.get("KEPT_AGENT_KEY")
+    print(f"vault: {folder}")
+    try:
+        from app.ipc.client import RemoteVault, owner_running
+    except ImportError:
+        print("reachable: no (this Kept has no owner service)")
+        return 2
+    if not owner_running(folder):
+        print("reachable: no. Open Kept, or run `kept serve`.")
+        return 2
+    print("reachable: yes")
+    if not key:
+        print(f"paired: unknown: KEPT_AGENT_KEY is not set (kept agents pair {agent})")
+        return 2
+    try:
+        remote = RemoteVault(folder, agent=agent, key=key)
+    except TypeError:
+        print("paired: unknown: the owner service does not take assistant keys yet")
+        return 2
+    try:
+        remote.status()
+        print("unlocked: yes")
+        print(f"paired: yes, as {agent}")
+        return 0
+    except AppError as exc:
+        name = type(exc).__name__
+        if name == "VaultLocked":
+            print("unlocked: no. Unlock Kept.")
+        elif name == "AgentNotPaired":
+            print("unlocked: yes")
+            print(f"paired: no. {exc.user_message} (kept agents pair {agent})")
+        else:
+            print(f"error: {exc.user_message}")
+        return 2
+    finally:
+        remote.close()
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def cmd_agents_pair(args: argparse.Namespace) -> int:
+    from app.agent_scope import check_agent_name
+    from app.cli import open_vault
+    check_agent_name(args.name)
+    vault = open_vault(args, load_model=False, person=True)
+    try:
+        key = vault.pair_agent(args.name).value
+    finally:
+        vault.lock()
+    print(key)
+    print(f"Paired {args.name}. Put this key in the client's config as KEPT_AGENT_KEY (it is "
+          f"shown once): kept mcp install --client NAME --agent {args.name}", file=sys.stderr)
+    return 0
+
+
+def cmd_agents_list(args: argparse.Namespace) -> int:
+    from app.cli import open_vault
+    vault = open_vault(args, load_model=False)
+    try:
+        rows = vault.agents()
+    finally:
+        vault.lock()
+    for a in rows:
+        state = f"revoked {_when(a.revoked_at)}" if a.revoked_at else "paired"
+        print(f"{a.name}\t{state}\tsince {_when(a.created_at)}\tlast seen {_when(a.last_seen_at)}")
+    return 0
+
+
+def cmd_agents_revoke(args: argparse.Namespace) -> int:
+    from app.cli import open_vault
+    vault = open_vault(args, load_model=False, person=True)
+    try:
+        vault.revoke_agent(args.name)
+    finally:
+        vault.lock()
+    print(f"Revoked {args.name}: its key opens nothing now.")
+    return 0
+
+
+def cmd_pending_forgets(args: argparse.Namespace) -> int:
+    return pending_forgets(args, confirm=args.confirm, decline=args.decline)
+
+
+def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
+                    decline: int | None) -> int:
+    """List assistants' forget requests; or confirm one (its plan first, then a question);
+    or decline one. ``kept forget --pending [ID]`` and ``kept pending-forgets`` call this."""
+    from app.cli import _print_plan, open_vault
+    vault = open_vault(args, load_model=False,
+                       person=confirm is not None or decline is not None)
+    try:
+        if decline is not None:
+            vault.close_pending_forget(decline, None)
+            print(f"Declined request {decline}; nothing was forgotten.")
+            return 0
+        if confirm is not None:
+            plan = vault.pending_forget_plan(confirm)
+            _print_plan(plan)
+            if not args.yes:
+                if not sys.stdin.isatty():
+                    print("Not confirmed (no terminal): run again with --yes.", file=sys.stderr)
+                    return 3
+                if input("Type 'forget' to remove all of this for good: "
+                         ).strip().lower() != "forget":
+                    print("Cancelled; nothing was forgotten.")
+                    return 3
+            report = vault.close_pending_forget(confirm, plan).value
+            n = 0 if report is None else report.memories
+            print(f"Forgot {n} memories for good (request {confirm}).")
+            return 0
+        requests = vault.pending_forgets("pending")
+    finally:
+        vault.lock()
+    if not requests:
+        print("No forget requests wait for you.")
+    for r in requests:
+        ids = ", ".join(str(i) for i in r.memory_ids)
+        print(f"[{r.id}] {r.agent} asks to forget {ids} ({_when(r.created_at)}): {r.reason}")
+    if requests:
+        print("Confirm with `kept forget --pending ID`, or `kept forget --decline ID`.")
+    return 0

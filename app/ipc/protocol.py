@@ -1,0 +1,529 @@
+"""The owner's wire format. Layer: app (pure: no storage, no sockets beyond reading bytes).
+
+A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON (an object).
+Request: ``{"v": 1, "id": n, "method": "recall", "args": {...}}``.
+Reply: ``{"v": 1, "id": n, "ok": true, "result": ...}`` or
+``{"v": 1, "id": n, "ok": false, "error": {"kind": "VaultLocked", "message": "...",
+"hint": null, "exit_code": 2}}``.
+
+Arguments and results are the frozen dataclasses of ``app.api``, turned into JSON and back by
+a codec driven by their type hints (``to_wire`` / ``from_wire``): the decoder is strict and
+raises one ``ProtocolError`` for anything that is not exactly the declared type.
+
+Only the methods in ``METHODS`` can be called remotely; ``REFUSED`` lists the ``VaultAPI``
+members left out on purpose, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import inspect
+import json
+import math
+import os
+import struct
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Union
+
+from app import api
+from app.agent_scope import AGENT_METHODS as _AGENT_METHODS
+from app.changes import Changes, Result
+from app.errors import AppError
+
+__all__ = [
+    "MAX_FRAME", "METHODS", "REFUSED", "SOCKET_NAME", "VERSION", "MethodSpec", "ProtocolError",
+    "Reply", "Request", "decode_reply", "decode_request", "encode", "encode_error",
+    "encode_request", "encode_result", "frame", "from_wire", "read_frame", "socket_path",
+    "to_wire",
+]
+
+VERSION = 1
+MAX_FRAME = 1 << 20  # bytes of JSON in one frame, either way
+MAX_DEPTH = 32       # nesting of JSON values
+SOCKET_NAME = "kept.sock"
+_HEADER = struct.Struct(">I")
+
+
+def socket_path(folder: Path) -> Path:
+    """Where the owner of the vault in ``folder`` listens."""
+    return Path(folder) / SOCKET_NAME
+
+
+_SUN_PATH_MAX = 107  # bytes of a Unix socket address (108 with the NUL, on Linux)
+
+
+@contextlib.contextmanager
+def address(path: Path) -> Iterator[str]:
+    """An address for ``bind``/``connect`` that reaches ``path`` even when ``path`` is longer
+    than a socket address can be: then the folder is opened and named through
+    ``/proc/self/fd`` (Linux), which is short. The folder's own permissions still apply."""
+    raw = os.fsencode(path)
+    if len(raw) <= _SUN_PATH_MAX or not os.path.isdir("/proc/self/fd"):
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_PATH", 0) | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+class ProtocolError(AppError):
+    user_message = "A malformed message reached Kept's owner process; nothing was changed."
+    exit_code = 1
+
+
+# --- frames --------------------------------------------------------------------------------
+
+def frame(obj: Mapping[str, object]) -> bytes:
+    data = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+                      ).encode("utf-8")
+    if len(data) > MAX_FRAME:
+        raise ProtocolError(f"The message is too large ({len(data):,} bytes; at most "
+                            f"{MAX_FRAME:,}).")
+    return _HEADER.pack(len(data)) + data
+
+
+def read_exact(recv: Callable[[int], bytes], n: int) -> bytes | None:
+    """``n`` bytes, or None at a clean end of stream before the first byte."""
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        chunk = recv(min(n - got, 1 << 16))
+        if not chunk:
+            if got == 0:
+                return None
+            raise ProtocolError("The connection ended in the middle of a message.")
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+class Oversized(ProtocolError):
+    """A frame header announced more than ``MAX_FRAME`` bytes (the stream cannot be resynced)."""
+
+
+def read_frame(recv: Callable[[int], bytes]) -> bytes | None:
+    """The payload of the next frame (None at end of stream). Raises ``Oversized`` without
+    reading the body when the header is over the limit."""
+    header = read_exact(recv, _HEADER.size)
+    if header is None:
+        return None
+    (n,) = _HEADER.unpack(header)
+    if n > MAX_FRAME:
+        raise Oversized(f"The message is too large ({n:,} bytes; at most {MAX_FRAME:,}).")
+    body = read_exact(recv, n)
+    if body is None:
+        raise ProtocolError("The connection ended in the middle of a message.")
+    return body
+
+
+def _reject_constant(name: str) -> object:
+    raise ProtocolError(f"{name} is not allowed.")
+
+
+def _json(payload: bytes) -> dict[str, object]:
+    if len(payload) > MAX_FRAME:
+        raise ProtocolError("The message is too large.")
+    try:
+        text = payload.decode("utf-8")
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except ProtocolError:
+        raise
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"The message is not UTF-8 JSON ({type(exc).__name__}).") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("A message is a JSON object.")
+    _check_depth(obj, 0)
+    return obj
+
+
+def _check_depth(obj: object, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ProtocolError("The message is nested too deeply.")
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _check_depth(v, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _check_depth(v, depth + 1)
+    elif isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ProtocolError("A string holds a lone surrogate.") from None
+
+
+# --- the codec -------------------------------------------------------------------------------
+
+def to_wire(value: object) -> object:
+    """A value of an ``app.api`` type as JSON-ready data."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, enum.Enum):
+        return to_wire(value.value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ProtocolError("A number is not finite.")
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return {name: to_wire(getattr(value, name)) for name in value._fields}
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) for k in value):
+            return {str(k): to_wire(v) for k, v in value.items()}
+        return [[to_wire(k), to_wire(v)] for k, v in value.items()]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_wire(v) for v in value]
+    raise ProtocolError(f"A {type(value).__name__} cannot be sent.")
+
+
+def _fail(what: str, tp: object, obj: object) -> typing.NoReturn:
+    name = getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+    raise ProtocolError(f"{what}: expected {name}, got {type(obj).__name__}.")
+
+
+_HINTS: dict[type, dict[str, object]] = {}
+
+
+def _hints(cls: type) -> dict[str, object]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def from_wire(tp: object, obj: object, what: str = "value") -> object:
+    """``obj`` (decoded JSON) as a value of type ``tp``; ``ProtocolError`` if it is not one."""
+    if tp is object:  # free-form JSON (``extra`` maps)
+        return obj
+    if tp is type(None) or tp is None:
+        if obj is not None:
+            _fail(what, "null", obj)
+        return None
+    supertype = getattr(tp, "__supertype__", None)  # NewType: MemoryId and friends
+    if supertype is not None:
+        return from_wire(supertype, obj, what)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is Union or origin is types.UnionType:
+        if obj is None and type(None) in args:
+            return None
+        # bool before int before float: a JSON true is never a number.
+        for arg in sorted((a for a in args if a is not type(None)), key=_union_rank):
+            try:
+                return from_wire(arg, obj, what)
+            except ProtocolError:
+                continue
+        _fail(what, tp, obj)
+    if origin is Literal:
+        if any(obj == a and type(obj) is type(a) for a in args):
+            return obj
+        raise ProtocolError(f"{what}: not one of {', '.join(map(repr, args))}.")
+    if tp is bool:
+        if not isinstance(obj, bool):
+            _fail(what, tp, obj)
+        return obj
+    if tp is int:
+        if isinstance(obj, bool) or not isinstance(obj, int):
+            _fail(what, tp, obj)
+        return obj
+    if tp is float:
+        if isinstance(obj, bool) or not isinstance(obj, int | float):
+            _fail(what, tp, obj)
+        return float(obj)
+    if tp is str:
+        if not isinstance(obj, str):
+            _fail(what, tp, obj)
+        return obj
+    if tp is Path:
+        if not isinstance(obj, str):
+            _fail(what, tp, obj)
+        return Path(obj)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(obj)
+        except ValueError:
+            raise ProtocolError(f"{what}: not a {tp.__name__}.") from None
+    if origin in (list, Sequence, Iterable) or tp in (list, Sequence, Iterable):
+        if not isinstance(obj, list):
+            _fail(what, "list", obj)
+        inner = args[0] if args else object
+        out = [from_wire(inner, v, what) for v in obj]
+        return out if origin is list else tuple(out)
+    if origin is tuple:
+        if not isinstance(obj, list):
+            _fail(what, "list", obj)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_wire(args[0], v, what) for v in obj)
+        if len(args) != len(obj):
+            raise ProtocolError(f"{what}: expected {len(args)} items, got {len(obj)}.")
+        return tuple(from_wire(a, v, what) for a, v in zip(args, obj, strict=True))
+    if origin in (dict, Mapping):
+        kt, vt = args if args else (str, object)
+        if kt is str:
+            if not isinstance(obj, dict):
+                _fail(what, "object", obj)
+            return {k: from_wire(vt, v, what) for k, v in obj.items()}
+        if not isinstance(obj, list) or not all(isinstance(p, list) and len(p) == 2
+                                                for p in obj):
+            _fail(what, "list of pairs", obj)
+        return {from_wire(kt, k, what): from_wire(vt, v, what) for k, v in obj}
+    if origin is Result:
+        if not isinstance(obj, dict) or set(obj) != {"value", "changes"}:
+            _fail(what, "Result", obj)
+        return Result(from_wire(args[0] if args else object, obj["value"], what),
+                      typing.cast(Changes, from_wire(Changes, obj["changes"], what)))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass(tp, obj, what)
+    if isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields"):
+        return _namedtuple(tp, obj, what)
+    raise ProtocolError(f"{what}: the type {tp!r} cannot cross the socket.")
+
+
+def _union_rank(tp: object) -> int:
+    ranks: dict[object, int] = {bool: 0, int: 1, float: 2}
+    return ranks.get(tp, 3)
+
+
+def _dataclass(cls: type, obj: object, what: str) -> object:
+    if not isinstance(obj, dict):
+        _fail(what, cls, obj)
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = set(obj) - set(fields)
+    if unknown:
+        raise ProtocolError(f"{what}: unknown field(s) of {cls.__name__}: "
+                            f"{', '.join(sorted(unknown)[:5])}.")
+    kwargs = {}
+    for name, f in fields.items():
+        if name in obj:
+            kwargs[name] = from_wire(hints[name], obj[name], f"{what}.{name}")
+        elif (f.default is dataclasses.MISSING
+              and f.default_factory is dataclasses.MISSING):
+            raise ProtocolError(f"{what}: {cls.__name__}.{name} is missing.")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"{what}: not a valid {cls.__name__} "
+                            f"({type(exc).__name__}).") from None
+
+
+def _namedtuple(cls: type, obj: object, what: str) -> object:
+    if not isinstance(obj, dict) or set(obj) != set(cls._fields):  # type: ignore[attr-defined]
+        _fail(what, cls, obj)
+    hints = _hints(cls)
+    return cls(**{n: from_wire(hints[n], obj[n], f"{what}.{n}") for n in obj})
+
+
+# --- methods -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    name: str
+    params: Mapping[str, object]   # name -> type
+    required: frozenset[str]
+    result: object                 # the return type
+    write: bool
+    person: bool = False           # needs ``elevate`` first; never an assistant's
+
+
+# Read methods run in parallel in the owner; write methods too, serialised by the Database.
+_READS = ("status", "recall", "recall_batch", "context", "explain", "get", "refs", "history",
+          "contradictions", "inbox_page", "inbox_items", "inbox_count", "forget_plan",
+          "setting", "runs", "page_memories", "count_memories", "entities", "timeline_days",
+          "insights", "agents", "pending_forgets", "pending_forget_plan", "memory_reads")
+_WRITES = ("remember", "import_turns", "remember_fact", "request_forget")
+# The person's decisions: served only on a connection that proved the password (``elevate``),
+# never on an assistant's. ``kept forget``, ``kept resolve``... ask for it when Kept is open.
+_PERSON = ("forget", "close_pending_forget", "correct", "confirm", "resolve", "reopen",
+           "archive", "restore", "undo_run", "set_setting", "pair_agent", "revoke_agent")
+# What a connection scoped to an agent (``hello`` with an agent) may call; the owner runs it
+# through ``app.agent_scope.AgentSession``, which fixes the scope whatever the request says.
+AGENT_METHODS = frozenset(_AGENT_METHODS) & frozenset(_READS + _WRITES)
+# Never over the socket: the reason, per member of VaultAPI.
+REFUSED: Mapping[str, str] = {
+    "lock": "the owner locks (auto-lock, the window); a client only closes its connection",
+    "change_password": "needs the password; only the owner's person types it",
+    "rotate_data_key": "needs the password; rewrites every page",
+    "add_recovery_code": "shows a secret",
+    "remember_device": "keychain of the owner's session",
+    "forget_device": "keychain of the owner's session",
+    "consolidate": "long background work: the owner's scheduler runs it",
+    "subscribe": "callbacks do not cross processes",
+    "watch_integrity": "callbacks do not cross processes",
+    "read_import": "local helper: the client reads its own files",
+    "check_endpoint": "local helper (no I/O needed in the owner)",
+    "consent_text": "local helper",
+    "validate_draft": "local helper (static, no I/O): the client validates before sending",
+    "verify_agent": "the owner checks an assistant's key at hello",
+    "note_reads": "the owner records its assistants' reads itself",
+    "verify_password": "sent as the protocol's elevate",
+}
+# Arguments that cannot cross (callbacks, tokens): dropped by the client, never decoded.
+_LOCAL_ARGS = frozenset({"progress", "cancel", "self"})
+# Pseudo-methods of the protocol itself.
+PING = "ping"        # -> {"version": 1}
+ELEVATE = "elevate"  # {password} -> {"version": 1}: the person's decisions on this connection
+HELLO = "hello"      # {agent, key} -> {"version": 1}: scopes the connection to an agent
+SESSION = "session"  # -> SessionInfo
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What a client learns when it connects (``session``)."""
+    version: int
+    folder: str
+    locked: bool
+    semantic_search: bool
+
+
+def _spec(name: str, write: bool, person: bool = False) -> MethodSpec:
+    fn = getattr(api.VaultAPI, name)
+    hints = typing.get_type_hints(fn, vars(api))
+    sig = inspect.signature(fn)
+    params = {p: t for p, t in hints.items() if p != "return" and p not in _LOCAL_ARGS}
+    required = frozenset(p.name for p in sig.parameters.values()
+                         if p.name in params and p.default is inspect.Parameter.empty)
+    return MethodSpec(name, params, required, hints["return"], write, person)
+
+
+METHODS: Mapping[str, MethodSpec] = {
+    **{n: _spec(n, False) for n in _READS},
+    **{n: _spec(n, True) for n in _WRITES},
+    **{n: _spec(n, True, person=True) for n in _PERSON},
+    ELEVATE: MethodSpec(ELEVATE, {"password": str}, frozenset({"password"}), dict[str, int],
+                        False),
+    PING: MethodSpec(PING, {}, frozenset(), dict[str, int], False),
+    HELLO: MethodSpec(HELLO, {"agent": str | None, "key": str | None}, frozenset({"agent"}),
+                      dict[str, int], False),
+    SESSION: MethodSpec(SESSION, {}, frozenset(), SessionInfo, False),
+}
+
+
+# --- requests and replies ----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: int
+    method: str
+    args: Mapping[str, object]  # decoded to the declared types
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    id: int
+    ok: bool
+    result: object = None            # the raw JSON result (decode with ``decode_result``)
+    kind: str = ""
+    message: str = ""
+    hint: str | None = None
+    exit_code: int = 1
+
+
+_MAX_ID = 2**53
+
+
+def _envelope(obj: dict[str, object], keys: set[str]) -> int:
+    if obj.get("v") != VERSION or isinstance(obj.get("v"), bool):
+        raise ProtocolError(f"Unsupported protocol version {obj.get('v')!r} "
+                            f"(this Kept speaks {VERSION}).")
+    if not set(obj) <= keys:
+        raise ProtocolError(f"Unknown key(s): {', '.join(sorted(set(obj) - keys)[:5])}.")
+    mid = obj.get("id")
+    if isinstance(mid, bool) or not isinstance(mid, int) or not 0 <= mid < _MAX_ID:
+        raise ProtocolError("'id' must be a whole number.")
+    return mid
+
+
+def request_id(payload: bytes) -> int:
+    """The id of a request, if it can be read (so an error reply can carry it), else 0."""
+    try:
+        obj = json.loads(payload.decode("utf-8"))
+        mid = obj.get("id") if isinstance(obj, dict) else 0
+        return mid if isinstance(mid, int) and not isinstance(mid, bool) \
+            and 0 <= mid < _MAX_ID else 0
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return 0
+
+
+def decode_request(payload: bytes) -> Request:
+    """A request frame's payload, checked whole: version, id, a whitelisted method, and
+    arguments of exactly the declared names and types."""
+    obj = _json(payload)
+    mid = _envelope(obj, {"v", "id", "method", "args"})
+    method = obj.get("method")
+    if not isinstance(method, str):
+        raise ProtocolError("'method' must be a string.")
+    spec = METHODS.get(method)
+    if spec is None:
+        if method in REFUSED:
+            raise ProtocolError(f"{method} cannot be called over the socket: "
+                                f"{REFUSED[method]}.")
+        raise ProtocolError(f"Unknown method {method[:60]!r}.")
+    raw = obj.get("args", {})
+    if not isinstance(raw, dict):
+        raise ProtocolError("'args' must be an object.")
+    unknown = set(raw) - set(spec.params)
+    if unknown:
+        raise ProtocolError(f"Unknown argument(s) of {method}: "
+                            f"{', '.join(sorted(unknown)[:5])}.")
+    missing = spec.required - set(raw)
+    if missing:
+        raise ProtocolError(f"Missing argument(s) of {method}: {', '.join(sorted(missing))}.")
+    args = {name: from_wire(spec.params[name], value, name) for name, value in raw.items()}
+    return Request(mid, method, args)
+
+
+def encode_request(mid: int, method: str, args: Mapping[str, object]) -> bytes:
+    return frame({"v": VERSION, "id": mid, "method": method,
+                  "args": {k: to_wire(v) for k, v in args.items()}})
+
+
+def encode_result(mid: int, method: str, value: object) -> bytes:
+    return frame({"v": VERSION, "id": mid, "ok": True, "result": to_wire(value)})
+
+
+def encode_error(mid: int, kind: str, message: str, hint: str | None = None,
+                 exit_code: int = 1) -> bytes:
+    return frame({"v": VERSION, "id": mid, "ok": False,
+                  "error": {"kind": kind, "message": message, "hint": hint,
+                            "exit_code": exit_code}})
+
+
+def encode(obj: Mapping[str, object]) -> bytes:
+    return frame(obj)
+
+
+def decode_reply(payload: bytes) -> Reply:
+    obj = _json(payload)
+    mid = _envelope(obj, {"v", "id", "ok", "result", "error"})
+    ok = obj.get("ok")
+    if ok is True:
+        return Reply(mid, True, obj.get("result"))
+    if ok is not False:
+        raise ProtocolError("'ok' must be true or false.")
+    err = obj.get("error")
+    if not isinstance(err, dict):
+        raise ProtocolError("'error' must be an object.")
+    kind, message, hint, code = (err.get("kind"), err.get("message"), err.get("hint"),
+                                 err.get("exit_code", 1))
+    if not isinstance(kind, str) or not isinstance(message, str) \
+            or not (hint is None or isinstance(hint, str)) \
+            or isinstance(code, bool) or not isinstance(code, int) or not 0 <= code < 256:
+        raise ProtocolError("'error' needs a kind, a message and an exit code.")
+    return Reply(mid, False, None, kind, message, hint, code)
+
+
+def decode_result(method: str, raw: object) -> object:
+    return from_wire(METHODS[method].result, raw, f"the result of {method}")
