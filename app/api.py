@@ -520,6 +520,7 @@ class MemoryRow:
     confidence: float
     user_validated: bool
     tier: str
+    agent: str = "global"  # or the assistant that wrote it (shown as "from NAME")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app import ports
 from app.clock import Clock, SystemClock
-from app.ports import Embedder, KeySession
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 14)
     import numpy as np
 
+    from app import ports
     from app.facade import CreateResult, Vault
+    from app.ports import Embedder, KeySession
     from storage.crypto import KdfParams
 
 log = logging.getLogger(__name__)

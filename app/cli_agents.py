@@ -72,6 +72,12 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
     agent = args.install_agent or args.client
     check_agent_name(agent)
     key = os.environ.get("KEPT_AGENT_KEY") or None
+    if args.write and not (key or args.pair):
+        raise ValidationError("--write needs the assistant's key: add --pair (or set "
+                              "KEPT_AGENT_KEY); nothing was written.")
+    inst = mcp_install.install(args.client, agent, key, vault=_folder(args))
+    if args.write:
+        mcp_install.check_writable(inst)  # a broken file or no `claude`: before pairing
     if args.pair:
         from app.cli import open_vault
         vault = open_vault(args, load_model=False, person=True)
@@ -79,62 +85,78 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
             key = vault.pair_agent(agent).value
         finally:
             vault.lock()
-    inst = mcp_install.install(args.client, agent, key, vault=_folder(args))
+        inst = mcp_install.install(args.client, agent, key, vault=_folder(args))
     print(mcp_install.snippet(inst))
-    if args.write and inst.path is not None:
+    if args.write:
+        had = inst.path is not None and inst.path.exists()
         path = mcp_install.write(inst)
-        print(f"Written to {path}. {inst.after}", file=sys.stderr)
+        kept_bak = " (the old file is kept as .bak)" if had else ""
+        print(f"Written to {path}{kept_bak}. {inst.after}"
+              if inst.path else f"Added to Claude Code. {inst.after}", file=sys.stderr)
     else:
-        where = f" into {inst.path}" if inst.path else ""
+        where = f" into {inst.path}, under \"{inst.wrapper}\"" if inst.path else ""
         print(f"Add this{where}. {inst.after}", file=sys.stderr)
     if not key:
         print(f"Then replace the key placeholder: kept agents pair {agent}", file=sys.stderr)
+    print(f"Check it with: kept mcp doctor --agent {agent}", file=sys.stderr)
     return 0
 
 
 def cmd_mcp_doctor(args: argparse.Namespace) -> int:
-    """Three lines: reachable, unlocked, paired. Exit 0 only when an assistant would work."""
-    from app import bootstrap
+    """Reachable, unlocked, paired, one line each. The key: KEPT_AGENT_KEY, else the one in
+    the client config that runs ``kept mcp --agent NAME``. Exit 0 only when an assistant
+    would work."""
+    from app import bootstrap, mcp_install
     from app.agent_scope import check_agent_name
+    from app.errors import AgentNotPaired, OwnerNotRunning, VaultLocked
+    from app.ipc.client import RemoteVault, owner_running
     agent = args.doctor_agent
     check_agent_name(agent)
-    folder = _folder(args) or bootstrap.default_vault_dir()
-    key = os.environ.get("KEPT_AGENT_KEY")
+    key, folder, ok, client = os.environ.get("KEPT_AGENT_KEY"), _folder(args), True, "NAME"
+    if not key:
+        found = mcp_install.find_entry(agent)
+        if found is not None:
+            client, path, entry = found
+            env, argv = entry.get("env"), entry.get("args")
+            key = env.get("KEPT_AGENT_KEY") if isinstance(env, dict) else None
+            if folder is None and isinstance(argv, list) and "--vault" in argv[:-1]:
+                folder = Path(str(argv[argv.index("--vault") + 1]))
+            command = str(entry.get("command"))
+            usable = os.path.isfile(command) and os.access(command, os.X_OK)
+            print(f"entry: {path} ({client}) runs {command}"
+                  + ("" if usable else ": not found. Run `kept mcp install` again."))
+            ok = usable
+    folder = folder or bootstrap.default_vault_dir()
     print(f"vault: {folder}")
-    try:
-        from app.ipc.client import RemoteVault, owner_running
-    except ImportError:
-        print("reachable: no (this Kept has no owner service)")
-        return 2
     if not owner_running(folder):
-        print("reachable: no. Open Kept, or run `kept serve`.")
+        print("reachable: no. Kept is not running for this vault, or it is locked: open and "
+              "unlock Kept, or run `kept serve`.")
         return 2
     print("reachable: yes")
-    if not key:
-        print(f"paired: unknown: KEPT_AGENT_KEY is not set (kept agents pair {agent})")
+    try:
+        with RemoteVault(folder, timeout=10) as remote:
+            locked = remote.session().locked
+    except (VaultLocked, OwnerNotRunning):
+        locked = True
+    print("unlocked: " + ("no. Unlock Kept." if locked else "yes"))
+    if locked:
+        return 2
+    if not key or key.startswith("<"):
+        print(f"paired: unknown: no key found. Pair and install it: kept mcp install --client "
+              f"{client} --agent {agent} --pair --write (or set KEPT_AGENT_KEY).")
         return 2
     try:
-        remote = RemoteVault(folder, agent=agent, key=key)
-    except TypeError:
-        print("paired: unknown: the owner service does not take assistant keys yet")
+        with RemoteVault(folder, agent=agent, key=key, timeout=10) as remote:
+            remote.status()
+    except AgentNotPaired:
+        print(f"paired: no. The key is not {agent}'s current key, or {agent} was revoked: "
+              f"kept mcp install --client {client} --agent {agent} --pair --write")
         return 2
-    try:
-        remote.status()
-        print("unlocked: yes")
-        print(f"paired: yes, as {agent}")
-        return 0
     except AppError as exc:
-        name = type(exc).__name__
-        if name == "VaultLocked":
-            print("unlocked: no. Unlock Kept.")
-        elif name == "AgentNotPaired":
-            print("unlocked: yes")
-            print(f"paired: no. {exc.user_message} (kept agents pair {agent})")
-        else:
-            print(f"error: {exc.user_message}")
+        print(f"paired: unknown: {exc.user_message}")
         return 2
-    finally:
-        remote.close()
+    print(f"paired: yes, as {agent}")
+    return 0 if ok else 2
 
 
 def _when(ts: float | None) -> str:
@@ -151,8 +173,10 @@ def cmd_agents_pair(args: argparse.Namespace) -> int:
     finally:
         vault.lock()
     print(key)
-    print(f"Paired {args.name}. Put this key in the client's config as KEPT_AGENT_KEY (it is "
-          f"shown once): kept mcp install --client NAME --agent {args.name}", file=sys.stderr)
+    print(f"Paired {args.name}. The key above is shown once: write the client's entry with "
+          f"KEPT_AGENT_KEY=<key> kept mcp install --client NAME --agent {args.name} --write "
+          f"(or pair and write in one step: kept mcp install --client NAME --agent "
+          f"{args.name} --pair --write).", file=sys.stderr)
     return 0
 
 

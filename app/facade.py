@@ -10,6 +10,7 @@ local IPC. The storage objects and the services are built once per unlock by
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from app.services.recall import RecallService
 
 log = logging.getLogger(__name__)
+READS_FLUSH_S = 1.0  # assistants' reads are written at most this long after they happen
 
 # What ``from app.facade import ...`` offers: the facade and, for the old import paths, the
 # contract's types (app/api.py) and the validation helpers.
@@ -148,6 +150,14 @@ class Vault:
         self._consolidation = parts.consolidation
         self._agents = parts.agents
         self._listeners: list[Listener] = []
+        # Assistants (issue 14): keys already checked, valid until the next pair or revoke
+        # (``_agents_gen``); reads waiting to be written in one batch (``READS_FLUSH_S``).
+        self._verified: dict[tuple[str, str], AgentRow] = {}
+        self._agents_gen = 0
+        self._touched: dict[str, float] = {}
+        self._reads: list[tuple[str, tuple[int, ...], str, float]] = []
+        self._reads_guard = threading.Lock()
+        self._reads_timer: threading.Timer | None = None
 
     # --- construction (app/bootstrap.py) -------------------------------------------------
     @classmethod
@@ -217,6 +227,7 @@ class Vault:
     def lock(self) -> Result[None]:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
+            self._flush_reads()  # what assistants read goes in before the keys go
             self.lexicon.clear()  # first: its thread may start the Chroma build when done
             self.index.close()
             self._opened.lock()
@@ -615,6 +626,7 @@ class Vault:
         key = "kept_" + secrets.token_urlsafe(32)
         now = self.clock.now()
         self.db.write_sync(lambda c: self._agents.put_agent(c, name, _key_hash(key), now))
+        self._forget_verified()
         changes = Changes(agents=True)
         self._emit(changes)
         return Result(key, changes)
@@ -623,6 +635,7 @@ class Vault:
         now = self.clock.now()
         if not self.db.write_sync(lambda c: self._agents.revoke_agent(c, name, now)):
             raise ValidationError(f"No paired assistant named {name!r}.")
+        self._forget_verified()
         changes = Changes(agents=True)
         self._emit(changes)
         return Result(None, changes)
@@ -635,17 +648,29 @@ class Vault:
         otherwise (unknown, revoked or wrong key: one answer, so nothing is learned)."""
         import hmac
         check_agent_name(name)
-        stored = self.db.read(lambda c: self._agents.agent_key_hash(c, name))
-        if stored is None or not hmac.compare_digest(stored, _key_hash(key)):
-            raise AgentNotPaired()
-        row: AgentRow | None = self.db.read(lambda c: self._agents.get_agent(c, name))
-        assert row is not None
+        self._check_unlocked()
+        # The owner checks on every call of a connected assistant (a revoked key stops at its
+        # next call): a key checked since the last pair or revoke is not read again.
+        hashed = _key_hash(key)
+        row = self._verified.get((name, hashed))
+        if row is None:
+            gen = self._agents_gen
+            stored = self.db.read(lambda c: self._agents.agent_key_hash(c, name))
+            if stored is None or not hmac.compare_digest(stored, hashed):
+                raise AgentNotPaired()
+            row = self.db.read(lambda c: self._agents.get_agent(c, name))
+            assert row is not None
+            if gen == self._agents_gen:  # no pair or revoke meanwhile
+                self._verified[(name, hashed)] = row
         now = self.clock.now()
-        if row.last_seen_at is None or now - row.last_seen_at >= 60.0:
-            # Checked on every call of a connected assistant: "last seen" is written in the
-            # background, at most once a minute.
+        if now - self._touched.get(name, 0.0) >= 60.0:  # "last seen", at most once a minute
+            self._touched[name] = now
             self.db.write(lambda c: self._agents.touch_agent(c, name, now))
         return row
+
+    def _forget_verified(self) -> None:
+        self._agents_gen += 1
+        self._verified.clear()
 
     def remember_fact(self, fact: AssistantFact, *, agent: str = "global"
                       ) -> Result[FactOutcome]:
@@ -727,7 +752,15 @@ class Vault:
             lambda c: self._agents.get_pending_forget(c, pid))
         if req is None or req.status != "pending":
             raise ValidationError(f"No pending forget request {pid}.")
-        return self.forget_plan(ids=req.memory_ids, include_sources=False)
+        ids = list(req.memory_ids)
+        left = self.db.read(lambda c: self._agents.agents_of(c, ids))
+        if not left:  # forgotten some other way meanwhile: nothing is left to ask about
+            now = self.clock.now()
+            self.db.write_sync(lambda c: self._agents.decide_pending_forget(c, pid, "done", now))
+            self._emit(Changes(agents=True))
+            raise ValidationError(f"The memories of request {pid} are already forgotten; "
+                                  "the request is closed.")
+        return self.forget_plan(ids=[i for i in ids if i in left], include_sources=False)
 
     def close_pending_forget(self, pid: int, plan: ForgetPlan | None
                              ) -> Result[ForgetReport | None]:
@@ -749,14 +782,37 @@ class Vault:
 
     def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None:
         """Record that assistant ``agent`` read ``ids`` (the owner does, for its agents'
-        recall, context and explain). Written in the background: a read never waits on it."""
+        recall, context and explain). Kept in memory (ids and times only) and written in one
+        batch ``READS_FLUSH_S`` later, or at lock: a read never waits on a write."""
         if not ids:
             return
-        now = self.clock.now()
-        chosen = [int(i) for i in ids]
-        future = self.db.write(lambda c: self._agents.add_reads(c, agent, chosen, via, now))
-        future.add_done_callback(lambda f: self._emit(Changes(agents=True))
-                                 if f.exception() is None else None)
+        entry = (agent, tuple(int(i) for i in ids), via, self.clock.now())
+        with self._reads_guard:
+            self._reads.append(entry)
+            if self._reads_timer is None:
+                timer = threading.Timer(READS_FLUSH_S, self._flush_reads)
+                timer.daemon = True
+                self._reads_timer = timer
+                timer.start()
+
+    def _flush_reads(self) -> None:
+        with self._reads_guard:
+            batch, self._reads = self._reads, []
+            timer, self._reads_timer = self._reads_timer, None
+        if timer is not None:
+            timer.cancel()
+        if not batch or self.locked:
+            return
+
+        def write(c: ports.Connection) -> None:
+            for agent, ids, via, at in batch:
+                self._agents.add_reads(c, agent, ids, via, at)
+        try:
+            self.db.write_sync(write)
+        except Exception as exc:  # a read log is not worth failing anything for
+            log.warning("could not record assistants' reads: %s", type(exc).__name__)
+            return
+        self._emit(Changes(agents=True))
 
     def memory_reads(self, mid: int) -> list[MemoryRead]:
         """When and by which assistant ``mid`` was read, newest first."""

@@ -13,10 +13,6 @@ error (MCP.md R1).
 Tool results are Pydantic models: the SDK publishes each one's ``outputSchema`` and fills
 ``structuredContent`` (MCP.md 3.3). They are views made for an assistant (bounded, texts cut),
 built from the ``app.api`` dataclasses the owner returns.
-
-Test-only: ``KEPT_MCP_IN_PROCESS=1`` (with ``KEPT_PASSWORD``) opens the vault in this process
-instead of connecting to an owner. It exists so the MCP layer can be tested without an owner;
-it holds the key, so it is never documented for use.
 """
 
 from __future__ import annotations
@@ -58,7 +54,8 @@ Store = Literal["episodic", "semantic", "procedural", "short_term"]
 
 class Memory(BaseModel):
     id: int
-    store: str
+    store: str | None = Field(description="episodic, semantic, procedural... (null in a "
+                                          "disagreement: both sides are facts)")
     text: str
     when: str | None = Field(description="when it happened, ISO 8601 UTC")
     status: str
@@ -157,12 +154,10 @@ class Connection:
         from app.errors import AgentNotPaired
         if not self.key:
             raise AgentNotPaired(
-                f"No key for assistant {self.agent!r}: KEPT_AGENT_KEY is not set.",
+                f"Kept has no key for assistant {self.agent!r}: KEPT_AGENT_KEY is not set.",
                 hint=f"Run `kept agents pair {self.agent}` and put the key in this client's "
                      "config (`kept mcp install`).")
         folder = self.folder or _default_folder()
-        if os.environ.get("KEPT_MCP_IN_PROCESS") == "1":
-            return _in_process(folder, self.agent, self.key)
         from app.ipc.client import RemoteVault
         return RemoteVault(folder, agent=self.agent, key=self.key)
 
@@ -186,16 +181,6 @@ class Connection:
 def _default_folder() -> Path:
     from app import bootstrap
     return bootstrap.default_vault_dir()
-
-
-def _in_process(folder: Path, agent: str, key: str) -> Any:
-    """TEST-ONLY (module docstring): open the vault here, verify the pairing, scope it."""
-    from app import bootstrap
-    from app.agent_scope import AgentSession
-    vault = bootstrap.open_vault(folder, os.environ.get("KEPT_PASSWORD", ""), load_model=True,
-                                 threaded=True, use_chroma=False)  # tools run in worker threads
-    vault.verify_agent(agent, key)
-    return AgentSession(vault, agent)
 
 
 async def _call(conn: Connection, fn: Callable[[Any], Any]) -> Any:
@@ -353,8 +338,8 @@ def build_server(conn: Connection) -> MCPServer:
         items = await _call(conn, lambda b: b.contradictions("open"))
 
         def mem(v: Any) -> Memory:
-            return Memory(id=int(v.id), store="", text=_cut(v.text), when=_iso(v.occurred_at),
-                          status=v.status)
+            return Memory(id=int(v.id), store=None, text=_cut(v.text),
+                          when=_iso(v.occurred_at), status=v.status)
         return ContradictionsResult(items=[
             Contradiction(id=i.id, a=mem(i.a), b=mem(i.b), reason=i.reason, kind=i.kind)
             for i in items[:limit]])
@@ -395,6 +380,16 @@ def build_server(conn: Connection) -> MCPServer:
     return server
 
 
+def _skip_sdk_logging_setup() -> None:
+    """``MCPServer()`` calls the SDK's ``configure_logging``, which imports ``rich`` (20-30 ms
+    of this process's start-up) to build a handler that ``logging.basicConfig`` then drops:
+    ``kept`` has configured logging already (stderr, WARNING). Only this process skips it;
+    an SDK without the hook is left alone."""
+    from mcp.server.mcpserver import server as sdk
+    if callable(getattr(sdk, "configure_logging", None)):
+        sdk.configure_logging = lambda *args, **kwargs: None  # type: ignore[attr-defined]
+
+
 def serve(agent: str, folder: Path | None) -> int:
     """``kept mcp``: stdio until the client closes. Logs go to stderr; stdout is the protocol."""
     from app.validation import check_string
@@ -402,6 +397,7 @@ def serve(agent: str, folder: Path | None) -> int:
     from app.agent_scope import check_agent_name
     check_agent_name(agent)
     conn = Connection(agent, folder, os.environ.get("KEPT_AGENT_KEY"))
+    _skip_sdk_logging_setup()
     build_server(conn).run()  # stdio
     conn.drop()
     return 0

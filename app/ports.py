@@ -315,6 +315,7 @@ class BrowseRow(NamedTuple):
     user_validated: int
     access_count: int
     last_accessed_at: float | None
+    agent: str                    # "global", or the assistant that wrote it
 
 
 class TierInput(NamedTuple):

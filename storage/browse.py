@@ -17,7 +17,8 @@ from storage.sqlcipher import Connection
 LIVE = api.LIVE
 
 ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.status, "
-            "m.composite, m.confidence, m.user_validated, m.access_count, m.last_accessed_at")
+            "m.composite, m.confidence, m.user_validated, m.access_count, m.last_accessed_at, "
+            "m.agent")
 
 
 def _where(store: str | None, status: str | None, entity_id: int | None, day: tuple[float, float]

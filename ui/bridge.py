@@ -7,13 +7,19 @@ jobs on APScheduler's thread) reaches the bridge through ``Vault.subscribe(bridg
 re-emitted on the GUI thread by a queued signal. The vault notifies its listeners of every
 change, so the listener skips those made inside a ``run_op``/``run_query`` task: they would
 otherwise arrive twice, the second time without their initiator.
+
+Changes from other threads are merged for ``COALESCE_MS`` before they are broadcast: an
+assistant writing over the owner socket (issue 14) sends one change per call, and each
+would otherwise reload every shown list; its writes still show within a second.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+COALESCE_MS = 150
 
 
 class CoreBridge(QObject):
@@ -29,6 +35,11 @@ class CoreBridge(QObject):
         self._from_thread.connect(self._on_from_thread)
         self._job_from_thread.connect(self.job_finished)
         self._corrupt_from_thread.connect(self.vault_corrupt)
+        self._pending: Any = None  # changes from other threads not yet broadcast (merged)
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(COALESCE_MS)
+        self._flush_timer.timeout.connect(self._flush)
 
     def apply_changes(self, changes: Any, initiator: Any = None) -> None:
         self.changes_applied.emit(changes, initiator)
@@ -49,4 +60,12 @@ class CoreBridge(QObject):
 
     @Slot(object)
     def _on_from_thread(self, changes: Any) -> None:
-        self.changes_applied.emit(changes, None)
+        self._pending = changes if self._pending is None else self._pending.merge(changes)
+        if not self._flush_timer.isActive():
+            self._flush_timer.start()
+
+    @Slot()
+    def _flush(self) -> None:
+        changes, self._pending = self._pending, None
+        if changes is not None:
+            self.changes_applied.emit(changes, None)

@@ -66,6 +66,7 @@ class Controller:
         self.scheduler: Any = None
         self.jobs: Any = None
         self.dialog: Any = None
+        self.server: Any = None  # app.ipc.server.OwnerServer while the vault is unlocked
 
     def start(self) -> None:
         if self.demo:
@@ -112,9 +113,34 @@ class Controller:
         # count, status bar) through the bridge, on the GUI thread.
         vault.subscribe(self.bridge.listener)
         self._start_scheduler()
+        self._start_server()
         # The page self-test runs in the background after unlock (storage/db.py): if it
         # fails, nothing has been written and nothing will be; lock and say so.
         vault.watch_integrity(self.bridge.corrupt_listener)
+
+    def _start_server(self) -> None:
+        """Serve the unlocked vault to assistants and the CLI (``kept.sock`` in its folder).
+        Requests run on the server's own threads; what they change reaches the window through
+        ``Vault.subscribe`` and the bridge. If the socket cannot be made (e.g. a folder path
+        too long for a Unix socket), the window works on without it and says so once."""
+        from app.ipc.server import OwnerServer
+        server = OwnerServer(self.vault)
+        try:
+            server.start()
+        except OSError as exc:
+            log.warning("not serving assistants (%s)", type(exc).__name__)
+            if self.window is not None:
+                self.window.statusBar().showMessage(
+                    "Assistants and the kept command cannot connect to this window "
+                    f"({type(exc).__name__}); everything else works.", 30_000)
+            return
+        self.server = server
+
+    def _stop_server(self) -> None:
+        """Before the vault locks: clients see the socket go, never a half-locked vault."""
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
 
     def _on_vault_corrupt(self) -> None:
         if self.vault is None:
@@ -197,6 +223,7 @@ class Controller:
         self.ask_unlock()
 
     def _close_vault(self) -> None:
+        self._stop_server()
         self._stop_scheduler()
         if self.window is not None:
             self.window.clear_for_lock()
@@ -212,6 +239,7 @@ class Controller:
 
     def shutdown(self) -> None:
         from PySide6.QtCore import QThreadPool
+        self._stop_server()
         self._stop_scheduler()
         QThreadPool.globalInstance().waitForDone(5000)
         if self.vault is not None:

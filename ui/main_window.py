@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         self.nav.setCurrentItem(self.nav.topLevelItem(0).child(0))
         self.refresh_status()
         self.refresh_runs_note()
+        self.refresh_pending_note()
 
     def _build_central(self) -> None:
         """The navigation, the page stack (the memory list first) and the banner."""
@@ -126,6 +127,7 @@ class MainWindow(QMainWindow):
         self._status_base = ""
         self._background = ""
         self._runs_note = ""  # "last consolidation had N failed batches", or ""
+        self._pending_note = ""  # "N forget requests from assistants wait in the Inbox"
         self._bg_timer = QTimer(self)
         self._bg_timer.setInterval(500)
         self._bg_timer.timeout.connect(self._poll_background)
@@ -300,9 +302,22 @@ class MainWindow(QMainWindow):
                            if n else "")
         self._render_status()
 
+    def refresh_pending_note(self) -> None:
+        """Assistants' forget requests waiting for the person (answered in the Inbox)."""
+        vault = self.vault
+        run_query(self, lambda: len(vault.pending_forgets("pending")), self._show_pending_note)
+
+    def _show_pending_note(self, n: int) -> None:
+        if self._cleared:  # locked meanwhile
+            return
+        self._pending_note = (f"{n} forget request{'s' if n != 1 else ''} from assistants "
+                              f"wait{'s' if n == 1 else ''} in the Inbox" if n else "")
+        self._render_status()
+
     def _render_status(self) -> None:
         extra = f" · {self._background}…" if self._background else ""
         extra += f" · {self._runs_note}" if self._runs_note else ""
+        extra += f" · {self._pending_note}" if self._pending_note else ""
         self.status_label.setText(self._status_base + extra)
 
     @Slot()
@@ -382,6 +397,8 @@ class MainWindow(QMainWindow):
             self.refresh_status()
         if changes.runs:
             self.refresh_runs_note()
+        if getattr(changes, "agents", False):
+            self.refresh_pending_note()
 
     @Slot(object)
     def _on_bridge_job_finished(self, outcome: Any) -> None:

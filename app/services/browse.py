@@ -23,7 +23,7 @@ def _row(r: BrowseRow, now: float) -> MemoryRow:
     reference = max(x for x in (r.occurred_at, r.last_accessed_at) if x is not None)
     tier = scoring.tier((now - reference) / 86400, r.access_count).value
     return MemoryRow(MemoryId(r.id), r.store, r.text, r.occurred_at, r.speaker, r.status,
-                     r.composite, r.confidence, bool(r.user_validated), tier)
+                     r.composite, r.confidence, bool(r.user_validated), tier, r.agent)
 
 
 class BrowseService:

@@ -187,7 +187,7 @@ def test_other_uid_cannot_use_the_owner(owner: object, tmp_path: Path) -> None:
                     os.setgid(65534)
                     os.setuid(65534)
                     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                        s.settimeout(5)
+                        s.settimeout(30)
                         s.connect(str(path))
                         s.sendall(p.encode_request(1, "recall", {"query": "Lisbon"}))
                         reply = p.decode_reply(p.read_frame(s.recv) or b"")
@@ -201,7 +201,7 @@ def test_other_uid_cannot_use_the_owner(owner: object, tmp_path: Path) -> None:
             os.close(w)
             got = os.read(r, 200).decode()
             os.waitpid(pid, 0)
-            assert got == expect
+            assert got == expect, (path, got)
     finally:
         second.stop()
         shutil.rmtree(open_dir, ignore_errors=True)

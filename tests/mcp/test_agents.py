@@ -106,3 +106,16 @@ def test_an_assistant_never_replaces_the_persons_facts(vault: Vault) -> None:
     assert vault.get(person.id).status == "active"
     [item] = [i for i in vault.contradictions("open") if person.id in (i.a.id, i.b.id)]
     assert {item.a.id, item.b.id} == {person.id, other.id}
+
+
+def test_a_request_whose_memories_went_meanwhile(vault: Vault) -> None:
+    a = AgentSession(vault, "a")
+    one = a.remember(Draft(text="Parked on level 3", store=Store.EPISODIC)).value
+    two = a.remember(Draft(text="Parked on level 4", store=Store.EPISODIC)).value
+    req = a.request_forget(ids=[one, two], reason="old parking notes").value
+    vault.forget(vault.forget_plan(ids=[one]))  # the person forgot one already
+    assert [i.id for i in vault.pending_forget_plan(req.id).items] == [two]
+    vault.forget(vault.forget_plan(ids=[two]))
+    with pytest.raises(ValidationError, match="already forgotten"):
+        vault.pending_forget_plan(req.id)
+    assert vault.pending_forgets("pending") == []

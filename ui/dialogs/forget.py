@@ -31,14 +31,19 @@ STAYING_LABEL = "What stays, and why"
 
 class ForgetDialog(QDialog):
     """Forgets what ``ids``, ``query`` or ``entity`` name, after showing the plan and an
-    explicit confirmation. GUI thread; ``parent`` only places the dialog."""
+    explicit confirmation. GUI thread; ``parent`` only places the dialog.
+
+    ``pending``: an assistant's forget request (``Vault.request_forget``): the plan is
+    ``pending_forget_plan(pending)`` and confirming closes the request with it
+    (``close_pending_forget``); cancelling leaves the request waiting."""
 
     forgotten = Signal(object)   # ForgetReport
 
     def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None, *,
                  ids: list[int] | None = None, query: str | None = None,
-                 entity: str | None = None) -> None:
+                 entity: str | None = None, pending: int | None = None) -> None:
         super().__init__(parent)
+        self.pending = pending
         self.vault = vault
         self.bridge = bridge
         self.setWindowTitle("Forget for good")
@@ -52,6 +57,8 @@ class ForgetDialog(QDialog):
         self.tree.setHeaderLabels(["What goes", "Count"])
         self.tree.setColumnWidth(0, 480)
         self.keep_sources = QCheckBox("Keep the conversation turns and episodes it came from")
+        # An assistant's request names its memories only: their sources are never in its plan.
+        self.keep_sources.setVisible(pending is None)
         self.warning = QLabel("<b>This cannot be undone.</b> Everything listed is removed from "
                               "the vault physically, including the search index and the history. "
                               "Backups made earlier still hold it.")
@@ -82,7 +89,17 @@ class ForgetDialog(QDialog):
         self.forget_btn.setEnabled(False)
         vault, args = self.vault, dict(self._args)
         include = not self.keep_sources.isChecked()
+        if self.pending is not None:
+            pid = self.pending
+            run_query(self, lambda: vault.pending_forget_plan(pid), self._show_plan,
+                      self._on_plan_failed)
+            return
         run_query(self, lambda: vault.forget_plan(include_sources=include, **args), self._show_plan)
+
+    def _on_plan_failed(self, exc: BaseException) -> None:
+        """E.g. the request was answered meanwhile, or its memories are gone already."""
+        errors.report_error(self, exc, self.summary.setText, otherwise="Nothing was forgotten.")
+        self.confirm.setEnabled(False)
 
     def _show_plan(self, plan: Any) -> None:
         self.plan = plan
@@ -137,9 +154,10 @@ class ForgetDialog(QDialog):
             w.setEnabled(False)
         self.progress.show()
         self.summary.setText("Forgetting…")
-        vault, plan = self.vault, self.plan
-        run_op(self, lambda: vault.forget(plan), self._on_forgotten, self.bridge,
-               self._on_failed)
+        vault, plan, pid = self.vault, self.plan, self.pending
+        fn = (lambda: vault.forget(plan)) if pid is None else \
+            (lambda: vault.close_pending_forget(pid, plan))
+        run_op(self, fn, self._on_forgotten, self.bridge, self._on_failed)
 
     def _on_forgotten(self, result: Any) -> None:
         self.report = result.value

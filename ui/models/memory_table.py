@@ -33,6 +33,12 @@ STORE_LABELS = {"short_term": "Short-term", "episodic": "Episode", "semantic": "
                 "procedural": "Procedure", "implicit": "Statistic"}
 
 
+def agent_mark(row: Any) -> str:
+    """"from NAME" for a memory an assistant wrote (``kept mcp --agent NAME``), else ""."""
+    agent = getattr(row, "agent", "global")
+    return f"from {agent}" if agent and agent != "global" else ""
+
+
 class MemoryTableModel(QAbstractTableModel):
     page_loaded = Signal(int)      # rows now loaded
     count_known = Signal(int)
@@ -96,8 +102,9 @@ class MemoryTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             if col is Column.TEXT:
                 text = row.text.replace("\n", " ")
-                return f"{row.speaker}: {text}" if row.speaker and row.store in (
-                    "short_term", "episodic") else text
+                if row.speaker and row.store in ("short_term", "episodic"):
+                    text = f"{row.speaker}: {text}"
+                return f"{agent_mark(row)} · {text}" if agent_mark(row) else text
             if col is Column.STORE:
                 return STORE_LABELS.get(row.store, row.store)
             if col is Column.WHEN:
@@ -109,7 +116,8 @@ class MemoryTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.UserRole:
             return row
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.TEXT:
-            return row.text
+            mark = agent_mark(row)
+            return f"Written by an assistant ({mark}):\n{row.text}" if mark else row.text
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

@@ -45,12 +45,17 @@ class DetailPane(Page):
         self.text.setMaximumHeight(110)
         self.meta = QLabel()
         self.meta.setWordWrap(True)
+        self.origin = QLabel()  # "from NAME": an assistant wrote it
+        self.origin.setObjectName("origin")
+        theme.set_muted(self.origin)
         self.scores = QLabel()
         self.scores.setWordWrap(True)
         self.sources = QListWidget()
         self.links = QListWidget()
         self.history = QListWidget()
-        for lst in (self.sources, self.links, self.history):
+        self.reads = QListWidget()  # when which assistant read it (ids and times only)
+        self.reads.setObjectName("reads")
+        for lst in (self.sources, self.links, self.history, self.reads):
             lst.setMaximumHeight(110)
         self.correct_btn = QPushButton("Correct…")
         self.confirm_btn = QPushButton("Confirm")
@@ -75,6 +80,7 @@ class DetailPane(Page):
         form = QFormLayout(self.body)
         form.addRow(self.text)
         form.addRow(self.meta)
+        form.addRow(self.origin)
         form.addRow(self.scores)
         form.addRow(buttons)
         form.addRow(self.editor)
@@ -83,6 +89,7 @@ class DetailPane(Page):
         form.addRow("Sources", self.sources)
         form.addRow("Links", self.links)
         form.addRow("History", self.history)
+        form.addRow("Read by assistants", self.reads)
         lay = QVBoxLayout(self)
         lay.addWidget(self.placeholder)
         lay.addWidget(self.body)
@@ -100,9 +107,10 @@ class DetailPane(Page):
         self.memory_id = None
         for w in (self.text, self.editor):
             w.clear()
-        for lst in (self.sources, self.links, self.history):
+        for lst in (self.sources, self.links, self.history, self.reads):
             lst.clear()
         self.meta.clear()
+        self.origin.clear()
         self.scores.clear()
         self.body.hide()
         self.placeholder.show()
@@ -113,13 +121,36 @@ class DetailPane(Page):
             return
         vault = self.vault
 
-        def load() -> tuple[Any, Any]:
-            return vault.explain(mid), vault.history(mid)
+        def load() -> tuple[Any, Any, str, list[Any]]:
+            return (vault.explain(mid), vault.history(mid), vault.get(mid).agent,
+                    vault.memory_reads(mid))
         self.load(load, self._fill)
 
-    def _fill(self, result: tuple[Any, Any]) -> None:
-        ex, hist = result
+    # --- assistants' reads (refreshed on Changes.agents: one query for the shown memory) --
+    def wants(self, changes: Any) -> bool:
+        return bool(getattr(changes, "agents", False)) and self.memory_id is not None
+
+    def refresh(self) -> None:
+        mid, vault = self.memory_id, self.vault
+        if mid is not None:
+            self.load(lambda: vault.memory_reads(mid),
+                      lambda reads: self._fill_reads(reads) if self.memory_id == mid else None,
+                      kind="reads")
+
+    def _fill_reads(self, reads: list[Any]) -> None:
+        self.reads.clear()
+        for r in reads:
+            self.reads.addItem(f"{to_iso(r.at)[:19]} {r.agent} ({r.via})")
+        if not reads:
+            self.reads.addItem("Not read by an assistant")
+
+    def _fill(self, result: tuple[Any, Any, str, list[Any]]) -> None:
+        ex, hist, agent, reads = result
         self.memory_id = ex.id
+        self.origin.setText(f"from {agent}: written by this assistant"
+                            if agent != "global" else "")
+        self.origin.setVisible(agent != "global")
+        self._fill_reads(reads)
         self.status = ex.status
         self.text.setPlainText(ex.text)
         confirmed = " · confirmed by you" if ex.scores["confidence"] >= 1.0 else ""

@@ -6,6 +6,10 @@ call goes through ``ui.tasks``.
 - Review requests (an LLM asked to forget a memory): a one-sided card, answered with still
   true, edit, or forget, which opens the normal forget plan and its confirmation (never a
   direct delete).
+- Forget requests from assistants (``Vault.request_forget``), at the top: "Review and
+  forget…" opens the forget dialog with the request's plan (confirming forgets it and closes
+  the request; cancelling leaves it waiting), "Decline" closes it and forgets nothing. They
+  reload on ``Changes.agents`` alone (one query), not with the lists below.
 - Below, what the policy resolved on its own (with its rule) and what the person resolved,
   each with Undo.
 
@@ -380,6 +384,52 @@ class ReviewCard(_EditableCard):
         self.forget_requested.emit(self.memory_id)
 
 
+class PendingCard(QFrame):
+    """An assistant's forget request: who asks, how many memories, its reason, and two
+    answers. Emits ``review_requested(pid)`` and ``decline_requested(pid)``; the view opens
+    the forget dialog (plan and confirmation) or declines, so nothing is deleted from here."""
+
+    review_requested = Signal(int)
+    decline_requested = Signal(int)
+
+    def __init__(self, req: Any) -> None:
+        super().__init__()
+        _panel(self, base=True)
+        self.req = req
+        self.pid = int(req.id)
+        n = len(req.memory_ids)
+        reason = f": {req.reason}" if req.reason else ""
+        asked = theme.muted_html(f"(asked {day_text(req.created_at)}, request {self.pid})")
+        self.label = QLabel(f"<b>{html.escape(req.agent)}</b> asks to forget {n} "
+                            f"memor{'y' if n == 1 else 'ies'}{html.escape(reason)} {asked}")
+        self.label.setWordWrap(True)
+        self.note = QLabel("Nothing is forgotten unless you confirm it. Review shows every "
+                           "memory that would go.")
+        self.note.setWordWrap(True)
+        theme.set_muted(self.note)
+        self.review_btn = QPushButton("Review and forget…")
+        self.decline_btn = QPushButton("Decline")
+        self.decline_btn.setToolTip("Keep the memories; the assistant's request is closed.")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.review_btn)
+        buttons.addWidget(self.decline_btn)
+        buttons.addStretch(1)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.label)
+        lay.addWidget(self.note)
+        lay.addLayout(buttons)
+        self.review_btn.clicked.connect(self._on_review_btn_clicked)
+        self.decline_btn.clicked.connect(self._on_decline_btn_clicked)
+
+    @Slot()
+    def _on_review_btn_clicked(self) -> None:
+        self.review_requested.emit(self.pid)
+
+    @Slot()
+    def _on_decline_btn_clicked(self) -> None:
+        self.decline_requested.emit(self.pid)
+
+
 @dataclass(frozen=True, slots=True)
 class SettledRow:
     """What one settled item shows: ``what`` was decided, ``how`` (the policy's rule or the
@@ -620,7 +670,10 @@ class InboxView(Page):
     def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
         super().__init__(vault, bridge, parent)
         self._loading: set[str] = set()
+        self._pending_stale = False
+        self._open_total: int | None = None  # open items, once the first page is known
         self.cards: dict[int, ContradictionCard | ReviewCard] = {}
+        self.pending_cards: dict[int, PendingCard] = {}  # assistants' forget requests, by id
         self.forget_dialog: Any = None
 
         title = QLabel("<h2>Inbox</h2>")
@@ -640,6 +693,7 @@ class InboxView(Page):
         self.message.setWordWrap(True)
         self.message.hide()
         self.open_box = QVBoxLayout()
+        self.pending_box = QVBoxLayout()
         self.auto_title = QLabel("<h3>Resolved on its own by the policy</h3>")
         self.auto_note = QLabel("The newer or better-supported statement was kept; the other "
                                 "became an earlier version. Undo if the policy got it wrong.")
@@ -656,6 +710,7 @@ class InboxView(Page):
         content = QWidget()
         cl = QVBoxLayout(content)
         cl.addWidget(title)
+        cl.addLayout(self.pending_box)
         cl.addWidget(self.summary)
         cl.addWidget(self.message)
         cl.addWidget(self.empty)
@@ -706,8 +761,46 @@ class InboxView(Page):
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Reload the page each list shows (clamped if the list shrank)."""
+        self._load_pending()
         for status, pager in self.pagers.items():
             self._load(status, pager.page)
+
+    def _load_pending(self) -> None:
+        vault = self.vault
+        self.load(lambda: vault.pending_forgets("pending"), self._fill_pending, kind="pending")
+
+    def on_changes(self, changes: Any, initiator: Any = None) -> None:
+        """An assistant's request, pairing or reads (``Changes.agents``) alone reload only the
+        requests; the lists below reload with contradictions and memories."""
+        if getattr(changes, "lock", False):
+            return
+        if getattr(changes, "agents", False) and not self.wants(changes):
+            if self.shown():
+                self._load_pending()
+            else:
+                self._pending_stale = True
+            return
+        super().on_changes(changes, initiator)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
+        stale_all = self.stale
+        super().showEvent(event)
+        if self._pending_stale and not stale_all:
+            self._load_pending()
+        self._pending_stale = False
+
+    def _fill_pending(self, requests: list[Any]) -> None:
+        if [c.req for c in self.pending_cards.values()] == list(requests):
+            return
+        self._clear(self.pending_box)
+        self.pending_cards = {}
+        for req in requests:
+            card = PendingCard(req)
+            card.review_requested.connect(self._on_pending_review_requested)
+            card.decline_requested.connect(self._on_pending_decline_requested)
+            self.pending_box.addWidget(card)
+            self.pending_cards[card.pid] = card
+        self.empty.setVisible(self._open_total == 0 and not self.pending_cards)
 
     def _load(self, status: str, page: int, scroll: bool = False) -> None:
         self._loading.add(status)
@@ -806,7 +899,8 @@ class InboxView(Page):
             "deleted here: a memory you do not keep becomes an earlier version, every answer "
             "can be undone, and forgetting asks you first." if n else "")
         self.summary.setVisible(bool(n))
-        self.empty.setVisible(not n)
+        self._open_total = n
+        self.empty.setVisible(not n and not self.pending_cards)
 
     # --- actions ------------------------------------------------------------------------
     @Slot(int, str, str)
@@ -839,6 +933,35 @@ class InboxView(Page):
         dlg.forgotten.connect(lambda _r: self._say(f"Memory {mid} was forgotten."))
         self.forget_dialog = dlg
         dlg.show()
+
+    @Slot(int)
+    def _on_pending_review_requested(self, pid: int) -> None:
+        """The normal forget dialog with the request's plan; confirming closes the request,
+        cancelling leaves it waiting."""
+        from ui.dialogs.forget import ForgetDialog
+        card = self.pending_cards.get(pid)
+        agent = card.req.agent if card is not None else "the assistant"
+        dlg = ForgetDialog(self.vault, self.bridge, self.window(), pending=pid)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.forgotten.connect(lambda r: self._say(
+            f"Forgot {r.memories} memories as {agent} asked (request {pid})."))
+        self.forget_dialog = dlg
+        dlg.show()
+
+    @Slot(int)
+    def _on_pending_decline_requested(self, pid: int) -> None:
+        card = self.pending_cards.get(pid)
+        if card is not None:
+            card.setEnabled(False)
+        vault = self.vault
+
+        def done(_result: Any) -> None:
+            self._say(f"Declined request {pid}: nothing was forgotten.")
+
+        def failed(exc: BaseException) -> None:
+            errors.report_error(self, exc, self._say, prefix="Not declined: ")
+            self._load_pending()
+        run_op(self, lambda: vault.close_pending_forget(pid, None), done, self.bridge, failed)
 
     @Slot(int)
     def _on_row_undo_requested(self, cid: int) -> None:

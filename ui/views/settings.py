@@ -1,5 +1,5 @@
 """Settings: extraction provider and cloud consent, redaction, the job schedule, auto-lock,
-password change and "Remember on this device". Layer: ui. GUI thread; reads and writes go
+password change, "Remember on this device" and the paired assistants (``ui/views/assistants.py``). Layer: ui. GUI thread; reads and writes go
 through ``ui.tasks`` (``Vault.set_setting``, ``change_password``, the keychain), validation is
 pure and inline (STYLE B8: no popups for expected failures).
 
@@ -34,6 +34,7 @@ from app.errors import ValidationError
 from app.settings import BY_KEY
 from ui import errors, theme
 from ui.tasks import run_op, run_query
+from ui.views.assistants import AssistantsPanel
 from ui.views.page import Page
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ class SettingsView(Page):
         cl.addLayout(self._build_save_row())
         cl.addWidget(self._build_password())
         cl.addWidget(self._build_device())
+        self.assistants = AssistantsPanel(vault, bridge)  # follows the bridge itself
+        cl.addWidget(self.assistants)
         cl.addStretch(1)
         content.setMaximumWidth(760)
         self.fill_scrolled(content)

@@ -1,0 +1,152 @@
+"""Settings > Assistants: the paired assistants (name, paired since, last seen, blocked or
+not), a Block button for each, and "Pair an assistant…" (``ui/dialogs/pair.py``). Layer: ui.
+GUI thread; reads and writes go through ``ui.tasks``.
+
+A section of the Settings page (owned by it), a ``Page`` of its own so it follows the bridge:
+it reloads on ``Changes.agents`` (one query, ``Vault.agents``) and redraws only when a row
+changed (reads by assistants send that flag too).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import errors, theme
+from ui.tasks import run_op
+from ui.views.page import Page
+
+HEADERS = ("Assistant", "Paired since", "Last seen", "State", "")
+
+
+def when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "never"
+
+
+class AssistantsPanel(Page):
+    """Owned by ``SettingsView``; lives on the GUI thread."""
+
+    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+        super().__init__(vault, bridge, parent)
+        self.rows: list[Any] = []
+        self.block_buttons: dict[str, QPushButton] = {}
+        self.pair_dialog: Any = None
+        note = QLabel("Assistants (Claude, Cursor, VS Code, LM Studio…) use Kept through "
+                      "<code>kept mcp</code> while Kept is unlocked. Each is paired under its "
+                      "own name and key: it writes under that name and reads only your "
+                      "memories and its own. A blocked assistant is refused at its next call; "
+                      "what it wrote stays.")
+        note.setWordWrap(True)
+        self.table = QWidget()
+        self.grid = QGridLayout(self.table)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.empty = QLabel("No assistant is paired yet.")
+        self.empty.setObjectName("noAssistants")
+        theme.set_muted(self.empty)
+        self.message = QLabel()
+        self.message.setObjectName("assistantsMessage")
+        self.message.setWordWrap(True)
+        self.message.hide()
+        self.pair_btn = QPushButton("Pair an assistant…")
+        pair_row = QHBoxLayout()
+        pair_row.addWidget(self.pair_btn)
+        pair_row.addStretch(1)
+        group = QGroupBox("Assistants")
+        gl = QVBoxLayout(group)
+        gl.addWidget(note)
+        gl.addWidget(self.table)
+        gl.addWidget(self.empty)
+        gl.addWidget(self.message)
+        gl.addLayout(pair_row)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(group)
+        self.pair_btn.clicked.connect(self._on_pair_btn_clicked)
+        self.refresh()
+
+    # --- loading ------------------------------------------------------------------------
+    def refresh(self) -> None:
+        vault = self.vault
+        self.load(vault.agents, self._fill)
+
+    def wants(self, changes: Any) -> bool:
+        return bool(getattr(changes, "agents", False))
+
+    def _fill(self, rows: list[Any]) -> None:
+        if rows == self.rows and self.grid.count():
+            return
+        self.rows = list(rows)
+        while self.grid.count():
+            item = self.grid.takeAt(0)
+            w = item.widget() if item is not None else None
+            if w is not None:
+                w.hide()
+                w.deleteLater()
+        self.block_buttons = {}
+        for col, text in enumerate(HEADERS):
+            if text:
+                self.grid.addWidget(QLabel(f"<b>{text}</b>"), 0, col)
+        for r, row in enumerate(self.rows, start=1):
+            blocked = row.revoked_at is not None
+            state = f"blocked {when(row.revoked_at)}" if blocked else "can connect"
+            for col, text in enumerate((row.name, when(row.created_at),
+                                        when(row.last_seen_at), state)):
+                self.grid.addWidget(QLabel(text), r, col)
+            if not blocked:
+                btn = QPushButton("Block…")
+                btn.setToolTip(f"Refuse {row.name} from its next call on (pair it again "
+                               "for a new key).")
+                btn.clicked.connect(lambda _c=False, name=row.name: self.block(name))
+                self.grid.addWidget(btn, r, len(HEADERS) - 1)
+                self.block_buttons[row.name] = btn
+        self.grid.setColumnStretch(0, 1)
+        self.table.setVisible(bool(self.rows))
+        self.empty.setVisible(not self.rows)
+
+    def _say(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    # --- actions ------------------------------------------------------------------------
+    def block(self, name: str) -> None:
+        """Ask first, then revoke the assistant's key (``Vault.revoke_agent``)."""
+        answer = QMessageBox.question(
+            self, "Block assistant",
+            f"Block {name}? Kept refuses it from its next call on. What it wrote stays; you "
+            "can pair it again later, with a new key.")
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        btn = self.block_buttons.get(name)
+        if btn is not None:
+            btn.setEnabled(False)
+        vault = self.vault
+
+        def done(_result: Any) -> None:
+            self._say(f"{name} is blocked.")
+
+        def failed(exc: BaseException) -> None:
+            if btn is not None:
+                btn.setEnabled(True)
+            errors.report_error(self, exc, self._say, prefix="Not blocked: ")
+        run_op(self, lambda: vault.revoke_agent(name), done, self.bridge, failed)
+
+    @Slot()
+    def _on_pair_btn_clicked(self) -> None:
+        from ui.dialogs.pair import PairDialog
+        known = tuple(r.name for r in self.rows if r.revoked_at is None)
+        dlg = PairDialog(self.vault, self.bridge, self.window(), known=known)
+        dlg.paired.connect(lambda name: self._say(f"{name} is paired."))
+        self.pair_dialog = dlg
+        dlg.show()
