@@ -156,6 +156,7 @@ class Hit:
     speaker: str | None
     breakdown: dict[str, float]  # the parts of the score, by name (explain shows them)
     status: str = "active"
+    agent: str = "global"  # or the assistant that wrote it (the window marks "from NAME")
 
 
 @dataclass(frozen=True, slots=True)

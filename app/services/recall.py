@@ -311,7 +311,7 @@ class RecallService:
             if r:
                 seen_refs.add(r)
             hits.append(Hit(MemoryId(i), m.store, head_texts[i], round(scored[i]["final"], 6), r,
-                            m.occurred_at, m.speaker, scored[i], m.status))
+                            m.occurred_at, m.speaker, scored[i], m.status, m.agent))
             if len(hits) >= k:
                 break
         return hits

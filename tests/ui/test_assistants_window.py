@@ -176,6 +176,12 @@ def test_an_assistants_write_shows_up_marked_within_a_second(qtbot: Any, owner: 
     qtbot.waitUntil(lambda: browse.detail.memory_id == mid, timeout=WAIT)
     assert browse.detail.origin.isVisibleTo(browse.detail)
     assert browse.detail.origin.text().startswith(f"from {AGENT}")
+    # Search results carry the mark too.
+    browse.search.setText("water the ficus")
+    browse.search.returnPressed.emit()
+    qtbot.waitUntil(lambda: any(int(r.id) == mid for r in browse.model.rows), timeout=WAIT)
+    qtbot.waitUntil(lambda: browse.model.rows[0].agent == AGENT, timeout=WAIT)
+    assert browse.model.data(browse.model.index(0, Column.TEXT)).startswith(f"from {AGENT} · ")
     agent.close()
 
 
