@@ -1,0 +1,84 @@
+"""The natural development set of issue 15 (tests/data/natural_pairs.jsonl, described in
+tests/data/natural_pairs.md) is well formed, big enough and balanced, its LoCoMo references
+resolve against ../shared/bench/locomo_dev.json, it stores no LoCoMo text, and the scorer
+(bench/natural_pairs.py) runs end to end on it. Scores themselves are the bench's business."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bench.natural_pairs import (
+    DATA,
+    KINDS,
+    LABELS,
+    LOCOMO,
+    SetError,
+    evaluate,
+    load,
+    locomo_turns,
+)
+
+needs_locomo = pytest.mark.skipif(not LOCOMO.exists(), reason=f"needs {LOCOMO}")
+
+
+def test_set_is_big_enough_balanced_and_covers_every_kind() -> None:
+    rows = load(DATA, locomo=None)
+    assert len(rows) >= 150
+    labels = Counter(r["label"] for r in rows)
+    assert set(labels) == set(LABELS)
+    assert labels["compatible"] * 3 >= len(rows), labels  # precision needs negatives
+    assert labels["contradiction"] >= 20 and labels["update"] >= 20, labels
+    kinds = Counter(r["kind"] for r in rows)
+    assert set(kinds) == set(KINDS), kinds
+    assert sum(r["source"] != "written" for r in rows) >= 50
+    for r in rows:
+        assert r["a"]["speaker"] == r["b"]["speaker"], r["id"]
+        assert r["a"]["ts"] <= r["b"]["ts"], r["id"]  # a is the earlier turn
+
+
+@needs_locomo
+def test_locomo_references_resolve_and_no_locomo_text_is_stored() -> None:
+    rows = load(DATA, LOCOMO)
+    referenced = [r for r in rows if r["source"] != "written"]
+    assert len(referenced) >= 50
+    for r in referenced:
+        for side in ("a", "b"):
+            assert r[side]["text"], r["id"]
+    real = {t["text"].strip() for t in locomo_turns(LOCOMO).values()}
+    for line in DATA.read_text(encoding="utf-8").splitlines():
+        raw = json.loads(line)
+        for side in ("a", "b"):
+            assert raw[side].get("text", "").strip() not in real, raw["id"]
+
+
+@needs_locomo
+def test_a_reference_that_does_not_resolve_is_refused(tmp_path: Path) -> None:
+    row = json.loads(DATA.read_text(encoding="utf-8").splitlines()[0])
+    assert row["source"] == "locomo"
+    wrong_turn = dict(row, a=dict(row["a"], locomo={"sample": "conv-30", "dia_id": "D99:1"}))
+    wrong_speaker = dict(row, a=dict(row["a"], speaker="Gina"))
+    wrong_date = dict(row, a=dict(row["a"], at="2023-01-21T16:04:00Z"))
+    with_text = dict(row, a=dict(row["a"], text="copied"))
+    for bad in (wrong_turn, wrong_speaker, wrong_date, with_text):
+        path = tmp_path / "bad.jsonl"
+        path.write_text(json.dumps(bad) + "\n", encoding="utf-8")
+        with pytest.raises(SetError):
+            load(path, LOCOMO)
+
+
+@needs_locomo
+def test_scorer_runs_end_to_end_and_its_counts_add_up() -> None:
+    rows = load(DATA, LOCOMO)
+    report = evaluate(rows)
+    c = report["conflicts"]
+    conflicts = sum(r["label"] != "compatible" for r in rows)
+    assert c["tp"] + c["fn"] == conflicts
+    assert c["fp"] + c["tn"] == len(rows) - conflicts
+    assert sum(k["pairs"] for k in report["by_kind"].values()) == len(rows)
+    assert 0 < report["extraction"]["with_fact"] < report["extraction"]["turns"]
+    # The labels are the ground truth: the pipeline's verdicts must not leak into them.
+    assert {e["id"] for e in report["errors"]} <= {r["id"] for r in rows}
