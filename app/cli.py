@@ -318,17 +318,21 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from app.services.importer import read_import
-    turns = read_import(Path(args.file))  # every line checked, before the password
+    from app.services.import_formats import FORMAT_NAMES, import_batches, scan
+    # First pass: the whole file checked (streamed, nothing kept), before the password.
+    plan = scan(Path(args.file))
+    print(f"kept: reading {FORMAT_NAMES[plan.format]}: {plan.turns:,} turn(s) in "
+          f"{plan.sessions:,} session(s)", file=sys.stderr)
     vault = open_vault(args)
     try:
         if not vault.semantic_search:
             print("kept: semantic search is off (no model); importing for lexical recall only",
                   file=sys.stderr)
-        res = vault.import_turns(turns, progress=_progress("Importing"))
+        # Second pass: 1,024 turns a call (256 a transaction), never the whole file in RAM.
+        r = import_batches(plan, lambda turns: vault.import_turns(turns).value, batch=1024,
+                           progress=_progress("Importing"))
     finally:
         vault.lock()
-    r = res.value
     print(f"Imported {r.added} turn(s) from {r.sessions} session(s); "
           f"{r.skipped_duplicates} already present.")
     return 0
@@ -822,8 +826,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ref")
     s.set_defaults(fn=cmd_remember)
 
-    s = sub.add_parser("import", help="import conversation turns (JSON lines)")
-    s.add_argument("file")
+    s = sub.add_parser("import", help="import chats: Kept JSON Lines, a ChatGPT or Claude "
+                       "export (conversations.json), Markdown or text notes (detected)")
+    s.add_argument("file", help="a file, or a folder of notes")
     s.set_defaults(fn=cmd_import)
 
     s = sub.add_parser("recall", help="find memories")

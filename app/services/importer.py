@@ -1,4 +1,5 @@
 """Parse ``kept import`` files: conversation turns, one JSON object a line. Layer: app. Pure.
+(The other formats, ChatGPT and Claude exports and notes: ``app/services/import_formats.py``.)
 
 Every line is validated completely before anything is written (every field, by the same
 ``check_*`` rules as ``Vault.validate_draft``): any malformed line means nothing is imported,
@@ -26,6 +27,11 @@ MAX_LINE = 1_000_000  # characters; a text of MAX_TEXT characters fits even \u-e
 class LineError:
     line: int
     message: str
+    where: str = ""  # other formats (``import_formats``): "conversation 3 (byte 1,204), ..."
+
+    @property
+    def place(self) -> str:
+        return self.where or f"line {self.line}"
 
 
 class ImportInvalid(ValidationError):
@@ -33,9 +39,10 @@ class ImportInvalid(ValidationError):
 
     def __init__(self, errors: list[LineError]) -> None:
         self.errors = errors
-        shown = "; ".join(f"line {e.line}: {e.message}" for e in errors[:10])
+        shown = "; ".join(f"{e.place}: {e.message}" for e in errors[:10])
         more = f" (and {len(errors) - 10} more)" if len(errors) > 10 else ""
-        super().__init__(f"Nothing was imported: {len(errors)} malformed line(s): {shown}{more}")
+        what = "problem(s)" if any(e.where for e in errors) else "malformed line(s)"
+        super().__init__(f"Nothing was imported: {len(errors)} {what}: {shown}{more}")
 
 
 def _reject_constant(name: str) -> float:
@@ -111,8 +118,14 @@ def parse_import(lines: Iterable[str]) -> list[Turn]:
 
 
 def read_import(path: Path) -> list[Turn]:
-    """``parse_import`` of a file. Bytes that are not UTF-8 are reported with their line
-    number (a strict decode would stop at the first with no line to name)."""
+    """Every turn of an import file, checked, as one list: Kept's JSON Lines read by
+    ``parse_import`` (bytes that are not UTF-8 are reported with their line number: a strict
+    decode would stop at the first with no line to name); the other formats
+    (``app/services/import_formats.py``, detected from the content) read in two passes.
+    ``kept import`` streams instead (``import_formats.import_batches``)."""
+    from app.services.import_formats import detect, read_all
+    if detect(path) != "jsonl":
+        return read_all(path)
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as fh:
             return parse_import(fh)
