@@ -42,6 +42,7 @@ __all__ = [
     "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
     "Draft", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
     "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
+    "LinkRecord", "MemoryRecord", "BackupCheck", "BackupRecord", "BackupRemade",
     "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
     "MemoryRow", "MemoryView", "Page", "PlanItem", "PlanRole", "Progress", "ResolveChoice",
     "Result", "RunId", "RunOutcome", "RunReport", "RunStatus", "RunSummary", "Scores",
@@ -278,6 +279,50 @@ class PlanItem:
 
 
 @dataclass(frozen=True, slots=True)
+class BackupRecord:
+    """A backup file the vault made (``kept backup create``): where, when, and what it held,
+    in counts. ``exists``: the file is still there and still that backup."""
+    id: int
+    path: str
+    created_at: float
+    bytes: int
+    memories: int
+    links: int
+    history: int
+    vectors: int
+    max_memory_id: int   # memory ids are never reused: it holds memory m iff m.id <= this
+    own_password: bool   # a password of its own (else the vault's when it was made)
+    exists: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BackupCheck:
+    """What ``kept backup verify`` / ``restore`` found in a backup file (counts only)."""
+    path: str
+    vault_id: str
+    created_at: float
+    schema_version: str
+    bytes: int
+    memories: int
+    links: int
+    history: int
+    vectors: int
+    settings: int
+
+
+@dataclass(frozen=True, slots=True)
+class BackupRemade:
+    """One recorded backup after ``remake_backups``: made again without what was forgotten
+    (``ok``), or why not; ``vault_password``: it opens with the vault's password now (its own
+    password wrapped a data key that was rotated since)."""
+    path: str
+    ok: bool
+    message: str
+    record: BackupRecord | None = None
+    vault_password: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ForgetPlan:
     items: tuple[PlanItem, ...]
     entity_ids: tuple[EntityId, ...]
@@ -288,6 +333,8 @@ class ForgetPlan:
     statistics_to_recompute: int
     fingerprint: str
     staying: tuple[PlanItem, ...] = ()  # linked to what goes but not going, with reasons
+    # Backups this vault made, still on disk, that hold some of what goes (made before it).
+    backups: tuple[BackupRecord, ...] = ()
 
     @property
     def memory_ids(self) -> tuple[MemoryId, ...]:
@@ -612,6 +659,38 @@ class MemoryRead:
     at: float
 
 
+# --- export (issue 16: `kept export`) --------------------------------------------------------
+
+EXPORT_PAGE_JSON = 400_000  # characters of JSON text (memories' and history's) per export page
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRecord:
+    """A link from a memory, with the store and time of the memory it points to (an export
+    links a fact to the day file of its source without another read)."""
+    src: MemoryId
+    dst: MemoryId
+    kind: str
+    weight: float
+    created_at: float
+    dst_store: str
+    dst_occurred_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory with everything that hangs on it (``VaultAPI.export_memories``): every
+    field and store-specific column, its conversation refs (its own and its sources'), the
+    links from it (each link appears once, at its source), its history, the entities it
+    mentions and the assistants' reads of it."""
+    memory: Memory
+    refs: tuple[str, ...]
+    links: tuple[LinkRecord, ...]
+    history: tuple[HistoryEntry, ...]
+    entities: tuple[EntityId, ...]
+    reads: tuple[MemoryRead, ...]
+
+
 # --- the facade ------------------------------------------------------------------------------
 
 DEFAULT_ENTITY_KINDS = ("person", "company", "project", "area", "resource", "archive")
@@ -700,6 +779,8 @@ class VaultAPI(Protocol):
     def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]: ...
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]: ...
     def insights(self) -> Insights: ...
+    def export_memories(self, query: MemoryQuery, after: int = 0, limit: int = 200
+                        ) -> list[MemoryRecord]: ...
 
     # --- assistants (issue 14) ------------------------------------------------------------
     def pair_agent(self, name: str) -> Result[str]: ...
@@ -718,3 +799,10 @@ class VaultAPI(Protocol):
     def memory_reads(self, mid: int) -> list[MemoryRead]: ...
     def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None: ...
     def verify_password(self, password: str) -> None: ...
+
+    # --- backups (issue 16) ----------------------------------------------------------------
+    def backup(self, path: Path, password: str | None = None, *,
+               progress: Progress | None = None) -> Result[BackupRecord]: ...
+    def backups(self) -> list[BackupRecord]: ...
+    def remake_backups(self, ids: Sequence[int], *, progress: Progress | None = None
+                       ) -> Result[tuple[BackupRemade, ...]]: ...

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     import numpy as np
 
     from app import ports
+    from app.api import BackupCheck
     from app.facade import CreateResult, Vault
     from app.ports import Embedder, KeySession
     from storage.crypto import KdfParams
@@ -92,6 +93,35 @@ def kdf_params(m_kib: int, t: int = 3) -> KdfParams:
     """Argon2id parameters for a new vault (``kept init --kdf-memory-mib``, the demo)."""
     from storage.crypto import KdfParams
     return KdfParams(m=m_kib, t=t)
+
+
+def backup_store(opened: KeySession) -> ports.Backups:
+    """The backups of one unlocked vault (issue 16; ``storage/backup.py``)."""
+    from storage.backup import VaultBackups
+    return VaultBackups(opened)
+
+
+def verify_backup(path: Path, password: str) -> BackupCheck:
+    """Decrypt and check a backup file whole; writes no vault (``storage.backup.verify``)."""
+    from storage.backup import verify
+    return _backup_check(path, verify(path, password))
+
+
+def restore_backup(path: Path, password: str, folder: Path) -> BackupCheck:
+    """A new vault in ``folder`` (new or empty) from a backup file; it opens with the
+    backup's password (``storage.backup.restore``)."""
+    from storage.backup import restore
+    return _backup_check(path, restore(path, password, folder))
+
+
+def _backup_check(path: Path, m: object) -> BackupCheck:
+    from app.api import BackupCheck
+    from storage.backup import Manifest
+    assert isinstance(m, Manifest)
+    return BackupCheck(path=str(path), vault_id=m.vault_id, created_at=m.created_at,
+                       schema_version=m.schema_version, bytes=path.stat().st_size,
+                       memories=m.memories, links=m.links, history=m.history,
+                       vectors=m.vectors, settings=m.settings)
 
 
 @dataclass(frozen=True, slots=True)

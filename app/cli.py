@@ -3,7 +3,7 @@
 Password sources, in order: ``--password-file FILE``, the ``KEPT_PASSWORD`` environment variable
 (for scripts; visible to other processes of the same user on some systems), else a prompt.
 Exit codes: 0 ok, 1 unexpected error, 2 wrong password / bad vault / bad input, 3 a forget plan
-was shown but not confirmed, 4 not found, 5 the disk is full or failing (what was saved before
+or an export was not confirmed, 4 not found, 5 the disk is full or failing (what was saved before
 stays saved), 6 ``kept consolidate`` finished but some batches failed (kept for the next run),
 141 the reader of stdout went away (``| head``; as a tool killed by SIGPIPE).
 """
@@ -25,7 +25,7 @@ from app import __version__
 from app.errors import AppError, ValidationError
 
 if TYPE_CHECKING:
-    from app.api import Filters, ForgetPlan, Hit, ResolveChoice, VaultAPI
+    from app.api import BackupRemade, Filters, ForgetPlan, Hit, ResolveChoice, VaultAPI
 
 log = logging.getLogger(__name__)
 EXIT_FAILED_BATCHES = 6  # consolidation ran; some batches failed and are retried next run
@@ -472,7 +472,8 @@ def _plan_json(plan: ForgetPlan) -> dict[str, object]:
     return {"items": [asdict(i) for i in plan.items], "groups": plan.groups(),
             "rows": plan.rows, "total_rows": plan.total_rows,
             "memories": len(plan.items), "include_sources": plan.include_sources,
-            "staying": [asdict(i) for i in plan.staying], "irreversible": True}
+            "staying": [asdict(i) for i in plan.staying], "irreversible": True,
+            "backups": [asdict(b) for b in plan.backups]}
 
 
 def _print_plan(plan: ForgetPlan) -> None:
@@ -489,6 +490,11 @@ def _print_plan(plan: ForgetPlan) -> None:
         for item in plan.staying:
             text = item.text if len(item.text) <= 50 else item.text[:47] + "..."
             print(f"  [{item.id}] {item.store:<10} {text}: {item.why}")
+    if plan.backups:
+        print(f"Backups made earlier that still hold some of it ({len(plan.backups)}):")
+        for b in plan.backups:
+            print(f"  {b.path}")
+        print("  After the forget, Kept can make them again without it (--remake-backups).")
     print("This cannot be undone: the memories and everything listed are removed physically.")
 
 
@@ -519,13 +525,48 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 print("Cancelled; nothing was changed.")
                 return 3
         report = vault.forget(plan).value
+        remade = _remake_after_forget(args, vault, plan) if plan.backups else None
     finally:
         vault.lock()
     if args.json:
-        _print_json({"report": asdict(report)})
+        out: dict[str, object] = {"report": asdict(report)}
+        if remade is not None:
+            out["backups"] = [asdict(r) for r in remade]
+        _print_json(out)
     else:
         print(f"Forgot {report.memories} memories ({report.total_rows} rows). {report.note}")
+        if remade is not None:
+            _print_remade(plan, remade)
     return 0
+
+
+def _remake_after_forget(args: argparse.Namespace, vault: VaultAPI, plan: ForgetPlan
+                         ) -> tuple[BackupRemade, ...]:
+    """``--remake-backups``, or yes to the question on a terminal: the backups that held what
+    was forgotten are made again without it (each replacing its old file). Empty: not asked
+    for (the report then says which files still hold it)."""
+    go = args.remake_backups
+    if not go and not args.json and sys.stdin.isatty():
+        n = len(plan.backups)
+        answer = input(f"Make the {n} backup{'s' if n != 1 else ''} listed above again "
+                       "without it (the old files are replaced)? [y/N] ")
+        go = answer.strip().lower() in ("y", "yes")
+    if not go:
+        return ()
+    return vault.remake_backups([b.id for b in plan.backups],
+                                progress=_progress("Re-making backups")).value
+
+
+def _print_remade(plan: ForgetPlan, remade: tuple[BackupRemade, ...]) -> None:
+    if not remade:
+        print(f"{len(plan.backups)} backup file(s) made earlier still hold what was forgotten "
+              "(not re-made): delete them, or run the forget again with --remake-backups "
+              "next time:")
+        for b in plan.backups:
+            print(f"  {b.path}")
+        return
+    for r in remade:
+        print(f"Backup {r.path}: {r.message}.")
 
 
 def cmd_correct(args: argparse.Namespace) -> int:
@@ -566,6 +607,140 @@ def cmd_archive(args: argparse.Namespace) -> int:
     finally:
         vault.lock()
     print(f"{'Restored' if args.restore else 'Archived'} memory {args.id}.")
+    return 0
+
+
+def _confirm_export(args: argparse.Namespace, where: Path, cloud: str | None) -> bool:
+    """The person's explicit yes to a plaintext copy (and a second one for a cloud folder);
+    False (exit 3, nothing written) without a terminal and without ``--yes``/``--yes-cloud``."""
+    what = "folder" if args.format == "markdown" else "file"
+    print(f"kept: this writes everything Kept holds about you, UNENCRYPTED, to the {what} "
+          f"{where} (readable by your user account only, and by anything that reads or backs "
+          "up your files).", file=sys.stderr)
+    if cloud:
+        print(f"kept: WARNING: {where} is inside a {cloud} folder: the export will be uploaded "
+              f"to {cloud} and stored there in plaintext.", file=sys.stderr)
+    steps = []
+    if not args.yes:
+        steps.append(("export", "Type 'export' to write it: ", "--yes"))
+    if cloud and not args.yes_cloud:
+        steps.append(("cloud", f"Type 'cloud' to write it into the {cloud} folder anyway: ",
+                      "--yes-cloud"))
+    for word, prompt, _flag in steps:
+        if not sys.stdin.isatty():
+            print(f"kept: not confirmed (no terminal): nothing was written. Run again with "
+                  f"{' and '.join(f for _w, _p, f in steps)} to export.", file=sys.stderr)
+            return False
+        if input(prompt).strip().lower() != word:
+            print("Cancelled; nothing was written.")
+            return False
+    return True
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``kept export --format markdown DIR`` / ``--format json FILE`` (issue 16)."""
+    import time
+
+    from app.services import export
+    target = export.check_target(Path(args.target), args.format, vault_dir(args))
+    if not _confirm_export(args, target, export.cloud_service(target)):
+        return 3
+    vault = open_vault(args, load_model=False, person=True)
+    try:
+        write = export.write_markdown if args.format == "markdown" else export.write_json
+        report = write(vault, target, now=time.time(), progress=_progress("Exporting"))
+    finally:
+        vault.lock()
+    files = f"{report.files} files in " if args.format == "markdown" else ""
+    print(f"Exported {report.memories} memories to {files}{report.path} (plaintext; files "
+          "0600, folders 0700).")
+    return 0
+
+
+def _backup_password(args: argparse.Namespace) -> str:
+    """A backup's own password (``--own-password``): ``--backup-password-file``,
+    ``KEPT_BACKUP_PASSWORD``, else asked twice on a terminal."""
+    if args.backup_password_file:
+        pw = _read_secret_file(args.backup_password_file, "the backup password file")
+    elif (env := _secret_env("KEPT_BACKUP_PASSWORD")) is not None:
+        pw = env
+    elif not sys.stdin.isatty():
+        raise ValidationError("No backup password: use --backup-password-file, "
+                              "KEPT_BACKUP_PASSWORD or a terminal.")
+    else:
+        pw = getpass.getpass("Backup password: ")
+        if pw != getpass.getpass("Repeat backup password: "):
+            raise ValidationError("The two passwords differ; nothing was written.")
+    if not pw:
+        raise ValidationError("The backup password is empty; nothing was written.")
+    return pw
+
+
+def _backup_file(text: str, *, new: bool) -> Path:
+    path = Path(text).expanduser().absolute()
+    if new:
+        if os.path.lexists(path):
+            raise ValidationError(f"{path} already exists; Kept does not overwrite a file with "
+                                  "a backup. Choose a new name.")
+        if not path.parent.is_dir():
+            raise ValidationError(f"The folder {path.parent} does not exist.")
+    elif not path.is_file():
+        raise ValidationError(f"No backup file at {path}.")
+    return path
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    """``kept backup create|verify|restore|list`` (issue 16)."""
+    from app import bootstrap
+    from app.clock import to_iso
+    if args.backup_command == "create":
+        target = _backup_file(args.file, new=True)
+        own = _backup_password(args) if args.own_password or args.backup_password_file else None
+        vault = open_vault(args, load_model=False, person=True)
+        try:
+            rec = vault.backup(target, own, progress=_progress("Backing up")).value
+        finally:
+            vault.lock()
+        print(f"Backed up {rec.memories} memories, {rec.links} links, {rec.history} history "
+              f"entries and {rec.vectors} vectors to {rec.path} ({rec.bytes / 1e6:.1f} MB, "
+              "encrypted; read back and checked).")
+        print("It opens with " + ("its own password." if own else
+                                  "the vault's password as it is now (a later password "
+                                  "change does not change it)."))
+        return 0
+    if args.backup_command == "list":
+        vault = open_vault(args, load_model=False, person=True)
+        try:
+            recs = vault.backups()
+        finally:
+            vault.lock()
+        if args.json:
+            _print_json([asdict(r) for r in recs])
+            return 0
+        if not recs:
+            print("This vault has made no backups.")
+        for r in recs:
+            state = "" if r.exists else "  (gone or replaced)"
+            print(f"{to_iso(r.created_at)}  {r.memories:>7} memories  {r.path}{state}")
+        return 0
+    path = _backup_file(args.file, new=False)
+    if args.backup_command == "verify":
+        chk = bootstrap.verify_backup(path, password(args, "Backup password: "))
+        print(f"Backup OK: made {to_iso(chk.created_at)}, {chk.memories} memories, "
+              f"{chk.links} links, {chk.history} history entries, {chk.vectors} vectors; "
+              "every part decrypted and checked.")
+        return 0
+    from app.errors import VaultExists
+    folder = Path(args.new_folder).expanduser().absolute()
+    if bootstrap.vault_exists(folder):  # said before the password is asked
+        raise VaultExists("A vault already exists there; restoring never overwrites one. "
+                          "Name a new or empty folder.")
+    bootstrap.check_new_vault_folder(folder)
+    chk = bootstrap.restore_backup(path, password(args, "Backup password: "), folder)
+    print(f"Restored {chk.memories} memories (made {to_iso(chk.created_at)}) into {folder}; "
+          "the database passed its integrity check.")
+    print(f"It opens with the backup's password: kept --vault '{folder}' status. It has no "
+          "recovery code; make one with `kept recovery-code`.")
     return 0
 
 
@@ -877,6 +1052,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--decline", type=_id, metavar="REQUEST",
                    help="decline an assistant's forget request (nothing is forgotten)")
     s.add_argument("--yes", action="store_true", help="do not ask")
+    s.add_argument("--remake-backups", action="store_true",
+                   help="after the forget, make the backups that held it again without it")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_forget)
 
@@ -922,6 +1099,32 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("undo", help="revert a consolidation run")
     s.add_argument("run_id", type=_id)
     s.set_defaults(fn=cmd_undo)
+
+    s = sub.add_parser("export", help="a plaintext copy you can read: Markdown notes (people, "
+                       "projects, a file a day) or one JSON file of everything (asks first)")
+    s.add_argument("target", help="markdown: a new or empty folder; json: a new file")
+    s.add_argument("--format", choices=["markdown", "json"], required=True)
+    s.add_argument("--yes", action="store_true", help="do not ask (scripts)")
+    s.add_argument("--yes-cloud", action="store_true",
+                   help="also when the target is inside a cloud-synced folder")
+    s.set_defaults(fn=cmd_export)
+
+    s = sub.add_parser("backup", help="encrypted backups: create, verify, restore, list")
+    bsub = s.add_subparsers(dest="backup_command", required=True)
+    b = bsub.add_parser("create", help="write one encrypted backup file (never overwrites)")
+    b.add_argument("file")
+    b.add_argument("--own-password", action="store_true",
+                   help="protect it with a password of its own (asked twice, or "
+                   "--backup-password-file / KEPT_BACKUP_PASSWORD)")
+    b.add_argument("--backup-password-file", help="read the backup's own password from here")
+    b = bsub.add_parser("verify", help="decrypt and check a backup file; writes no vault")
+    b.add_argument("file")
+    b = bsub.add_parser("restore", help="a new vault in a new or empty folder from a backup")
+    b.add_argument("file")
+    b.add_argument("new_folder")
+    b = bsub.add_parser("list", help="the backups this vault made")
+    b.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_backup)
 
     from app.cli_agents import add_parsers as add_agent_parsers
     add_agent_parsers(sub)  # kept mcp, kept agents, kept pending-forgets (issue 14)

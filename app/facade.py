@@ -22,6 +22,8 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     DEFAULT_ENTITY_KINDS,
     AgentRow,
     AssistantFact,
+    BackupRecord,
+    BackupRemade,
     CancelToken,
     Context,
     ContradictionItem,
@@ -42,6 +44,7 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     Listener,
     MemoryQuery,
     MemoryRead,
+    MemoryRecord,
     Page,
     PendingForget,
     PendingStatus,
@@ -72,6 +75,7 @@ from app.validation import (  # noqa: F401  (re-exported for callers of the faca
 
 if TYPE_CHECKING:
 
+    from app.services.backup import BackupService
     from app.services.browse import BrowseService
     from app.services.consolidation import ConsolidationService
     from app.services.context import ContextService
@@ -158,6 +162,7 @@ class Vault:
         self._reads: list[tuple[str, tuple[int, ...], str, float]] = []
         self._reads_guard = threading.Lock()
         self._reads_timer: threading.Timer | None = None
+        self._backups: BackupService | None = None  # built on first use (issue 16)
 
     # --- construction (app/bootstrap.py) -------------------------------------------------
     @classmethod
@@ -450,10 +455,13 @@ class Vault:
     # --- forget, correct, history, archive (DESIGN 8) ------------------------------------
     def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
                     entity: str | None = None, include_sources: bool = True) -> ForgetPlan:
-        """Step 1: everything that would go, grouped by kind. Changes nothing."""
+        """Step 1: everything that would go, grouped by kind, and the recorded backups still
+        on disk that hold some of it. Changes nothing."""
         self._check_unlocked()
-        return self._forget.plan(ids=tuple(ids), query=query, entity=entity,
+        plan = self._forget.plan(ids=tuple(ids), query=query, entity=entity,
                                  include_sources=include_sources)
+        held = self._backup_service().holding(plan)
+        return replace(plan, backups=held) if held else plan
 
     def forget(self, plan: ForgetPlan) -> Result[ForgetReport]:
         """Step 2: delete exactly the plan, in one transaction. Cannot be undone."""
@@ -616,6 +624,15 @@ class Vault:
     def insights(self) -> Insights:
         self._check_unlocked()
         return self._browse.insights()
+
+    def export_memories(self, query: MemoryQuery, after: int = 0, limit: int = 200
+                        ) -> list[MemoryRecord]:
+        """Read-only, for ``kept export``: up to ``limit`` whole memories matching ``query``
+        (``status=None``: every status) with an id above ``after``, oldest id first, each
+        with its refs, links, history, entity mentions and reads. Fewer when their texts are
+        long (one page fits in one socket message); an empty list at the end."""
+        self._check_unlocked()
+        return self._browse.export_page(query, after, limit)
 
     # --- assistants (issue 14): pairing, their facts, their forget requests -------------
     def pair_agent(self, name: str) -> Result[str]:
@@ -821,6 +838,41 @@ class Vault:
     def verify_password(self, password: str) -> None:
         """``WrongPassword`` unless ``password`` opens this vault (one KDF derive)."""
         self._opened.verify_password(password)
+
+    # --- backups (issue 16) ----------------------------------------------------------------
+    def _backup_service(self) -> BackupService:
+        if self._backups is None:
+            from app import bootstrap
+            from app.services.backup import BackupService
+            self._backups = BackupService(bootstrap.backup_store(self._opened))
+        return self._backups
+
+    def backup(self, path: Path, password: str | None = None, *,
+               progress: Progress | None = None) -> Result[BackupRecord]:
+        """One encrypted file at ``path`` (new; never overwritten), verified after writing,
+        recorded in the vault. It opens with the vault's password (as it is now), or with
+        ``password`` when one is given."""
+        self._check_unlocked()
+        rec = self._backup_service().store.create(Path(path), password=password,
+                                                  progress=progress, now=self.clock.now())
+        changes = Changes(settings=True)
+        self._emit(changes)
+        return Result(rec, changes)
+
+    def backups(self) -> list[BackupRecord]:
+        """The backups this vault made, newest first (``exists``: still on disk)."""
+        self._check_unlocked()
+        return self._backup_service().store.records()
+
+    def remake_backups(self, ids: Sequence[int], *, progress: Progress | None = None
+                       ) -> Result[tuple[BackupRemade, ...]]:
+        """Make these recorded backups again from the vault as it is now (after a forget:
+        without what was forgotten), each replacing its old file atomically."""
+        self._check_unlocked()
+        done = self._backup_service().remake(ids, progress=progress, now=self.clock.now())
+        changes = Changes(settings=True)
+        self._emit(changes)
+        return Result(done, changes)
 
 
 def _key_hash(key: str) -> str:

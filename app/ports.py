@@ -22,12 +22,14 @@ import numpy.typing as npt
 
 from app.api import (
     AgentRow,
+    BackupRecord,
     EntityRow,
     HistoryEntry,
     InboxStatus,
     ItemKind,
     LinkView,
     MemoryRead,
+    MemoryRecord,
     MemoryView,
     PendingForget,
     StatisticRow,
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 else:
     Connection = Any
 
-__all__ = ["AgentRows", "BrowseRows", "Clock", "Connection", "Database", "Embedder", "FloatArray",
+__all__ = ["AgentRows", "Backups", "BrowseRows", "Clock", "Connection", "Database", "Embedder", "FloatArray",
            "InboxRows", "KdfParams", "KeyFileInfo", "KeySession", "Lexicon", "Lifecycle",
            "MemoryRows", "VectorIndex",
            # recall, context, forget, browse (D)
@@ -117,6 +119,18 @@ class KeySession(Protocol):
     def add_recovery_code(self) -> str: ...
     def remember_device(self) -> None: ...
     def forget_device(self) -> None: ...
+
+
+class Backups(Protocol):
+    """One unlocked vault's encrypted backups and its record of them (``storage.backup.
+    VaultBackups``; issue 16). Methods block: disk, crypto."""
+
+    def create(self, target: Path, *, password: str | None = None,
+               progress: Callable[[int, int], None] | None = None,
+               now: float | None = None) -> BackupRecord: ...
+    def records(self) -> list[BackupRecord]: ...
+    def remake(self, rec: BackupRecord, *, progress: Callable[[int, int], None] | None = None,
+               now: float | None = None) -> tuple[BackupRecord, bool]: ...
 
 
 # --- vectors, the embedder, the full-text mirror -----------------------------------------
@@ -223,6 +237,9 @@ class BrowseRows(Protocol):
     def tier_inputs(self, conn: Connection) -> list[TierInput]: ...
     def health(self, conn: Connection) -> dict[str, float]: ...
     def statistics(self, conn: Connection) -> list[StatisticRow]: ...
+    def export_page(self, conn: Connection, *, store: str | None, status: str | None,
+                    entity_id: int | None, day: tuple[float, float] | None, after: int,
+                    limit: int) -> list[MemoryRecord]: ...
 
 
 class InboxRows(Protocol):

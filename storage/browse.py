@@ -4,12 +4,15 @@ Layer: storage. Runs on: a reader connection.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from app import api
 from app.api import EntityRow, StatisticRow
 from app.domain.memory import EntityId
 from app.ports import BrowseRow, TierInput
+from storage import repo
+from storage.batching import chunks, marks
 from storage.sqlcipher import Connection
 
 # A status filter of "live": every memory the person has not forgotten or replaced, that is
@@ -102,3 +105,75 @@ def statistics(conn: Connection) -> list[StatisticRow]:
     return [StatisticRow._make(r) for r in conn.execute(
         "SELECT s.metric, s.value, s.sample_size, m.text FROM statistic s "
         "JOIN memory m ON m.id = s.memory_id ORDER BY s.metric")]
+
+
+def export_page(conn: Connection, *, store: str | None, status: str | None,
+                entity_id: int | None, day: tuple[float, float] | None, after: int, limit: int,
+                budget: int = api.EXPORT_PAGE_JSON) -> list[api.MemoryRecord]:
+    """Every field of the memories matching the filters with an id above ``after``, oldest
+    id first, with their refs, links (from them), history, entity mentions and reads (issue
+    16: ``kept export``). A page ends early once its texts pass ``budget`` characters of JSON
+    (it holds at least one memory), so it fits in one message of the owner's socket."""
+    where, params, join = _where(store, status, entity_id, day)
+    where += (" AND " if where else " WHERE ") + "m.id > ?"
+    ids: list[int] = []
+    used = 0
+    for mid, size in conn.execute(
+            f"SELECT m.id, length(m.text) FROM memory m{join}{where} ORDER BY m.id LIMIT ?",
+            [*params, after, limit]):
+        if ids and used + size > budget:
+            break
+        ids.append(int(mid))
+        used += int(size)
+    if not ids:
+        return []
+    rows: dict[int, Any] = {}
+    extra: dict[int, dict[str, object]] = {}
+    links: dict[int, list[api.LinkRecord]] = {}
+    history: dict[int, list[api.HistoryEntry]] = {}
+    mentions: dict[int, list[EntityId]] = {}
+    reads: dict[int, list[api.MemoryRead]] = {}
+    for part in chunks(ids):
+        q = marks(len(part))
+        for r in conn.execute(f"SELECT {repo.MEMORY_COLUMNS} FROM memory WHERE id IN ({q})",
+                              part):
+            rows[int(r[0])] = r
+        for table, cols in repo.SIDE_COLUMNS.items():
+            for r in conn.execute(f"SELECT memory_id, {', '.join(cols)} FROM {table} "
+                                  f"WHERE memory_id IN ({q})", part):
+                extra[int(r[0])] = {c: v for c, v in zip(cols, r[1:], strict=True)
+                                    if v is not None}
+        for r in conn.execute(
+                "SELECT l.src, l.dst, l.kind, l.weight, l.created_at, d.store, d.occurred_at "
+                f"FROM link l JOIN memory d ON d.id = l.dst WHERE l.src IN ({q}) "
+                "ORDER BY l.src, l.dst, l.kind", part):
+            links.setdefault(int(r[0]), []).append(api.LinkRecord(
+                api.MemoryId(r[0]), api.MemoryId(r[1]), str(r[2]), float(r[3]), float(r[4]),
+                str(r[5]), float(r[6])))
+        for r in conn.execute("SELECT memory_id, at, action, text, detail FROM history "
+                              f"WHERE memory_id IN ({q}) ORDER BY memory_id, id", part):
+            history.setdefault(int(r[0]), []).append(
+                api.HistoryEntry(api.MemoryId(r[0]), float(r[1]), str(r[2]), r[3], r[4]))
+        for r in conn.execute("SELECT memory_id, entity_id FROM entity_mention "
+                              f"WHERE memory_id IN ({q}) ORDER BY memory_id, entity_id", part):
+            mentions.setdefault(int(r[0]), []).append(EntityId(r[1]))
+        for r in conn.execute("SELECT memory_id, agent, via, at FROM memory_read "
+                              f"WHERE memory_id IN ({q}) ORDER BY memory_id, at, id", part):
+            reads.setdefault(int(r[0]), []).append(
+                api.MemoryRead(str(r[1]), r[2], float(r[3])))
+    refs = repo.refs_of(conn, ids)
+    out: list[api.MemoryRecord] = []
+    used = 0
+    for mid in ids:
+        r = rows[mid]
+        hist = tuple(history.get(mid, ()))
+        # The page's size on the wire: texts as JSON (escapes included), history's too.
+        used += len(json.dumps(r[2], ensure_ascii=False)) + sum(
+            len(json.dumps(h.text, ensure_ascii=False)) for h in hist if h.text)
+        if out and used > budget:
+            break
+        out.append(api.MemoryRecord(
+            repo.row_to_memory(r, extra.get(mid)), tuple(refs.get(mid, ())),
+            tuple(links.get(mid, ())), hist, tuple(mentions.get(mid, ())),
+            tuple(reads.get(mid, ()))))
+    return out

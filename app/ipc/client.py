@@ -10,6 +10,7 @@ raise ``RemoteRefused``.
 from __future__ import annotations
 
 import itertools
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +22,8 @@ from app.api import (
     DEFAULT_ENTITY_KINDS,
     AgentRow,
     AssistantFact,
+    BackupRecord,
+    BackupRemade,
     CancelToken,
     Context,
     ContradictionItem,
@@ -39,6 +42,7 @@ from app.api import (
     Listener,
     MemoryQuery,
     MemoryRead,
+    MemoryRecord,
     Page,
     PendingForget,
     PendingStatus,
@@ -175,6 +179,21 @@ class RemoteVault:
                 self._sock = None
                 sock.close()
                 raise
+
+    def _call_slow(self, method: str, **args: object) -> object:
+        """A call that may take minutes (a backup of a big vault): no reply timeout."""
+        with self._guard:
+            sock = self._sock or self._connect()
+            sock.settimeout(None)
+            try:
+                return self._roundtrip(sock, method, args)
+            except (OwnerNotRunning, p.ProtocolError):
+                self._sock = None
+                sock.close()
+                raise
+            finally:
+                if self._sock is sock:
+                    sock.settimeout(self.timeout)
 
     def ping(self) -> int:
         return cast(dict[str, int], self._call(p.PING))["version"]
@@ -408,6 +427,11 @@ class RemoteVault:
     def insights(self) -> Insights:
         return cast(Insights, self._call("insights"))
 
+    def export_memories(self, query: MemoryQuery, after: int = 0, limit: int = 200
+                        ) -> list[MemoryRecord]:
+        return cast(list[MemoryRecord], self._call("export_memories", query=query,
+                                                   after=after, limit=limit))
+
     # --- assistants (issue 14) ----------------------------------------------------------
     def pair_agent(self, name: str) -> Result[str]:
         return cast(Result[str], self._call("pair_agent", name=name))
@@ -453,6 +477,22 @@ class RemoteVault:
         """Prove the password to the owner: this connection may then make the person's
         decisions (forget, resolve, pairing...). ``WrongKey`` when it is not the password."""
         self._call(p.ELEVATE, password=password)
+
+    # --- backups (issue 16) --------------------------------------------------------------
+    def backup(self, path: Path, password: str | None = None, *,
+               progress: Progress | None = None) -> Result[BackupRecord]:
+        """The owner writes the file: the path goes absolute (its working folder differs)."""
+        return cast(Result[BackupRecord],
+                    self._call_slow("backup", path=Path(os.path.abspath(path)),
+                                    password=password))
+
+    def backups(self) -> list[BackupRecord]:
+        return cast(list[BackupRecord], self._call("backups"))
+
+    def remake_backups(self, ids: Sequence[int], *, progress: Progress | None = None
+                       ) -> Result[tuple[BackupRemade, ...]]:
+        return cast(Result[tuple[BackupRemade, ...]],
+                    self._call_slow("remake_backups", ids=list(ids)))
 
 
 # mypy checks here that the client is a VaultAPI.

@@ -347,7 +347,11 @@ _WRITES = ("remember", "import_turns", "remember_fact", "request_forget")
 # The person's decisions: served only on a connection that proved the password (``elevate``),
 # never on an assistant's. ``kept forget``, ``kept resolve``... ask for it when Kept is open.
 _PERSON = ("forget", "close_pending_forget", "correct", "confirm", "resolve", "reopen",
-           "archive", "restore", "undo_run", "set_setting", "pair_agent", "revoke_agent")
+           "archive", "restore", "undo_run", "set_setting", "pair_agent", "revoke_agent",
+           "backup", "remake_backups")
+# Reads only the person makes, on a connection that proved the password: every memory whole,
+# for ``kept export`` (a plaintext copy of everything is the person's decision).
+_PERSON_READS = ("export_memories", "backups")
 # What a connection scoped to an agent (``hello`` with an agent) may call; the owner runs it
 # through ``app.agent_scope.AgentSession``, which fixes the scope whatever the request says.
 AGENT_METHODS = frozenset(_AGENT_METHODS) & frozenset(_READS + _WRITES)
@@ -402,6 +406,7 @@ METHODS: Mapping[str, MethodSpec] = {
     **{n: _spec(n, False) for n in _READS},
     **{n: _spec(n, True) for n in _WRITES},
     **{n: _spec(n, True, person=True) for n in _PERSON},
+    **{n: _spec(n, False, person=True) for n in _PERSON_READS},
     ELEVATE: MethodSpec(ELEVATE, {"password": str}, frozenset({"password"}), dict[str, int],
                         False),
     PING: MethodSpec(PING, {}, frozenset(), dict[str, int], False),

@@ -10,6 +10,7 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     Insights,
     MemoryId,
     MemoryQuery,
+    MemoryRecord,
     MemoryRow,
     Page,
     StatisticRow,
@@ -47,6 +48,13 @@ class BrowseService:
     def count(self, q: MemoryQuery) -> int:
         return int(self.db.read(lambda c: self.rows.count(
             c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range())))
+
+    def export_page(self, q: MemoryQuery, after: int, limit: int) -> list[MemoryRecord]:
+        """Whole memories for an export, by id (``storage.browse.export_page``)."""
+        limit = max(1, min(int(limit), 1000))
+        return list(self.db.read(lambda c: self.rows.export_page(
+            c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range(),
+            after=int(after), limit=limit)))
 
     def entities(self, kinds: tuple[str, ...]) -> list[EntityRow]:
         return self.db.read(lambda c: self.rows.entities(c, kinds))

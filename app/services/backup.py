@@ -1,0 +1,69 @@
+"""Backups and forgetting (issue 16, SECURITY.md requirement 15). Layer: app. Runs on: any
+worker thread (blocks: disk, crypto).
+
+The vault records every backup it makes (``storage/backup.py``, table ``backup``). A forget
+plan lists the recorded backups that are still on disk and hold some of what goes: memory ids
+are never reused, so a backup holds memory ``m`` exactly when ``m.id <= max_memory_id`` at the
+time it was made. After the forget, ``remake`` makes each of them again from the vault as it
+is now, at the same path, replacing the old file atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from app.api import BackupRecord, BackupRemade, ForgetPlan, Progress
+from app.errors import AppError
+from app.ports import Backups
+
+log = logging.getLogger(__name__)
+
+
+class BackupService:
+    """Owner: the Vault facade (built on first use for one unlocked vault)."""
+
+    def __init__(self, store: Backups) -> None:
+        self.store = store
+
+    def holding(self, plan: ForgetPlan) -> tuple[BackupRecord, ...]:
+        """Recorded backups still on disk that hold some of what ``plan`` forgets."""
+        if not plan.items:
+            return ()
+        first = min(int(i.id) for i in plan.items)
+        return tuple(r for r in self.store.records()
+                     if r.exists and r.max_memory_id >= first)
+
+    def remake(self, ids: Iterable[int], *, progress: Progress | None = None,
+               now: float | None = None) -> tuple[BackupRemade, ...]:
+        """Make these recorded backups again, each at its own path; one failing does not stop
+        the others (each outcome says what happened)."""
+        by_id = {r.id: r for r in self.store.records()}
+        out = []
+        for rid in dict.fromkeys(int(i) for i in ids):
+            rec = by_id.get(rid)
+            if rec is None:
+                out.append(BackupRemade(f"#{rid}", False, "no such recorded backup"))
+                continue
+            if not rec.exists:
+                out.append(BackupRemade(rec.path, False,
+                                        "the file is gone or was replaced; nothing done"))
+                continue
+            try:
+                new, vault_pw = self.store.remake(rec, progress=progress, now=now)
+            except AppError as exc:
+                log.warning("re-making backup %d failed: %s", rid, type(exc).__name__)
+                out.append(BackupRemade(rec.path, False, exc.user_message))
+                continue
+            except OSError as exc:
+                log.warning("re-making backup %d failed: %s", rid, type(exc).__name__)
+                out.append(BackupRemade(rec.path, False,
+                                        f"{exc.strerror or type(exc).__name__}; the old file "
+                                        "is unchanged"))
+                continue
+            note = "made again without what was forgotten; the old file is replaced"
+            if vault_pw:
+                note += (" (its own password wrapped a data key rotated since: it now opens "
+                         "with the vault's password)")
+            out.append(BackupRemade(rec.path, True, note, new, vault_pw))
+        return tuple(out)
