@@ -321,8 +321,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from app.services.import_formats import FORMAT_NAMES, import_batches, scan
     # First pass: the whole file checked (streamed, nothing kept), before the password.
     plan = scan(Path(args.file))
-    print(f"kept: reading {FORMAT_NAMES[plan.format]}: {plan.turns:,} turn(s) in "
-          f"{plan.sessions:,} session(s)", file=sys.stderr)
+    if sys.stderr.isatty():  # as progress: a script's stderr holds only the one error line
+        print(f"kept: reading {FORMAT_NAMES[plan.format]}: {plan.turns:,} turn(s) in "
+              f"{plan.sessions:,} session(s)", file=sys.stderr)
     vault = open_vault(args)
     try:
         if not vault.semantic_search:
@@ -334,7 +335,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     finally:
         vault.lock()
     print(f"Imported {r.added} turn(s) from {r.sessions} session(s); "
-          f"{r.skipped_duplicates} already present.")
+          f"{r.skipped_duplicates} already present. (Read as {FORMAT_NAMES[plan.format]}.)")
     return 0
 
 

@@ -89,7 +89,7 @@ def turns(vault: Path) -> list[tuple[str | None, str | None, str, float, str | N
 def test_chatgpt_export_imports_the_current_branch_with_roles_times_titles(vault: Path) -> None:
     code, out, err = kept_import(vault, CHATGPT)
     assert code == 0, err
-    assert "a ChatGPT export" in err
+    assert "(Read as a ChatGPT export.)" in out
     assert "Imported 7 turn(s) from 2 session(s); 0 already present." in out
     got = turns(vault)
     assert got == [
@@ -117,7 +117,7 @@ def test_chatgpt_export_imports_the_current_branch_with_roles_times_titles(vault
 def test_claude_export_imports_text_and_content_blocks(vault: Path) -> None:
     code, out, err = kept_import(vault, CLAUDE)
     assert code == 0, err
-    assert "a Claude export" in err
+    assert "(Read as a Claude export.)" in out
     assert "Imported 5 turn(s) from 2 session(s)" in out
     assert turns(vault) == [
         ("Sourdough", "human", "How long should sourdough proof?", 1719856800.0,
@@ -170,7 +170,7 @@ def test_kept_json_lines_unchanged_without_the_jsonl_name(vault: Path, tmp_path:
                              "at": "2026-05-02T09:00:00Z", "ref": "m1"}) + "\n")
     code, out, err = kept_import(vault, f)
     assert code == 0, err
-    assert "Kept JSON Lines" in err
+    assert "(Read as Kept JSON Lines.)" in out
     assert turns(vault) == [("s1", "Sam", "I moved to Lisbon.", 1777712400.0, "m1")]
 
 
