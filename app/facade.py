@@ -705,9 +705,7 @@ class Vault:
             check_time(fact.valid_from, "'valid_from'")
         if not 0.0 <= fact.confidence <= 1.0:
             raise ValidationError("'confidence' must be between 0 and 1.")
-        for mid in fact.source_ids:
-            if self.get(mid).agent not in ("global", agent):
-                raise NotFound()
+        self._check_visible(fact.source_ids, agent)
         predicate = "_".join(fact.attribute.strip().lower().split())
         candidate = FactCandidate(
             subject=fact.subject.strip(), predicate=predicate, object=fact.value.strip(),
@@ -735,11 +733,8 @@ class Vault:
             check_string(query, "'query'")
         if not ids and not (query and query.strip()):
             raise ValidationError("Give memory ids or a query.")
-        chosen: list[int] = []
-        for mid in ids:
-            if self.get(mid).agent not in ("global", agent):
-                raise NotFound()
-            chosen.append(int(mid))
+        self._check_visible(ids, agent)
+        chosen = [int(mid) for mid in ids]
         if query and query.strip():
             plan = self.forget_plan(query=query, include_sources=False)
             matched = [i.id for i in plan.items if i.role == "matched"]
@@ -757,6 +752,16 @@ class Vault:
         changes = Changes(agents=True)
         self._emit(changes)
         return Result(row, changes)
+
+    def _check_visible(self, ids: Sequence[int], agent: str) -> None:
+        """``NotFound`` unless every id is a memory ``agent`` can see (global or its own):
+        another assistant's memory gets the same answer as one that does not exist."""
+        if not ids:
+            return
+        wanted = [int(i) for i in ids]
+        scopes = self.db.read(lambda c: self._agents.agents_of(c, wanted))
+        if any(scopes.get(i) not in ("global", agent) for i in wanted):
+            raise NotFound()
 
     def pending_forgets(self, status: PendingStatus | None = "pending",
                         agent: str | None = None, limit: int = 50) -> list[PendingForget]:

@@ -30,13 +30,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from app.agent_scope import MAX_BUDGET, MAX_K  # the owner's caps, published in the schemas
+
 if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
 
-MAX_K = 50
-MAX_BUDGET = 4000
 MAX_TEXT_OUT = 1000     # characters of one memory in a result
 MAX_FORGET_IDS = 50
 
