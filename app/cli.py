@@ -499,6 +499,21 @@ def _print_plan(plan: ForgetPlan) -> None:
     print("This cannot be undone: the memories and everything listed are removed physically.")
 
 
+def forget_confirmed(args: argparse.Namespace) -> bool:
+    """``--yes``, or the person typed 'forget' at a terminal, after seeing the plan. No
+    terminal and no ``--yes``: nothing happens (the caller exits 3)."""
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        print("kept: not confirmed (no terminal): nothing was changed. "
+              "Run again with --yes to forget.", file=sys.stderr)
+        return False
+    if input("Type 'forget' to remove all of this for good: ").strip().lower() != "forget":
+        print("Cancelled; nothing was changed.")
+        return False
+    return True
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     if args.pending is not None or args.decline is not None:
         from app.cli_agents import pending_forgets
@@ -516,15 +531,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
             _print_json({"plan": _plan_json(plan)})
         else:
             _print_plan(plan)
-        if not args.yes:
-            if not sys.stdin.isatty():
-                print("kept: not confirmed (no terminal): nothing was changed. "
-                      "Run again with --yes to forget.", file=sys.stderr)
-                return 3
-            answer = input("Type 'forget' to remove all of this for good: ")
-            if answer.strip().lower() != "forget":
-                print("Cancelled; nothing was changed.")
-                return 3
+        if not forget_confirmed(args):
+            return 3
         report = vault.forget(plan).value
         remade = _remake_after_forget(args, vault, plan) if plan.backups else None
     finally:

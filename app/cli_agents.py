@@ -212,7 +212,7 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
                     decline: int | None) -> int:
     """List assistants' forget requests; or confirm one (its plan first, then a question);
     or decline one. ``kept forget --pending [ID]`` and ``kept pending-forgets`` call this."""
-    from app.cli import _print_plan, open_vault
+    from app.cli import _print_plan, forget_confirmed, open_vault
     vault = open_vault(args, load_model=False,
                        person=confirm is not None or decline is not None)
     try:
@@ -223,14 +223,8 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
         if confirm is not None:
             plan = vault.pending_forget_plan(confirm)
             _print_plan(plan)
-            if not args.yes:
-                if not sys.stdin.isatty():
-                    print("Not confirmed (no terminal): run again with --yes.", file=sys.stderr)
-                    return 3
-                if input("Type 'forget' to remove all of this for good: "
-                         ).strip().lower() != "forget":
-                    print("Cancelled; nothing was forgotten.")
-                    return 3
+            if not forget_confirmed(args):
+                return 3
             report = vault.close_pending_forget(confirm, plan).value
             n = 0 if report is None else report.memories
             print(f"Forgot {n} memories for good (request {confirm}).")
