@@ -275,8 +275,8 @@ def _clean(obj: str) -> str:
     # "a startup called Brightwave" -> "Brightwave"
     obj = re.sub(r"^(?:an? |the )?(?:[\w\-]+ ){0,3}?(?:called|named) (?=[A-Z])", "", obj)
     obj = re.sub(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
-                 r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend)|"
-                 r"last (?:week|month|year|night|weekend|\w+day)|(?:a )?(?:few|couple of) "
+                 r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend|spring|summer|fall|autumn|winter)|"
+                 r"last (?:week|month|year|night|weekend|spring|summer|fall|autumn|winter|\w+day)|(?:a )?(?:few|couple of) "
                  r"(?:days|weeks|months|years) ago|\w+ (?:days|weeks|months|years) ago|"
                  r"in (?:" + "|".join(_MONTH_NAMES) + r")(?: \d{4})?|in \d{4})$", "", obj,
                  flags=re.I)
@@ -637,7 +637,7 @@ _X_NOT_Y = re.compile(r"(?:\bactually |\bit's |\bit is |\bis |\b's )?(?P<new>[\w
 _BODY = (r"(?:ankle|knee|wrist|back|shoulder|neck|hip|elbow|foot|feet|leg|arm|hand|finger|"
          r"toe|hamstring|calf|ribs?|nose|thumb|head)")
 _ILLNESS = r"(?:flu|cold|covid|a fever|fever|migraines?|pneumonia|bronchitis|strep|the flu)"
-_SUBJ_REL = r"(?:my|our) (?P<rel>" + _REL + r"|wife|husband|kid|son|daughter)"
+_SUBJ_REL = r"(?:[Mm]y|[Oo]ur) (?P<rel>" + _REL + r"|wife|husband|kid|son|daughter)"
 _SUBJ = r"(?:" + _SUBJ_REL + r"(?:,? (?P<sname>" + _NAME + r"))?)"
 _TIME = r"(?P<o>\d{1,2}(?::\d\d)?\s?(?:[ap]\.?m\.?)?|noon|midnight)"
 _EVENT = (r"(?P<q>(?:[a-z]+ ){0,2}(?:meeting|appointment|review|call|class|lesson|session|"
@@ -649,6 +649,12 @@ _SAID_DATE = r"(?P<o>(?:(?:on|for) )?(?:[A-Z][a-z]+day(?: the \d{1,2}(?:st|nd|rd
     r"(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of [A-Z][a-z]+)?|[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?|" \
     r"next (?:week|month|year|spring|summer|fall|autumn|winter|[A-Z][a-z]+day)|tomorrow)" \
     r"(?: (?:morning|afternoon|evening|night))?)"
+
+
+# "No, not really", "yes, not yet": answers, not corrections.
+_FILLER = re.compile(r"^(?:no|yes|yeah|nah|really|sure|bad|much|yet|only|just|now|exactly|"
+                     r"always|ever|again|quite|at all|anymore|so|too|very|even|that|oh|ok|okay|"
+                     r"well|sorry)$", re.I)
 
 
 def _count(word: str) -> int | None:
@@ -715,7 +721,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         else:
             subject = _rel_subject(speaker, rel, name)
         verb = m.group("verb").strip()
-        rest = text[m.end():]
+        rest = text[m.end():].lstrip()
         if verb.startswith(("lives", "moved", "relocated", "is back", "'s back")):
             o = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
             if o and re.match(r"[A-Z]", o.group("o")):
@@ -819,7 +825,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
             .75, qualifier=q, change=bool(re.match(r"(?i)down|up|now", m.group(0))),
             at=m.start())
     for m in re.finditer(r"(?i:\bi (?:just )?won my (?P<n>first|second|third|fourth|fifth|sixth|"
-                         r"seventh|eighth|ninth|tenth) )(?P<q>(?:[\w\-]+ ){0,2}?(?:tournament|"
+                         r"seventh|eighth|ninth|tenth) )(?P<q>(?:[\w\-]+ ){0,2}(?:tournament|"
                          r"race|title|championship|match|game|award|medal|competition)s?)",
                          text):
         n = _ORDINALS[m.group("n").lower()]
@@ -853,7 +859,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         part = m.group("o").lower()
         add(speaker, "condition", f"{part} injury", f"{speaker} has a {part} injury", "health",
             .75, change=True, at=m.start())
-    for m in re.finditer(r"(?i:\b(?:this|my|the) (?:[a-z]+ )?(?P<o>injury|surgery|illness)\b)",
+    for m in re.finditer(r"(?i:\b(?:this|my) (?:[a-z]+ )?(?P<o>injury|surgery|illness)\b)",
                          text):
         if re.search(r"\b(?:healed|recovered|over|gone|behind me|better)\b",
                      text[m.end():_sentence_end(text, m.end())], re.I):
@@ -1020,7 +1026,8 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         for m in _X_NOT_Y.finditer(text):
             new, old = m.group("new"), m.group("old")
             new = re.sub(r"^(?:actually|it's|it is|is|the|a|an) ", "", new, flags=re.I)
-            if _PRONOUN_OBJ.match(new) or _PRONOUN_OBJ.match(old) or new.lower() == old.lower():
+            if _PRONOUN_OBJ.match(new) or _PRONOUN_OBJ.match(old) or new.lower() == old.lower() \
+                    or _FILLER.match(new) or _FILLER.match(old):
                 continue
             add(speaker, "corrects", new, f"{speaker} corrected {old} to {new}", "identity", .7,
                 qualifier=old, at=m.start())
