@@ -9,6 +9,7 @@ from typing import Literal
 SINGLE_VALUED = frozenset({
     "name", "age", "lives_in", "works_at", "job", "relationship_status", "birthday",
     "from", "partner", "favorite", "deadline", "date_of", "pet_name", "school", "car",
+    "count", "time_of",
 })
 
 

@@ -137,10 +137,63 @@ def _single(p: str, qualifier: str | None) -> bool:
     return p in SINGLE_VALUED
 
 
+# Predicates whose value is a moment: one already past when the newer fact was said is a
+# different occurrence ("the meeting is on the 3rd", a month later "the meeting is on the 9th").
+EVENT_PREDICATES = frozenset({"date_of", "time_of", "deadline"})
+# Stated relationship (married, single, ...) against a relation that implies one.
+_STATUS_OF = {"husband": "married", "wife": "married", "spouse": "married"}
+
+
+def _passed(older: FactView, newer: FactView) -> bool:
+    if older.predicate not in EVENT_PREDICATES or older.object is None:
+        return False
+    if older.predicate == "time_of":
+        return newer.occurred_at - older.occurred_at > 7 * 86400
+    m = _ISO.search(older.object)
+    if not m:
+        return newer.occurred_at - older.occurred_at > 60 * 86400
+    from datetime import UTC, datetime
+    said = datetime.fromtimestamp(newer.occurred_at, UTC).date().isoformat()
+    return f"{m.group(1)}-{m.group(2)}" < said
+
+
+def _correction(fix: FactView, other: FactView) -> Verdict | None:
+    """'It's KPMG, not Deloitte' (predicate ``corrects``: object the right value, qualifier
+    the wrong one) against an earlier fact whose object is the wrong one."""
+    if fix.predicate != "corrects" or other.predicate == "corrects" or fix.qualifier is None \
+            or other.object is None or other.negated or fix.occurred_at < other.occurred_at:
+        return None
+    wrong = _norm(fix.qualifier)
+    obj = _norm(re.sub(r"\(\d{4}-\d\d-\d\d\)", "", other.object))
+    if wrong and (wrong == obj or re.search(rf"\b{re.escape(wrong)}\b", obj)
+                  and len(wrong) >= 2 and not covers(fix.object or "", other.object)):
+        return "contradiction"
+    return None
+
+
 def classify(a: FactView, b: FactView) -> Verdict:
     if _norm(a.subject) != _norm(b.subject):
         return "compatible"
+    fix = _correction(a, b) or _correction(b, a)
+    if fix:
+        return fix
+    if "corrects" in (a.predicate, b.predicate):
+        return "duplicate" if a.predicate == b.predicate and same_object(
+            a.object or "", b.object or "") and a.qualifier == b.qualifier else "compatible"
     older, newer = (a, b) if a.occurred_at <= b.occurred_at else (b, a)
+    if _passed(older, newer):
+        return "compatible"
+    status = next((x for x in (a, b) if x.predicate == "relationship_status"), None)
+    rel = next((x for x in (a, b) if x.predicate == "relation"), None)
+    if status and rel and not rel.negated and status.object:
+        implied = _STATUS_OF.get(rel.qualifier or "", "partnered" if (rel.qualifier or "") in
+                                 GENERIC["partner"] else None)
+        stated = _norm(status.object)
+        if implied and (status.negated and stated == "married" and implied == "married" or
+                        not status.negated and stated in ("single", "divorced")):
+            change = newer.change or (newer.negated and not older.negated)
+            return "update" if change or newer is rel else "contradiction"
+        return "compatible"
     change = newer.change or (newer.negated and not older.negated)
     if a.object is None or b.object is None:
         # The person reworded a fact beyond our templates: nothing to compare it with, except

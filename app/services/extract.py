@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -22,7 +23,7 @@ _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
 # whole), a conjunction, a relative clause, a companion ("with my partner"), a purpose ("to be
 # closer to"), or a time or reason phrase ("after my injury", "for the new job").
 _END = (r"(?=\s*(?:[,!?;:]|(?<!\bSt)(?<!\bMt)(?<!\bDr)\.(?=\s|$)|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|"
-        r"\bwhich\b|\bwho\b|\bwith\b|\bafter\b|\bbefore\b|\bduring\b|\bso\b|"
+        r"\bwhich\b|\bwho\b|\bwith\b|\bwhile\b|\bmy whole life\b|\ball my life\b|\bafter\b|\bbefore\b|\bduring\b|\bso\b|"
         r"\bfor (?:the|a|an|my|our|his|her|their|work|school|ages|long|about|over|nearly|"
         r"almost|around|more than|less than|\w+ (?:years?|months?|weeks?|days?|decades?))\b|"
         r"\bto (?:be|get|start|study|work|join|live|help|take|see|spend|try|learn)\b|$))")
@@ -174,7 +175,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 re.I), "favorite", "preference", .85, True),
     (re.compile(r"\bmy favou?rite (?P<q>[a-z ]{2,30}?) (?:is|'s|has always been|has been) "
                 r"(?P<o>" + _OBJ + ")" + _END, re.I), "favorite", "preference", .85, False),
-    (re.compile(r"\bi" + _ADV + r" (?:absolutely )?(?:love|adore|enjoy) (?P<o>" + _OBJ + ")" + _END,
+    (re.compile(r"\bi" + _ADV + r" (?:do |absolutely )?(?:love|adore|enjoy) (?P<o>" + _OBJ + ")" + _END,
                 re.I), "likes", "preference", .7, False),
     (re.compile(r"\bi" + _ADV + r" like (?P<o>" + _OBJ + ")" + _END, re.I), "likes",
      "preference", .65, False),
@@ -233,7 +234,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
                 r"dating someone)\b", re.I), "relationship_status", "relationship", .85, False),
     # Habits of everyday activities: "I smoke about half a pack a day", "I don't drink coffee",
     # "I quit smoking", "I've started running", "I switched from tennis to padel".
-    (re.compile(r"\bi" + _ADV + _FREQ + r" (?P<o>(?:" + _ACT + r")\b[\w'\- ]{0,50}?)" + _END,
+    (re.compile(r"\bi" + _ADV + _FREQ + r" (?!do (?:love|like|enjoy|hate|adore|miss|think|"
+                r"know|feel|want|need|wish|hope)\b|do-)(?P<o>(?:" + _ACT
+                + r")\b[\w'\- ]{0,50}?)" + _END,
                 re.I), "habit", "habit", .75, False),
     (re.compile(r"\bi(?:'ve| have)?(?: just| recently| finally)? (?:started|began|took up|quit|"
                 r"stopped|gave up) (?P<o>(?:" + _ACTING + r")\b[\w'\- ]{0,50}?)" + _END, re.I),
@@ -272,8 +275,8 @@ def _clean(obj: str) -> str:
     # "a startup called Brightwave" -> "Brightwave"
     obj = re.sub(r"^(?:an? |the )?(?:[\w\-]+ ){0,3}?(?:called|named) (?=[A-Z])", "", obj)
     obj = re.sub(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
-                 r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend)|"
-                 r"last (?:week|month|year|night|weekend|\w+day)|(?:a )?(?:few|couple of) "
+                 r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend|spring|summer|fall|autumn|winter)|"
+                 r"last (?:week|month|year|night|weekend|spring|summer|fall|autumn|winter|\w+day)|(?:a )?(?:few|couple of) "
                  r"(?:days|weeks|months|years) ago|\w+ (?:days|weeks|months|years) ago|"
                  r"in (?:" + "|".join(_MONTH_NAMES) + r")(?: \d{4})?|in \d{4})$", "", obj,
                  flags=re.I)
@@ -517,6 +520,15 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 negated=negated, valid_from=valid_from, store=store,  # type: ignore[arg-type]
                 qualifier=qualifier, source_ids=(ep.id,)))
     out.extend(_having_none(text, speaker, ep, hedged))
+    out = [f for f in out if not _PRONOUN_OBJ.match(f.object) or f.object == NONE]
+    known = {(f.subject, f.predicate, f.qualifier, f.object.casefold()) for f in out}
+    for f in _more(text, speaker, ep, hedged):
+        key = (f.subject, f.predicate, f.qualifier, f.object.casefold())
+        if key not in known:
+            known.add(key)
+            out.append(f)
+    if _CORRECTION.search(text):  # "sorry, I misspoke": the earlier one was never true
+        out = [replace(f, change=False) if f.change else f for f in out]
     return out
 
 
@@ -589,4 +601,434 @@ def mentions(text: str) -> dict[str, str]:
         if first in _NOT_NAMES or name in out:
             continue
         out[name] = "person"
+    return out
+
+
+# --- issue 15: how people really talk ------------------------------------------------------
+# Facts said in passing, in longer turns: third-person facts ("my brother Tom lives in Oslo"),
+# promotions ("got promoted to senior developer"), counts ("we have three dogs now"), events
+# and times ("the review got pushed to Thursday the 16th", "my spin class is at 6:30"), health
+# states (an injury, then healed), what someone is reading or watching, pets in passing, and
+# corrections ("it's KPMG, not Deloitte"). Each pattern asks for the shape of a statement, not
+# for particular words of the development set; facts whose object is a pronoun are dropped.
+
+_PRONOUN_OBJ = re.compile(r"^(?:it|its|it's|him|her|them|they|that|this|these|those|one|"
+                          r"some|something|anything|everything|nothing|to|me|us|you|so|too|"
+                          r"there|here|what|which|who|how|when|is|was|being|doing)\b", re.I)
+_NUMS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+         "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2,
+         "zero": 0, "no": 0}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+             "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+_NUM = r"(?:\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|zero)"
+_COUNTABLE = (r"(?:dogs?|cats?|kids?|children|sons?|daughters?|grandkids?|grandchildren|"
+              r"plants?|turtles?|pets?|birds?|fish|chickens?|horses?|rabbits?|hamsters?|"
+              r"guinea pigs?|cars?|bikes?|jobs?|roommates?|siblings?|brothers?|sisters?|"
+              r"tattoos?|houses?|books?|puppies|kittens?)")
+# A correction of what was said before: the new statement was always the true one.
+_CORRECTION = re.compile(
+    r"\b(?:i misspoke|i mixed (?:that|it|them|those) up|i got (?:that|it) wrong|i told you "
+    r"wrong|that's not right|that is not right|that's wrong|scratch that|i meant to say|"
+    r"did i say|i said [^.!?]{1,30}? (?:earlier|before)|i mis(?:said|read|heard)|my bad|"
+    r"correction)\b", re.I)
+_X_NOT_Y = re.compile(r"(?:\bactually |\bit's |\bit is |\bis |\b's )?(?P<new>[\w'\-:]+(?: [\w'\-:]+){0,3}?),? "
+                      r"not (?:the |a |an )?(?P<old>[\w'\-:]+(?: [\w'\-:]+){0,3}?)"
+                      r"(?=\s*(?:[,!?;]|\.(?=\s|$)|$))", re.I)
+_BODY = (r"(?:ankle|knee|wrist|back|shoulder|neck|hip|elbow|foot|feet|leg|arm|hand|finger|"
+         r"toe|hamstring|calf|ribs?|nose|thumb|head)")
+_ILLNESS = r"(?:flu|cold|covid|a fever|fever|migraines?|pneumonia|bronchitis|strep|the flu)"
+_SUBJ_REL = r"(?:[Mm]y|[Oo]ur) (?P<rel>" + _REL + r"|wife|husband|kid|son|daughter)"
+_SUBJ = r"(?:" + _SUBJ_REL + r"(?:,? (?P<sname>" + _NAME + r"))?)"
+_TIME = r"(?P<o>\d{1,2}(?::\d\d)?\s?(?:[ap]\.?m\.?)?|noon|midnight)"
+_EVENT = (r"(?P<q>(?:[a-z]+ ){0,2}(?:meeting|appointment|review|call|class|lesson|session|"
+          r"party|shower|wedding|dinner|lunch|brunch|flight|train|interview|exam|test|"
+          r"concert|game|match|tournament|qualifier|competition|conference|offsite|trip|"
+          r"surgery|checkup|check-up|visit|recital|ceremony|launch|event|shift|standup|"
+          r"practice|workshop|presentation|pickup|date))")
+_SAID_DATE = r"(?P<o>(?:(?:on|for) )?(?:[A-Z][a-z]+day(?: the \d{1,2}(?:st|nd|rd|th)?)?|" \
+    r"(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of [A-Z][a-z]+)?|[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?|" \
+    r"next (?:week|month|year|spring|summer|fall|autumn|winter|[A-Z][a-z]+day)|tomorrow)" \
+    r"(?: (?:morning|afternoon|evening|night))?)"
+
+
+# "No, not really", "yes, not yet": answers, not corrections.
+_FILLER = re.compile(r"^(?:no|yes|yeah|nah|really|sure|bad|much|yet|only|just|now|exactly|"
+                     r"always|ever|again|quite|at all|anymore|so|too|very|even|that|oh|ok|okay|"
+                     r"well|sorry)$", re.I)
+
+
+def _count(word: str) -> int | None:
+    w = word.lower()
+    return int(w) if w.isdigit() else _NUMS.get(w)
+
+
+def _singular(noun: str) -> str:
+    n = noun.lower()
+    return {"children": "child", "grandchildren": "grandchild", "puppies": "puppy",
+            "fish": "fish", "feet": "foot"}.get(n, n[:-1] if n.endswith("s") and not
+                                                  n.endswith("ss") else n)
+
+
+def _rel_subject(speaker: str, rel: str | None, name: str | None) -> str:
+    if name and name.split()[0] not in _NOT_NAMES:
+        return name
+    r = {"mom": "mother", "mum": "mother", "dad": "father", "kid": "child",
+         "neighbor": "neighbour"}.get((rel or "").lower(), (rel or "").lower())
+    return f"{speaker}'s {r}"
+
+
+def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCandidate]:
+    out: list[FactCandidate] = []
+    correcting = bool(_CORRECTION.search(text)) or bool(
+        re.search(r"\b(?:actually|sorry|oops|wait)\b", text, re.I) and _X_NOT_Y.search(text))
+
+    def add(subject: str, predicate: str, obj: str, statement: str, category: str,
+            conf: float, *, change: bool = False, negated: bool = False,
+            qualifier: str | None = None, at: int = 0, store: str = "semantic") -> None:
+        obj = obj.strip(" ,.'\"")
+        if not obj or (_PRONOUN_OBJ.match(obj) and obj != NONE):
+            return
+        sentence = text[_sentence_start(text, at):_sentence_end(text, at)]
+        changed = (change or bool(_CHANGE.search(sentence))) and not correcting
+        valid = ep.occurred_at if predicate in ("lives_in", "works_at", "job", "reading",
+                                                "watching", "condition") else None
+        if any(f.predicate == predicate and f.subject == subject and f.object.casefold()
+               == obj.casefold() and f.qualifier == qualifier for f in out):
+            return
+        out.append(FactCandidate(
+            subject=subject, predicate=predicate, object=obj, statement=statement,
+            category=category, confidence=round(max(.1, conf - (.25 if hedged else 0)), 3),
+            change=changed, negated=negated, valid_from=valid, store=store,  # type: ignore[arg-type]
+            qualifier=qualifier, source_ids=(ep.id,)))
+
+    # Third-person facts: "my brother Tom lives in Oslo", "my husband works at Boeing",
+    # "my wife is a teacher at the middle school", "my son just turned 16", "Tom moved to Bergen".
+    subj_rx = r"(?:\b" + _SUBJ + r"|(?<![\w'])(?P<bare>" + _NAME + r"))"
+    for m in re.finditer(subj_rx + r"(?:'s| is)? (?:(?:still|now|currently|actually|also|"
+                         r"finally|just|recently) )*(?P<verb>lives in|moved(?: back)? to|"
+                         r"relocated(?: back)? to|is back (?:home )?in|'s back (?:home )?in|"
+                         r"works (?:at|for)|(?:is |'s )?(?:a|an|the) |got promoted to |"
+                         r"turned |is (?=\d)|'s (?=\d))", text):
+        rel, name, bare = m.group("rel"), m.group("sname"), m.group("bare")
+        if bare:
+            if bare.split()[0] in _NOT_NAMES or m.start() == _sentence_start(text, m.start()) \
+                    and bare.split()[0] in ("My", "Our", "The", "So", "And"):
+                continue
+            if not re.match(r"(?:lives|moved|relocated|is back|'s back|works|got promoted)",
+                            m.group("verb")):
+                continue  # "Sam is a ..." too often a description, not a role
+            subject = bare
+        else:
+            subject = _rel_subject(speaker, rel, name)
+        verb = m.group("verb").strip()
+        rest = text[m.end():].lstrip()
+        if verb.startswith(("lives", "moved", "relocated", "is back", "'s back")):
+            o = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
+            if o and re.match(r"[A-Z]", o.group("o")):
+                add(subject, "lives_in", _TRIM.sub("", _clean(o.group("o"))),
+                    f"{subject} lives in {_clean(o.group('o'))}", "place", .8,
+                    change=not verb.startswith("lives"), at=m.start())
+        elif verb.startswith("works"):
+            o = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
+            if o:
+                add(subject, "works_at", _TRIM.sub("", _clean(o.group("o"))),
+                    f"{subject} works at {_clean(o.group('o'))}", "work", .8, at=m.start())
+        elif verb in ("turned",) or verb in ("is", "'s") and re.match(r"\d", rest):
+            o = re.match(r"(?P<o>\d{1,3})\b(?! ?(?:%|percent|minutes|hours|dollars|bucks|k\b))",
+                         rest)
+            if o and (not bare) and int(o.group("o")) < 120:
+                add(subject, "age", o.group("o"), f"{subject} is {o.group('o')} years old",
+                    "identity", .8, change=verb == "turned", at=m.start())
+        else:  # a role: "my wife is a teacher at the middle school", "got promoted to principal"
+            o = re.match(r"(?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES + r"|(?:[a-z\-]+ ){0,2}"
+                         r"(?:principal|nurse|chef|lead|partner|paramedic|firefighter))\b"
+                         r"(?: (?:at|for|in) (?P<at>" + _OBJ + ")" + _END + ")?", rest)
+            if o and not bare:
+                add(subject, "job", o.group("o"), f"{subject} is a {o.group('o')}", "work", .75,
+                    change="promoted" in verb, at=m.start())
+
+    # Promotions and new roles of the speaker, the role and the employer apart:
+    # "got promoted to senior developer", "they made me sous chef at Osteria Rossi",
+    # "I became the vice principal at Lincoln", "I finally got a job as a paralegal at a firm",
+    # "I'm working as a barista at Little Owl Coffee".
+    for m in re.finditer(r"(?i:\b(?:i (?:just |finally |recently )?got promoted to|(?:they|he|she)"
+                         r" (?:just )?(?:made|promoted) me(?: to)?|i (?:just |finally )?became|"
+                         r"i(?:'ve| have)? (?:just |finally )?(?:got|landed|started) (?:a|my|the)"
+                         r" (?:new )?(?:job|position|role) as|i(?:'m| am)(?: now| still)? "
+                         r"(?:working|employed) as|i work as)) (?:an? |the )?(?P<o>(?:[a-z\-]+ )"
+                         r"{0,2}[a-z\-]+?)(?= (?:at|for|with|in) |\s*[,.!?;]|\s+(?:and|but|so|"
+                         r"last|this|since|now|which|who)\b|$)", text):
+        role = m.group("o")
+        if _PRONOUN_OBJ.match(role) or role in ("job", "position"):
+            continue
+        promoted = not re.search(r"working|employed|work as", m.group(0), re.I)
+        add(speaker, "job", role, f"{speaker} is {'an' if role[0] in 'aeiou' else 'a'} {role}",
+            "work", .8, change=promoted, at=m.start())
+        at = re.match(r" (?:at|for|with) (?P<o>" + _OBJ + ")" + _END, text[m.end():])
+        if at and not re.match(r"(?:a|an|the) (?:firm|company|startup|place|shop|store)\b",
+                               at.group("o"), re.I):
+            org = _TRIM.sub("", _clean(at.group("o")))
+            add(speaker, "works_at", org, f"{speaker} works at {org}", "work", .8,
+                change=promoted, at=m.start())
+    # "I teach third grade at Lincoln Elementary": a teacher there.
+    for m in re.finditer(r"\bI (?:still |now )?teach (?:[\w\- ]{1,30}? )?(?:at|in) (?P<o>[A-Z]"
+                         r"[\w'&\- ]{1,40}?)" + _END, text):
+        add(speaker, "job", "teacher", f"{speaker} is a teacher", "work", .7, at=m.start())
+        add(speaker, "works_at", _clean(m.group("o")), f"{speaker} works at "
+            f"{_clean(m.group('o'))}", "work", .75, at=m.start())
+    # Jobs lost or left: "I lost my job at Door Dash", "I left Target in March".
+    for m in re.finditer(r"(?i:\bi (?:just |also |recently |finally )?(?:lost|left|quit) "
+                         r"(?:my job (?:at|with) (?:the )?|my job as (?:an? )?|(?:the )?)?)"
+                         r"(?P<o>[A-Z][\w&'\-]+(?: [A-Z][\w&'\-]+){0,2}|(?<=as a )[a-z]+|"
+                         r"(?<=as an )[a-z]+)", text):
+        o = m.group("o")
+        if o.split()[0] in _NOT_NAMES:
+            continue
+        pred = "job" if re.search(r"as an? $", text[:m.start("o")]) else "works_at"
+        add(speaker, pred, o, f"{speaker} no longer {'is a' if pred == 'job' else 'works at'}"
+            f" {o}", "work", .75, change=True, negated=True, at=m.start())
+
+    # Moves said naturally: "we're settling into the new house in Sheffield", "I got the keys
+    # to my own place in Stockholm", "I'm in Phoenix these days".
+    for m in re.finditer(r"(?i:\b(?:we(?:'re| are)|i(?:'m| am)) (?:finally |slowly )?settling "
+                         r"into (?:the|our|my) (?:new )?(?:house|home|place|flat|apartment|"
+                         r"condo) in |\bgot the keys to (?:my|our) (?:own |new )?(?:place|house"
+                         r"|flat|apartment|home) in |\b(?:we|i) (?:finally |just )?moved "
+                         r"(?:into|in to) (?:a|our|my|the) (?:new )?[\w ]{0,20}?in )"
+                         r"(?P<o>" + _NAME + ")", text):
+        add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
+            .8, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\bi(?:'m| am) (?:in|living in|based in) )(?P<o>" + _NAME +
+                         r")(?i:,? (?:these days|nowadays))", text):
+        add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
+            .75, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:my|our) (?:little |tiny |new |old )?(?:flat|apartment|house|"
+                         r"place|condo) in )(?P<o>" + _NAME + ")", text):
+        if re.search(r"\b(?:old|used to|former|previous)\b", text[max(0, m.start() - 20):
+                                                                   m.start("o")], re.I):
+            continue
+        add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
+            .7, at=m.start())
+
+    # Counts: "we have two dogs", "now we've got three kids", "down to two plants",
+    # "I won my fourth tournament".
+    for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)?(?: now| still)? (?:have|got|own)"
+                         r"(?: got)? |\b(?:down|up) to (?:just )?|\bnow (?:i|we) have )"
+                         r"(?P<n>" + _NUM + r") (?:(?:[a-z]+ ){0,1})?(?P<q>" + _COUNTABLE + r")\b",
+                         text):
+        n = _count(m.group("n"))
+        if n is None:
+            continue
+        q = _singular(m.group("q"))
+        q = {"kid": "child", "puppie": "puppy"}.get(q, q)
+        add(speaker, "count", str(n), f"{speaker} has {n} {m.group('q').lower()}", "possession",
+            .75, qualifier=q, change=bool(re.match(r"(?i)down|up|now", m.group(0))),
+            at=m.start())
+    for m in re.finditer(r"(?i:\bi (?:just )?won my (?P<n>first|second|third|fourth|fifth|sixth|"
+                         r"seventh|eighth|ninth|tenth) )(?P<q>(?:[\w\-]+ ){0,2}(?:tournament|"
+                         r"race|title|championship|match|game|award|medal|competition)s?)",
+                         text):
+        n = _ORDINALS[m.group("n").lower()]
+        add(speaker, "count", str(n), f"{speaker} has won {n} {m.group('q')}s", "possession",
+            .7, qualifier=f"{m.group('q').split()[-1]} won", change=True, at=m.start())
+
+    # Pets in passing: "meet Toby, my puppy", "my dog Biscuit", "our dog is called Rufus",
+    # "our dog's name is Bruno", "we adopted a cat named Miso", "the puppy's name is Cocoa".
+    pet = r"(?P<q>dog|cat|puppy|kitten|pup|kitty|bird|rabbit|bunny|hamster|horse|turtle|" \
+        r"tortoise|parrot|guinea pig|snake|lizard|gecko|ferret)"
+    for rx in (r"(?i:\bmeet )(?P<o>" + _NAME + r")(?i:, (?:my|our) (?:new |little )?" + pet + r")\b",
+               r"(?i:\b(?:my|our) (?:new |little |old )?" + pet + r",? )(?P<o>" + _NAME + r")\b",
+               r"(?i:\b(?:my|our|the) (?:new |little )?" + pet + r"(?:'s name is|'s name's| is "
+               r"(?:called|named)) (?:actually )?)(?P<o>" + _NAME + r")\b",
+               r"(?i:\b(?:i|we) (?:just )?(?:adopted|got|rescued|brought home) (?:a|an|another)"
+               r" (?:new |little |second |third )?" + pet + r",? (?:named |called )?)(?P<o>"
+               + _NAME + r")\b"):
+        for m in re.finditer(rx, text):
+            o = m.group("o")
+            if o.split()[0] in _NOT_NAMES:
+                continue
+            q = {"pup": "puppy", "kitty": "cat", "bunny": "rabbit"}.get(m.group("q").lower(),
+                                                                      m.group("q").lower())
+            add(speaker, "pet_name", o, f"{speaker} has a {q} named {o}", "possession", .8,
+                qualifier=q, change=bool(re.search(r"adopted|got|rescued|brought", m.group(0))),
+                at=m.start())
+
+    # Health states: an injury or illness, then healed.
+    for m in re.finditer(r"(?i:\bi (?:just )?(?:sprained|broke|twisted|hurt|injured|tore|pulled|"
+                         r"strained|dislocated|fractured) my )(?P<o>" + _BODY + r")\b", text):
+        part = m.group("o").lower()
+        add(speaker, "condition", f"{part} injury", f"{speaker} has a {part} injury", "health",
+            .75, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:this|my) (?:[a-z]+ )?(?P<o>injury|surgery|illness)\b)",
+                         text):
+        if re.search(r"\b(?:healed|recovered|over|gone|behind me|better)\b",
+                     text[m.end():_sentence_end(text, m.end())], re.I):
+            continue
+        add(speaker, "condition", "injury" if m.group("o").lower() != "illness" else "illness",
+            f"{speaker} has an {m.group('o').lower()}", "health", .65, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\bi (?:got hurt|got injured|hurt myself))\b", text):
+        add(speaker, "condition", "injury", f"{speaker} has an injury", "health", .65,
+            change=True, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:my )?(?P<o>" + _BODY + r")(?: pain)?(?:'s| is| has)(?: "
+                         r"(?:been|now|finally|totally|completely|all|fully))* (?P<how>healed|"
+                         r"better|fine now|gone|killing me|hurting|sore|broken|sprained))\b",
+                         text):
+        part, how = m.group("o").lower(), m.group("how").lower()
+        pain = "pain" in m.group(0).lower() or how in ("killing me", "hurting", "sore")
+        what = f"{part} {'pain' if pain else 'injury'}"
+        healed = how in ("healed", "better", "fine now", "gone")
+        add(speaker, "condition", what, f"{speaker} {'no longer has' if healed else 'has'} "
+            f"{what}", "health", .75, change=True, negated=healed, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:i(?:'ve| have)? (?:been )?(?:down with|sick with|got|caught)|"
+                         r"i(?:'m| am) (?:sick with|down with)) (?:the |a |an )?)(?P<o>flu|cold|"
+                         r"covid|fever|migraine|pneumonia|bronchitis)\b", text):
+        add(speaker, "condition", m.group("o").lower(), f"{speaker} has {m.group('o')}",
+            "health", .75, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:the |my )?(?P<o>flu|cold|covid|fever|migraine|pneumonia)"
+                         r"(?:'s| is| has)(?: finally| totally| completely)? (?:gone|over|"
+                         r"cleared up))\b", text):
+        add(speaker, "condition", m.group("o").lower(), f"{speaker} no longer has "
+            f"{m.group('o')}", "health", .75, change=True, negated=True, at=m.start())
+
+    # What someone is reading or watching now.
+    title = r"(?P<o>\"[^\"]{2,60}\"|“[^”]{2,60}”|(?:The |A )?[A-Z][\w'\-]*(?:,? (?:(?:of|the|and|" \
+        r"in|a|to|on|for)|[A-Z][\w'\-]*),?){0,8}(?<!,))"
+    for verb, pred in (("reading|rereading|re-reading|listening to", "reading"),
+                       ("watching|rewatching|re-watching|bingeing|binging", "watching")):
+        for m in re.finditer(r"(?i:\b(?:i(?:'m| am)|we(?:'re| are)|i(?:'ve| have) been|we(?:'ve|"
+                             r" have) been)(?: now| currently| still| also| finally)? (?:"
+                             + verb + r")|\bnow (?:i'm|we're) halfway through|\b(?:i|we)(?:'ve| "
+                             r"have)? (?:just )?started(?: " + ("reading" if pred == "reading"
+                                                                else "watching") + r")?) "
+                             + title, text):
+            o = m.group("o").strip("\"“” ,")
+            if o.split()[0].lower() in ("i", "it", "a", "the") and len(o.split()) == 1:
+                continue
+            if "started" in m.group(0).lower() and not re.search(
+                    r"\b(?:book|read|show|series|season|episode|finished)", text, re.I):
+                continue
+            if pred == "watching" and "started" in m.group(0).lower() and not re.search(
+                    r"\b(?:show|series|season|episode|watch)", text, re.I):
+                pred = "reading"
+            add(speaker, pred, o, f"{speaker} is {pred} {o}", "media", .7,
+                change=bool(re.search(r"started|now", m.group(0), re.I)), at=m.start())
+    for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)? (?:just |finally )?finished )" + title,
+                         text):
+        o = m.group("o").strip("\"“” ,")
+        if len(o) < 3 or o.split()[0] in _NOT_NAMES:
+            continue
+        for pred in ("reading", "watching"):
+            add(speaker, pred, o, f"{speaker} finished {o}", "media", .7, change=True,
+                negated=True, at=m.start())
+    for m in re.finditer(r"(?i:\bi(?:'m| am) not (?P<v>reading|watching) anything)", text):
+        add(speaker, m.group("v").lower(), NONE, f"{speaker} is not {m.group('v')} anything",
+            "media", .7, negated=True, at=m.start())
+
+    # Events and times: "the review meeting is on Tuesday the 14th", "the wedding is set for
+    # September 20th", "the meeting got pushed to Thursday", "my spin class is at 6:30",
+    # "moved my spin class to 7:15", "my shift starts at 7:30", "the flight lands in Boston".
+    ev = r"\b(?:the|my|our|(?:my |our )?[a-z]+'s)? ?" + _EVENT
+    for m in re.finditer(ev + r"(?: (?:with|on|for|at) [\w' ]{1,25}?)?(?:'s| is| was)? ?(?:now |"
+                         r"still |actually )?(?:(?:got |has been |was |been )?(?P<mv>pushed|"
+                         r"moved|postponed|rescheduled|changed|bumped|delayed)(?: back| up)? "
+                         r"(?:to|until) |(?:is |'s )?(?:set|scheduled|planned|booked) for |"
+                         r"(?:starts|begins|leaves|lands|gets in|arrives|is|'s) (?P<at>at )?)"
+                         r"(?:on )?(?:" + _TIME.replace("(?P<o>", "(?P<t>") + "|" + _SAID_DATE
+                         + r")(?![\w:])", text):
+        q = re.sub(r"^(?:[a-z]+'s )", "", m.group("q").lower())
+        if m.group("t"):
+            if not (":" in m.group("t") or re.search(r"[ap]\.?m|noon|midnight", m.group("t"))
+                    or m.group("at")):
+                continue
+            obj, pred = m.group("t"), "time_of"
+        else:
+            obj, pred = m.group("o"), "date_of"
+            obj = re.sub(r"^(?:on|for) ", "", obj)
+            resolved = resolve_date(obj, ep.occurred_at)
+            if resolved:
+                obj = f"{obj} ({resolved})"
+        add(speaker, pred, obj, f"{speaker}'s {q} is {'at' if pred == 'time_of' else 'on'} "
+            f"{obj}", "date", .75, qualifier=q.split()[-1], change=bool(m.group("mv")),
+            at=m.start())
+    for m in re.finditer(r"(?i:\b(?:moved|pushed|rescheduled|changed|bumped) (?:my|our|the) )"
+                         + _EVENT + r"(?: [\w' ]{1,20}?)? to (?:" + _TIME.replace("(?P<o>", "(?P<t>")
+                         + "|" + _SAID_DATE + r")(?![\w:])", text):
+        q = m.group("q").lower().split()[-1]
+        if m.group("t"):
+            obj, pred = m.group("t"), "time_of"
+        else:
+            obj, pred = re.sub(r"^(?:on|for) ", "", m.group("o")), "date_of"
+            resolved = resolve_date(obj, ep.occurred_at)
+            obj = f"{obj} ({resolved})" if resolved else obj
+        add(speaker, pred, obj, f"{speaker}'s {q} is moved to {obj}", "date", .75,
+            qualifier=q, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:the|my|our) )" + _EVENT + r"(?i:(?: got| was| has been| is)"
+                         r" (?:cancell?ed|called off|postponed|pushed back))", text):
+        q = m.group("q").lower().split()[-1]
+        add(speaker, "date_of", NONE, f"{speaker}'s {q} is off or postponed", "date", .7,
+            qualifier=q, negated=True, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:the|my|our|her|his) (?P<q>flight|train|bus) (?:lands|lands "
+                         r"in|gets in to|arrives in|is into) )(?P<o>" + _NAME + r")", text):
+        pass  # destinations of trips: too easily two different trips (next session)
+
+    # Preferences from filler: "I do love X", "I'm such a sucker for X", "I'm really into X",
+    # "X is my favorite book", "X has overtaken Y as my favorite show".
+    for m in re.finditer(r"(?i:\bi(?:'m| am)(?: (?:really|so|totally|kind of|kinda|super|"
+                         r"lately|also|now))* (?:such a sucker for|really into|into|obsessed "
+                         r"with|hooked on|a big fan of|a huge fan of|crazy about) )(?P<o>"
+                         + _OBJ + ")" + _END, text):
+        o = _TRIM.sub("", _clean(m.group("o")))
+        if len(o) < 3 or o.lower() in ("it", "this", "that"):
+            continue
+        add(speaker, "likes", o, f"{speaker} likes {o}", "preference", .65, at=m.start(),
+            store="semantic")
+    for m in re.finditer(r"(?P<o>" + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)"
+                         r"(?i:(?: has| have)? (?:officially |finally )?(?:overtaken|replaced|"
+                         r"beaten|taken over from) (?:[\w' ]{1,40}?) as my (?:absolute |new |all-"
+                         r"time )?favou?rite (?P<q>[a-z]+))", text):
+        add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
+            f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")), change=True,
+            at=m.start())
+    for m in re.finditer(r"(?P<o>" + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)"
+                         r"(?i: (?:is|was|has always been) (?:still )?my (?:absolute |all-time )?"
+                         r"favou?rite (?P<q>[a-z]+))", text):
+        if m.group("o").split()[0] in _NOT_NAMES:
+            continue
+        add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
+            f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")),
+            at=m.start())
+    for m in re.finditer(r"(?i:\bmy favou?rite (?P<q>[a-z]+) (?:was|has) always (?:been )?)(?P<o>"
+                         + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)", text):
+        add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
+            f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")),
+            at=m.start())
+
+    # One relationship said two ways: "my husband Pete" also says married; "I've never been
+    # married" says not married.
+    for m in re.finditer(r"(?i:\b(?:my|the) (?P<q>husband|wife|hubby|missus))\b", text):
+        add(speaker, "relationship_status", "married", f"{speaker} is married",
+            "relationship", .7, at=m.start())
+    for m in re.finditer(r"(?i:\bi(?:'ve| have) never been married|\bi(?:'m| am) not married)",
+                         text):
+        add(speaker, "relationship_status", "married", f"{speaker} is not married",
+            "relationship", .8, negated=True, at=m.start())
+    for m in re.finditer(r"(?i:\b(?:i(?:'m| am)(?: now)?|we(?:'re| are)(?: now)?) (?:officially )?"
+                         r"(?P<o>engaged|married|divorced|single))\b", text):
+        if re.match(r"(?i)we", m.group(0)) and m.group("o").lower() in ("divorced", "single"):
+            continue
+        add(speaker, "relationship_status", m.group("o").lower(), f"{speaker} is "
+            f"{m.group('o').lower()}", "relationship", .8,
+            change=bool(re.search(r"officially|now", m.group(0), re.I)), at=m.start())
+
+    # Corrections: "it's KPMG I work at, not Deloitte", "she's actually 34, not 32": the new
+    # value against the one it names as wrong.
+    if correcting:
+        for m in _X_NOT_Y.finditer(text):
+            new, old = m.group("new"), m.group("old")
+            new = re.sub(r"^(?:actually|it's|it is|is|the|a|an) ", "", new, flags=re.I)
+            if _PRONOUN_OBJ.match(new) or _PRONOUN_OBJ.match(old) or new.lower() == old.lower() \
+                    or _FILLER.match(new) or _FILLER.match(old):
+                continue
+            add(speaker, "corrects", new, f"{speaker} corrected {old} to {new}", "identity", .7,
+                qualifier=old, at=m.start())
     return out
