@@ -154,7 +154,12 @@ def _passed(older: FactView, newer: FactView) -> bool:
         return newer.occurred_at - older.occurred_at > 60 * 86400
     from datetime import UTC, datetime
     said = datetime.fromtimestamp(newer.occurred_at, UTC).date().isoformat()
-    return f"{m.group(1)}-{m.group(2)}" < said
+    if f"{m.group(1)}-{m.group(2)}" >= said:
+        return False
+    # The older date had passed when the newer was said: a new date still to come is another
+    # occurrence; one that had passed too is a report on the same (past) event.
+    n = _ISO.search(newer.object or "")
+    return n is None or f"{n.group(1)}-{n.group(2)}" >= said
 
 
 def _correction(fix: FactView, other: FactView) -> Verdict | None:
@@ -181,8 +186,9 @@ def classify(a: FactView, b: FactView) -> Verdict:
         return "duplicate" if a.predicate == b.predicate and same_object(
             a.object or "", b.object or "") and a.qualifier == b.qualifier else "compatible"
     older, newer = (a, b) if a.occurred_at <= b.occurred_at else (b, a)
-    if _passed(older, newer):
-        return "compatible"
+    if _passed(older, newer) and not (a.predicate == b.predicate and a.negated == b.negated
+                                      and same_object(a.object or "", b.object or "")):
+        return "compatible"  # another occurrence; the same one again is still a duplicate
     status = next((x for x in (a, b) if x.predicate == "relationship_status"), None)
     rel = next((x for x in (a, b) if x.predicate == "relation"), None)
     if status and rel and not rel.negated and status.object:

@@ -92,7 +92,8 @@ def test_every_tool_through_kept_serve(served: Seeded) -> None:
             "subject": "Kestrel project", "attribute": "deadline", "value": "March 3"}))
         assert again["status"] == "already_known" and again["id"] is None
         moved = structured(tools, "remember_fact", await s.call_tool("remember_fact", {
-            "subject": "Kestrel project", "attribute": "deadline", "value": "April 9"}))
+            "subject": "Kestrel project", "attribute": "deadline", "value": "April 9",
+            "valid_from": "2026-02-10"}))  # said before March 3 passed: the same deadline
         assert moved["contradictions"] == 1
         rec = structured(tools, "recall", await s.call_tool("recall", {
             "query": "kestrel project deadline", "k": 50, "stores": ["episodic", "semantic"],
