@@ -14,10 +14,12 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from app.api import CancelToken, RunReport, VaultAPI
+from app.api import CancelToken, Progress, RunReport, VaultAPI
 from app.clock import Clock
+from app.errors import AppError
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +35,19 @@ class JobOutcome:
     ok: bool
     report: RunReport | None = None
     error: str | None = None
+    detail: str | None = None  # what a job other than consolidation did, in words
 
 
 class Jobs:
     """The job functions, bound to a vault. Owner: whoever owns the scheduler."""
 
     def __init__(self, vault: VaultAPI, clock: Clock, on_done: Callable[[JobOutcome], None] | None
-                 = None) -> None:
+                 = None, on_start: Callable[[str], Progress | None] | None = None) -> None:
         self.vault = vault
         self.clock = clock
         self.cancel = CancelToken()
         self.on_done = on_done
+        self.on_start = on_start  # a job's progress callback (the window shows a bar), or None
         self._running = threading.Lock()  # belt and braces on top of max_instances=1
 
     def _run(self, job: str, steps: tuple[str, ...]) -> JobOutcome:
@@ -74,6 +78,36 @@ class Jobs:
     def synthesis(self) -> JobOutcome:
         return self._run("synthesis", SYNTHESIS_STEPS)
 
+    def backup(self) -> JobOutcome:
+        """A scheduled backup into ``backup.folder``, keeping the last ``backup.keep``
+        (issue 16). Nothing happens while ``backup.schedule`` is off or no folder is set."""
+        from pathlib import Path
+
+        from app.services.backup import backup_to_folder
+        if self.cancel.cancelled or self.vault.locked:
+            return JobOutcome("backup", False, error="skipped: locked or cancelled")
+        folder = str(self.vault.setting("backup.folder") or "")
+        if self.vault.setting("backup.schedule") in (None, "", "off") or not folder:
+            return JobOutcome("backup", True, error=None)
+        with self._running:
+            try:
+                progress = self.on_start("backup") if self.on_start is not None else None
+                done = backup_to_folder(self.vault, Path(folder),
+                                        int(self.vault.setting("backup.keep") or 1),
+                                        now=self.clock.now(), progress=progress)
+                outcome = JobOutcome("backup", True, detail=(
+                    f"{done.record.memories:,} memories to {Path(done.record.path).name}"
+                    + (f"; {len(done.removed)} older removed" if done.removed else "")))
+            except AppError as exc:
+                log.error("job backup failed: %s", type(exc).__name__)
+                outcome = JobOutcome("backup", False, error=exc.user_message)
+            except Exception as exc:  # the scheduler must never stop on a failing job
+                log.error("job backup failed: %s", type(exc).__name__)
+                outcome = JobOutcome("backup", False, error=type(exc).__name__)
+        if self.on_done is not None:
+            self.on_done(outcome)
+        return outcome
+
 
 def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
     """A configured, not yet started, BackgroundScheduler. Intervals come from settings."""
@@ -91,7 +125,22 @@ def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
                   hour=int(settings("consolidation.decay_hour")), minute=0)
     sched.add_job(jobs.synthesis, "cron", id="synthesis", name="synthesis",
                   day_of_week=int(settings("consolidation.synthesis_weekday")), hour=0, minute=0)
+    sched.add_job(jobs.backup, "interval", id="backup", name="backup",
+                  hours=_backup_hours(settings))
+    if not _backup_on(settings):
+        sched.pause_job("backup")
     return sched
+
+
+def _backup_hours(settings: Callable[[str], Any]) -> int:
+    from app.services.backup import SCHEDULES
+    return SCHEDULES.get(str(settings("backup.schedule") or "off"), 0) or 24
+
+
+def _backup_on(settings: Callable[[str], Any]) -> bool:
+    from app.services.backup import SCHEDULES
+    return bool(SCHEDULES.get(str(settings("backup.schedule") or "off"))) \
+        and bool(settings("backup.folder"))
 
 
 def reschedule(sched: Any, settings: Callable[[str], Any]) -> None:
@@ -105,6 +154,16 @@ def reschedule(sched: Any, settings: Callable[[str], Any]) -> None:
     sched.reschedule_job("synthesis", trigger="cron",
                          day_of_week=int(settings("consolidation.synthesis_weekday")), hour=0,
                          minute=0)
+    # The interval restarts only when it changed (re-saving other settings must not push a
+    # daily backup back by a day each time).
+    hours = _backup_hours(settings)
+    job = sched.get_job("backup")
+    if job is not None and getattr(job.trigger, "interval", None) != timedelta(hours=hours):
+        sched.reschedule_job("backup", trigger="interval", hours=hours)
+    if _backup_on(settings):
+        sched.resume_job("backup")
+    else:
+        sched.pause_job("backup")
 
 
 def shutdown(sched: Any, jobs: Jobs) -> None:

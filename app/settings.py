@@ -29,6 +29,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extraction.llm_model", str, "", "Model name at that endpoint"),
     Setting("extraction.cloud_consent", str, "", "Endpoint the person consented to send to"),
     Setting("extraction.redact", bool, True, "Redact names, emails and phone numbers"),
+    Setting("backup.folder", str, "", "Scheduled backups: folder"),
+    Setting("backup.schedule", str, "off", "Scheduled backups: off, daily or weekly"),
+    Setting("backup.keep", int, 7, "Scheduled backups: keep the last N"),
     Setting("recall.context_budget", int, policy.DEFAULT_CONTEXT_BUDGET,
             "Context budget (tokens)"),
 )

@@ -25,6 +25,7 @@ COALESCE_MS = 150
 class CoreBridge(QObject):
     changes_applied = Signal(object, object)   # (Changes, initiator)
     job_finished = Signal(object)              # JobOutcome
+    job_started = Signal(str, object)          # (job, ProgressBox): a job with progress
     vault_corrupt = Signal()                   # the background self-test failed
     _from_thread = Signal(object)
     _job_from_thread = Signal(object)
@@ -57,6 +58,14 @@ class CoreBridge(QObject):
 
     def job_listener(self, outcome: Any) -> None:
         self._job_from_thread.emit(outcome)
+
+    def job_progress(self, job: str) -> Any:
+        """For ``Jobs(on_start=...)``, on the scheduler's thread: a progress box the window
+        shows (the signal is queued to the GUI thread), its ``report`` for the job."""
+        from ui.progress import ProgressBox
+        box = ProgressBox()
+        self.job_started.emit(job, box)
+        return box.report
 
     @Slot(object)
     def _on_from_thread(self, changes: Any) -> None:

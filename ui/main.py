@@ -67,6 +67,7 @@ class Controller:
         self.jobs: Any = None
         self.dialog: Any = None
         self.server: Any = None  # app.ipc.server.OwnerServer while the vault is unlocked
+        self._return_to: tuple[Path, bool] | None = None  # the vault before File > Open
 
     def start(self) -> None:
         if self.demo:
@@ -91,14 +92,22 @@ class Controller:
         self.dialog.show()
 
     def _on_dialog_rejected(self) -> None:
+        back, self._return_to = self._return_to, None
+        if self.window is None and back is not None:  # a switch cancelled: the old vault
+            self.folder, self.demo = back
+            self.ask_unlock()
+            return
         if self.window is None:
             self.app.quit()
 
     def show_main(self, vault: Any) -> None:
         from ui.main_window import MainWindow
         self.vault = vault
+        self._return_to = None
         idle = float(os.environ.get("KEPT_IDLE_MINUTES") or vault.setting("lock.idle_minutes"))
-        self.window = MainWindow(vault, self.bridge, idle_minutes=idle)
+        self.window = MainWindow(vault, self.bridge, idle_minutes=idle,
+                                 folder=None if self.demo else self.folder)
+        self.window.files.vault_requested.connect(self.switch_vault)
         if self.demo:
             self.window.show_banner(
                 "This is a demo vault with made-up memories (password: demo). What you change "
@@ -154,7 +163,8 @@ class Controller:
     def _start_scheduler(self) -> None:
         from app.clock import SystemClock
         from app.jobs import Jobs, build_scheduler
-        self.jobs = Jobs(self.vault, SystemClock(), on_done=self.bridge.job_listener)
+        self.jobs = Jobs(self.vault, SystemClock(), on_done=self.bridge.job_listener,
+                         on_start=self.bridge.job_progress)
         self.scheduler = build_scheduler(self.jobs, self.vault.setting)
         self.scheduler.start()
         self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
@@ -220,6 +230,17 @@ class Controller:
         if self.vault is None:
             return
         self._close_vault()
+        self.ask_unlock()
+
+    def switch_vault(self, folder: Path) -> None:
+        """File > New vault / Open vault: lock this one (socket, scheduler, keys), then ask
+        for the other one's password, or create it. Cancelling goes back to this vault's
+        unlock dialog."""
+        if self.vault is None:
+            return
+        self._return_to = (self.folder, self.demo)
+        self._close_vault()
+        self.folder, self.demo = Path(folder), False
         self.ask_unlock()
 
     def _close_vault(self) -> None:

@@ -18,7 +18,6 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QProgressBar,
@@ -64,9 +63,11 @@ class IdleWatcher(QObject):
 class MainWindow(QMainWindow):
     lock_requested = Signal()
 
-    def __init__(self, vault: Any, bridge: Any, *, idle_minutes: float = 5) -> None:
+    def __init__(self, vault: Any, bridge: Any, *, idle_minutes: float = 5,
+                 folder: Path | None = None) -> None:
         super().__init__()
         self.vault = vault
+        self.folder = folder
         self.bridge = bridge
         self._cleared = False  # set on lock: late background results are dropped
         self._work: _Work | None = None
@@ -80,6 +81,7 @@ class MainWindow(QMainWindow):
         self.nav.currentItemChanged.connect(self._on_nav_current_item_changed)
         self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
         self.bridge.job_finished.connect(self._on_bridge_job_finished)
+        self.bridge.job_started.connect(self._on_bridge_job_started)
         self._start_auto_lock(idle_minutes)
         self.nav.setCurrentItem(self.nav.topLevelItem(0).child(0))
         self.refresh_status()
@@ -153,9 +155,11 @@ class MainWindow(QMainWindow):
         self.run_action = QAction("Run consolidation now", self)
         self.run_action.triggered.connect(self._on_run_action_triggered)
         self.run_action.changed.connect(self._on_run_action_changed)
-        self.import_action = QAction("Import…", self)
-        self.import_action.setToolTip("Import a conversation (JSON Lines, one turn a line)")
-        self.import_action.triggered.connect(self._on_import_action_triggered)
+        from ui.file_menu import FileMenu
+        self.files = FileMenu(self, self.folder)
+        self.import_action = self.files.import_action
+        self.import_action.setToolTip("Import chats or notes: a ChatGPT or Claude data export, "
+                                      "Markdown or text notes, or Kept's JSON Lines")
         tb.addAction(self.lock_action)
         tb.addAction(self.run_action)
         tb.addAction(self.import_action)
@@ -350,42 +354,19 @@ class MainWindow(QMainWindow):
         work = self._work
         if work is None:
             return
-        if total:
+        if total and work.unit == "MB":  # progress in bytes
+            self.statusBar().showMessage(
+                f"{work.label}… {done / 1e6:,.1f} of {total / 1e6:,.1f} MB")
+        elif total:
             self.statusBar().showMessage(f"{work.label}… {done:,} of {total:,} {work.unit}")
         # Imported turns show up while the import runs, at most once a second.
         if changed and work.unit == "turns" and time.monotonic() - work.refreshed >= 1.0:
             work.refreshed = time.monotonic()
             self.bridge.apply_changes(Changes(memories=True), None)
 
-    def _on_import_action_triggered(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Import a conversation", "", "JSON Lines (*.jsonl);;All files (*)")
-        if path:
-            self.start_import(Path(path))
-
     def start_import(self, path: Path) -> None:
-        """Import a JSON Lines file of turns (the format of ``kept import``) with progress.
-        A malformed file is refused whole, with its bad line numbers; nothing is written."""
-        vault = self.vault
-        box = self._begin_work("Importing", "turns")
-
-        def run() -> Any:
-            # Every line checked first, as ``kept import`` does (the same reader).
-            return vault.import_turns(vault.read_import(path), progress=box.report)
-
-        def done(result: Any) -> None:
-            self._end_work()
-            r = result.value
-            self.statusBar().showMessage(
-                f"Imported {r.added:,} turns from {path.name}"
-                + (f" ({r.skipped_duplicates:,} were already there)" if r.skipped_duplicates
-                   else ""), 15_000)
-
-        def failed(exc: BaseException) -> None:
-            self._end_work()
-            self.statusBar().clearMessage()
-            errors.show_error(self, exc)
-        run_op(self, run, done, self.bridge, failed)
+        """Import a file of chats or notes with progress (``FileMenu.import_file``)."""
+        self.files.import_file(path)
 
     @Slot(object, object)
     def _on_bridge_changes_applied(self, changes: Any, _initiator: Any) -> None:
@@ -400,10 +381,24 @@ class MainWindow(QMainWindow):
         if getattr(changes, "agents", False):
             self.refresh_pending_note()
 
+    @Slot(str, object)
+    def _on_bridge_job_started(self, job: str, box: ProgressBox) -> None:
+        """A scheduled job with progress (a backup): its bar, unless the window's own work
+        holds the bar; the job runs either way."""
+        if self._work is None and not self._cleared:
+            self._work = _Work("Scheduled backup" if job == "backup" else job, "MB", job=job)
+            self._update_run_actions()
+            self.statusBar().showMessage(f"{self._work.label}…")
+            self.progress.start(box)
+
     @Slot(object)
     def _on_bridge_job_finished(self, outcome: Any) -> None:
+        if self._work is not None and self._work.job == outcome.job:
+            self._end_work()
         self.refresh_runs_note()
-        text = f"{outcome.job}: " + ("done" if outcome.ok else f"problem ({outcome.error or 'see log'})")
+        label = "Scheduled backup" if outcome.job == "backup" else outcome.job
+        text = f"{label}: " + (f"done{f' ({outcome.detail})' if outcome.detail else ''}"
+                               if outcome.ok else f"problem ({outcome.error or 'see log'})")
         self.statusBar().showMessage(text, 10_000)
 
     @Slot()
@@ -465,3 +460,4 @@ class _Work:
     label: str
     unit: str
     refreshed: float = 0.0  # when imported turns were last shown (time.monotonic)
+    job: str | None = None  # a scheduled job's name when the work is that job's

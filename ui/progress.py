@@ -64,8 +64,9 @@ class DelayedProgress(QObject):
     def active(self) -> bool:
         return self.box is not None
 
-    def start(self) -> ProgressBox:
-        self.box = ProgressBox()
+    def start(self, box: ProgressBox | None = None) -> ProgressBox:
+        """``box``: one a worker already reports into (a scheduled job's), else a new one."""
+        self.box = box if box is not None else ProgressBox()
         self.bar.setRange(0, 0)  # busy until the first report
         self.bar.hide()
         self._reveal.start(SHOW_AFTER_MS)

@@ -11,10 +11,13 @@ is now, at the same path, replacing the old file atomically.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
-from app.api import BackupRecord, BackupRemade, ForgetPlan, Progress
-from app.errors import AppError
+from app.api import BackupRecord, BackupRemade, ForgetPlan, Progress, VaultAPI
+from app.errors import AppError, ValidationError
 from app.ports import Backups
 
 log = logging.getLogger(__name__)
@@ -67,3 +70,54 @@ class BackupService:
                          "with the vault's password)")
             out.append(BackupRemade(rec.path, True, note, new, vault_pw))
         return tuple(out)
+
+
+# --- scheduled backups (issue 16): a folder the person picks, the last N kept ---------------
+SCHEDULED_PREFIX = "kept-backup-"
+SCHEDULED_SUFFIX = ".keptbackup"
+SCHEDULES = {"off": 0, "daily": 24, "weekly": 24 * 7}  # backup.schedule -> hours between
+
+
+def scheduled_name(now: float) -> str:
+    """``kept-backup-20261124-031500.keptbackup`` (UTC): sorts by time, never reused."""
+    from datetime import UTC, datetime
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{SCHEDULED_PREFIX}{stamp}{SCHEDULED_SUFFIX}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledBackup:
+    record: BackupRecord
+    removed: tuple[str, ...]  # older scheduled backups deleted to keep the last N
+
+
+def backup_to_folder(vault: VaultAPI, folder: Path, keep: int, *, now: float,
+                     progress: Progress | None = None) -> ScheduledBackup:
+    """A new, verified backup in ``folder`` (the vault's password), then the oldest of this
+    vault's scheduled backups in that folder beyond the newest ``keep`` are deleted. Only
+    files this vault recorded as its own scheduled backups, still there and unchanged
+    (``BackupRecord.exists``), are ever deleted; anything else in the folder is left alone.
+    A failed backup deletes nothing."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ValidationError(f"The backup folder {folder} does not exist (Settings > "
+                              "Backups).")
+    if keep < 1:
+        raise ValidationError("Keep at least one backup.")
+    target = folder / scheduled_name(now)
+    if target.exists():  # two in the same second: never overwrite
+        raise ValidationError(f"{target.name} already exists; nothing was written.")
+    rec = vault.backup(target, None, progress=progress).value
+    mine = [r for r in vault.backups()
+            if r.exists and Path(r.path).resolve().parent == folder.resolve()
+            and Path(r.path).name.startswith(SCHEDULED_PREFIX)
+            and Path(r.path).name.endswith(SCHEDULED_SUFFIX)]
+    mine.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    removed = []
+    for old in mine[keep:]:
+        try:
+            os.unlink(old.path)
+            removed.append(old.path)
+        except OSError as exc:
+            log.warning("could not delete an old scheduled backup (%s)", type(exc).__name__)
+    return ScheduledBackup(rec, tuple(removed))

@@ -523,9 +523,9 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
     out = [f for f in out if not _PRONOUN_OBJ.match(f.object) or f.object == NONE]
     known = {(f.subject, f.predicate, f.qualifier, f.object.casefold()) for f in out}
     for f in _more(text, speaker, ep, hedged):
-        key = (f.subject, f.predicate, f.qualifier, f.object.casefold())
-        if key not in known:
-            known.add(key)
+        k4 = (f.subject, f.predicate, f.qualifier, f.object.casefold())
+        if k4 not in known:
+            known.add(k4)
             out.append(f)
     if _CORRECTION.search(text):  # "sorry, I misspoke": the earlier one was never true
         out = [replace(f, change=False) if f.change else f for f in out]
@@ -723,28 +723,28 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         verb = m.group("verb").strip()
         rest = text[m.end():].lstrip()
         if verb.startswith(("lives", "moved", "relocated", "is back", "'s back")):
-            o = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
-            if o and re.match(r"[A-Z]", o.group("o")):
-                add(subject, "lives_in", _TRIM.sub("", _clean(o.group("o"))),
-                    f"{subject} lives in {_clean(o.group('o'))}", "place", .8,
+            om = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
+            if om and re.match(r"[A-Z]", om.group("o")):
+                add(subject, "lives_in", _TRIM.sub("", _clean(om.group("o"))),
+                    f"{subject} lives in {_clean(om.group('o'))}", "place", .8,
                     change=not verb.startswith("lives"), at=m.start())
         elif verb.startswith("works"):
-            o = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
-            if o:
-                add(subject, "works_at", _TRIM.sub("", _clean(o.group("o"))),
-                    f"{subject} works at {_clean(o.group('o'))}", "work", .8, at=m.start())
+            om = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
+            if om:
+                add(subject, "works_at", _TRIM.sub("", _clean(om.group("o"))),
+                    f"{subject} works at {_clean(om.group('o'))}", "work", .8, at=m.start())
         elif verb in ("turned",) or verb in ("is", "'s") and re.match(r"\d", rest):
-            o = re.match(r"(?P<o>\d{1,3})\b(?! ?(?:%|percent|minutes|hours|dollars|bucks|k\b))",
+            om = re.match(r"(?P<o>\d{1,3})\b(?! ?(?:%|percent|minutes|hours|dollars|bucks|k\b))",
                          rest)
-            if o and (not bare) and int(o.group("o")) < 120:
-                add(subject, "age", o.group("o"), f"{subject} is {o.group('o')} years old",
+            if om and (not bare) and int(om.group("o")) < 120:
+                add(subject, "age", om.group("o"), f"{subject} is {om.group('o')} years old",
                     "identity", .8, change=verb == "turned", at=m.start())
         else:  # a role: "my wife is a teacher at the middle school", "got promoted to principal"
-            o = re.match(r"(?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES + r"|(?:[a-z\-]+ ){0,2}"
+            om = re.match(r"(?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES + r"|(?:[a-z\-]+ ){0,2}"
                          r"(?:principal|nurse|chef|lead|partner|paramedic|firefighter))\b"
                          r"(?: (?:at|for|in) (?P<at>" + _OBJ + ")" + _END + ")?", rest)
-            if o and not bare:
-                add(subject, "job", o.group("o"), f"{subject} is a {o.group('o')}", "work", .75,
+            if om and not bare:
+                add(subject, "job", om.group("o"), f"{subject} is a {om.group('o')}", "work", .75,
                     change="promoted" in verb, at=m.start())
 
     # Promotions and new roles of the speaker, the role and the employer apart:
@@ -967,9 +967,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         q = m.group("q").lower().split()[-1]
         add(speaker, "date_of", NONE, f"{speaker}'s {q} is off or postponed", "date", .7,
             qualifier=q, negated=True, change=True, at=m.start())
-    for m in re.finditer(r"(?i:\b(?:the|my|our|her|his) (?P<q>flight|train|bus) (?:lands|lands "
-                         r"in|gets in to|arrives in|is into) )(?P<o>" + _NAME + r")", text):
-        pass  # destinations of trips: too easily two different trips (next session)
+    # (Destinations of trips are left out: too easily two different trips.)
 
     # Preferences from filler: "I do love X", "I'm such a sucker for X", "I'm really into X",
     # "X is my favorite book", "X has overtaken Y as my favorite show".

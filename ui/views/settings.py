@@ -43,7 +43,9 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_model",
              "extraction.cloud_consent", "extraction.redact",
              "consolidation.heartbeat_minutes", "consolidation.interval_minutes",
-             "consolidation.decay_hour", "consolidation.synthesis_weekday", "lock.idle_minutes")
+             "consolidation.decay_hour", "consolidation.synthesis_weekday", "lock.idle_minutes",
+             "backup.folder", "backup.schedule", "backup.keep")
+BACKUP_SCHEDULES = {"off": "Off", "daily": "Daily", "weekly": "Weekly"}
 
 
 def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
@@ -66,7 +68,8 @@ class SettingsView(Page):
         content = QWidget()
         cl = QVBoxLayout(content)
         cl.addWidget(QLabel("<h2>Settings</h2>"))
-        for group in (self._build_extraction(), self._build_schedule(), self._build_lock()):
+        for group in (self._build_extraction(), self._build_schedule(), self._build_lock(),
+                      self._build_backups()):
             cl.addWidget(group)
         cl.addLayout(self._build_save_row())
         cl.addWidget(self._build_password())
@@ -148,6 +151,47 @@ class SettingsView(Page):
         lf.addRow("Lock after this long without input", self.idle_minutes)
         return lock
 
+    def _build_backups(self) -> QGroupBox:
+        self.backup_folder = QLineEdit()
+        self.backup_folder.setPlaceholderText("a folder on another disk, e.g. an external drive")
+        pick = QPushButton("Choose…")
+        pick.clicked.connect(self._on_backup_pick_clicked)
+        row = QWidget()
+        rl = QHBoxLayout(row)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self.backup_folder, 1)
+        rl.addWidget(pick)
+        self.backup_schedule = QComboBox()
+        for key, label in BACKUP_SCHEDULES.items():
+            self.backup_schedule.addItem(label, key)
+        self.backup_schedule.setMaximumWidth(180)
+        self.backup_keep = _spin(1, 365, " backups")
+        self.last_backup = QLabel()
+        self.last_backup.setObjectName("lastBackup")
+        self.last_backup.setWordWrap(True)
+        self.last_backup.setStyleSheet(theme.NOTE_STYLE)
+        box = QGroupBox("Backups")
+        bf = QFormLayout(box)
+        bf.addRow("Back up to", row)
+        bf.addRow("Scheduled", self.backup_schedule)
+        bf.addRow("Keep the last", self.backup_keep)
+        bf.addRow(self.last_backup)
+        note = QLabel("Encrypted, opened with the vault's password. Older scheduled backups in "
+                      "that folder are deleted beyond the number kept; other files never are. "
+                      "File > Back up now makes one at any time.")
+        note.setWordWrap(True)
+        note.setStyleSheet(theme.NOTE_STYLE)
+        bf.addRow(note)
+        return box
+
+    @Slot()
+    def _on_backup_pick_clicked(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+        chosen = QFileDialog.getExistingDirectory(self, "A folder for scheduled backups",
+                                                  self.backup_folder.text())
+        if chosen:
+            self.backup_folder.setText(chosen)
+
     def _build_save_row(self) -> QHBoxLayout:
         self.save_btn = QPushButton("Save")
         self.save_btn.setDefault(True)
@@ -218,6 +262,8 @@ class SettingsView(Page):
 
         def load() -> tuple[dict[str, Any], bool]:
             values = {k: vault.setting(k) for k in FORM_KEYS}
+            backups = vault.backups()
+            values["_last_backup"] = backups[0] if backups else None
             return values, bool(vault.status().remember_device)
         self.load(load, self._fill)
 
@@ -245,6 +291,18 @@ class SettingsView(Page):
         self.decay_hour.setValue(int(values["consolidation.decay_hour"]))
         self.weekday.setCurrentIndex(int(values["consolidation.synthesis_weekday"]) % 7)
         self.idle_minutes.setValue(int(values["lock.idle_minutes"]))
+        self.backup_folder.setText(str(values["backup.folder"] or ""))
+        self.backup_schedule.setCurrentIndex(
+            max(self.backup_schedule.findData(values["backup.schedule"] or "off"), 0))
+        self.backup_keep.setValue(int(values["backup.keep"] or 1))
+        last = values.get("_last_backup")
+        if last is None:
+            self.last_backup.setText("Last backup: none yet.")
+        else:
+            from app.clock import to_iso
+            self.last_backup.setText(
+                f"Last backup: {to_iso(last.created_at)}, {last.memories:,} memories, "
+                f"{last.path}" + ("" if last.exists else " (gone or replaced since)"))
         self._update_endpoint()
         self._loaded = self.form_values()
         self.save_btn.setEnabled(True)
@@ -293,6 +351,9 @@ class SettingsView(Page):
             "consolidation.decay_hour": self.decay_hour.value(),
             "consolidation.synthesis_weekday": self.weekday.currentIndex(),
             "lock.idle_minutes": self.idle_minutes.value(),
+            "backup.folder": self.backup_folder.text().strip(),
+            "backup.schedule": self.backup_schedule.currentData(),
+            "backup.keep": self.backup_keep.value(),
         }
 
     def dirty(self) -> bool:
@@ -335,7 +396,14 @@ class SettingsView(Page):
         self._update_endpoint()
 
     def validate(self, values: dict[str, Any]) -> tuple[str, QWidget | None] | None:
-        """Pure, no I/O: (message, widget to focus) or None when the form may be saved."""
+        """(message, widget to focus) or None when the form may be saved (no I/O but a
+        look at whether the backup folder exists)."""
+        from pathlib import Path
+        folder = values["backup.folder"]
+        if folder and not Path(folder).expanduser().is_dir():
+            return f"The backup folder {folder} does not exist.", self.backup_folder
+        if values["backup.schedule"] != "off" and not folder:
+            return "Choose a folder for scheduled backups, or turn them off.", self.backup_folder
         url = values["extraction.llm_base_url"]
         normalised = self._normalised(url) if url else None
         if url and normalised is None:

@@ -1,0 +1,245 @@
+"""The window's File menu (issue 16): New vault, Open vault, Import, Export, Back up now,
+Restore, Quit. Layer: ui. GUI thread; the work runs through ``ui.tasks`` with the window's
+progress bar (``MainWindow._begin_work``), the same services as ``kept import``, ``kept export``
+and ``kept backup``.
+
+Switching vaults is the controller's (``ui.main``): the menu emits ``vault_requested`` with
+the folder, and the controller locks this vault (socket, scheduler, keys) and asks for the
+other one's password, or creates it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+
+from app.errors import AppError, ValidationError
+from ui import errors
+from ui.tasks import run_op, run_query
+
+IMPORT_FILTER = ("Chats and notes (*.json *.jsonl *.md *.markdown *.txt *.zip);;"
+                 "ChatGPT or Claude export (conversations.json) (*.json);;"
+                 "Kept JSON Lines (*.jsonl);;Markdown or text notes (*.md *.markdown *.txt);;"
+                 "All files (*)")
+
+
+class FileMenu(QObject):
+    """Owner: the main window. ``folder``: the open vault's folder (None: unknown)."""
+
+    vault_requested = Signal(object)  # Path: lock this vault, then open or create that one
+
+    def __init__(self, window: Any, folder: Path | None) -> None:
+        super().__init__(window)  # no Python reference back to the window: no cycle for
+        self.folder = folder      # the GC to break on a worker thread (Qt objects die there)
+        self.last_message = ""  # the latest outcome said in the status bar (tests read it)
+        menu = window.menuBar().addMenu("&File")
+
+        def act(label: str, slot: Any, key: Any = None) -> QAction:
+            a = QAction(label, window)
+            if key is not None:
+                a.setShortcut(QKeySequence(key))
+            a.triggered.connect(slot)
+            menu.addAction(a)
+            return a
+        self.new_action = act("New vault…", self._on_new_triggered, "Ctrl+N")
+        self.open_action = act("Open vault…", self._on_open_triggered,
+                               "Ctrl+O")
+        menu.addSeparator()
+        self.import_action = act("Import…", self._on_import_triggered, "Ctrl+I")
+        self.export_action = act("Export…", self._on_export_triggered, "Ctrl+E")
+        menu.addSeparator()
+        self.backup_action = act("Back up now…", self._on_backup_triggered, "Ctrl+B")
+        self.restore_action = act("Restore…", self._on_restore_triggered)
+        menu.addSeparator()
+        self.quit_action = act("Quit", self._on_quit_triggered, "Ctrl+Q")
+        self.menu = menu
+
+    @property
+    def window(self) -> Any:
+        return self.parent()
+
+    def _say(self, text: str) -> None:
+        self.last_message = text
+        self.window.statusBar().showMessage(text, 20_000)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.window._end_work()
+        self.window.statusBar().clearMessage()
+        self.last_message = exc.user_message if isinstance(exc, AppError) else type(exc).__name__
+        errors.show_error(self.window, exc)
+
+    # --- vaults -----------------------------------------------------------------------------
+    @Slot()
+    def _on_new_triggered(self) -> None:
+        chosen = QFileDialog.getExistingDirectory(self.window, "A new or empty folder for the "
+                                                  "new vault")
+        if chosen:
+            self.new_vault(Path(chosen))
+
+    def new_vault(self, folder: Path) -> bool:
+        """Checked here, before this vault locks: a folder holding a vault or other files is
+        refused with one message."""
+        from app import bootstrap
+        try:
+            if bootstrap.vault_exists(folder):
+                raise ValidationError(f"{folder} already holds a vault: use Open vault.")
+            bootstrap.check_new_vault_folder(folder)
+        except AppError as exc:
+            self.last_message = exc.user_message
+            errors.show_error(self.window, exc)
+            return False
+        self.vault_requested.emit(folder)
+        return True
+
+    @Slot()
+    def _on_open_triggered(self) -> None:
+        chosen = QFileDialog.getExistingDirectory(self.window, "A vault folder")
+        if chosen:
+            self.open_vault(Path(chosen))
+
+    def open_vault(self, folder: Path) -> bool:
+        from app import bootstrap
+        if not bootstrap.vault_exists(folder):
+            exc = ValidationError(f"There is no Kept vault in {folder}.")
+            self.last_message = exc.user_message
+            errors.show_error(self.window, exc)
+            return False
+        self.vault_requested.emit(folder)
+        return True
+
+    # --- import ---------------------------------------------------------------------------
+    @Slot()
+    def _on_import_triggered(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.window, "Import chats or notes", "",
+                                              IMPORT_FILTER)
+        if path:
+            self.import_file(Path(path))
+
+    def import_file(self, path: Path) -> None:
+        """Any format ``kept import`` reads, detected by content: first the whole file is
+        checked (a malformed one is refused, nothing written), then imported in batches with
+        progress; turns show up in the list while it runs."""
+        from app.transfer import import_file
+        vault = self.window.vault
+        box = self.window._begin_work("Importing", "turns")
+
+        def run() -> Any:
+            return _Done(import_file(vault, path, progress=box.report))
+
+        def done(result: Any) -> None:
+            self.window._end_work()
+            r, fmt = result.value.report, result.value.format_name
+            self._say(f"Imported {r.added:,} turns from {path.name} (read as {fmt})"
+                      + (f"; {r.skipped_duplicates:,} were already there"
+                         if r.skipped_duplicates else ""))
+        run_op(self.window, run, done, self.window.bridge, self._fail)
+
+    # --- export ---------------------------------------------------------------------------
+    @Slot()
+    def _on_export_triggered(self) -> None:
+        from ui.dialogs.files import ExportDialog
+        dlg = ExportDialog(self.folder, self.window)
+        if dlg.exec() == ExportDialog.DialogCode.Accepted:
+            self.export_from(dlg)
+
+    def export_from(self, dlg: Any) -> bool:
+        try:
+            target = dlg.checked_target()
+        except AppError as exc:
+            self._fail(exc)
+            return False
+        self.export(dlg.fmt(), target)
+        return True
+
+    def export(self, fmt: str, target: Path) -> None:
+        from app.transfer import export
+        vault = self.window.vault
+        box = self.window._begin_work("Exporting", "memories")
+
+        def done(written: tuple[int, int, str]) -> None:
+            self.window._end_work()
+            memories, files, where = written
+            in_files = f"{files:,} files in " if fmt == "markdown" else ""
+            self._say(f"Exported {memories:,} memories to {in_files}{where} (plaintext)")
+        run_query(self.window, lambda: export(vault, fmt, target, now=time.time(),
+                                              progress=box.report), done, self._fail)
+
+    # --- backups --------------------------------------------------------------------------
+    @Slot()
+    def _on_backup_triggered(self) -> None:
+        from ui.dialogs.files import BackupDialog
+        folder = str(self.window.vault.setting("backup.folder") or "")
+        dlg = BackupDialog(folder, self.window)
+        if dlg.exec() == BackupDialog.DialogCode.Accepted:
+            self.backup_from(dlg)
+
+    def backup_from(self, dlg: Any) -> bool:
+        try:
+            path, own = dlg.checked()
+        except AppError as exc:
+            self._fail(exc)
+            return False
+        self.backup(path, own)
+        return True
+
+    def backup(self, path: Path, password: str | None = None) -> None:
+        vault = self.window.vault
+        box = self.window._begin_work("Backing up", "MB")
+
+        def done(result: Any) -> None:
+            self.window._end_work()
+            rec = result.value
+            self._say(f"Backed up {rec.memories:,} memories to {rec.path} "
+                      f"({rec.bytes / 1e6:.1f} MB, encrypted; read back and checked)")
+        run_op(self.window, lambda: vault.backup(path, password, progress=box.report), done,
+               self.window.bridge, self._fail)
+
+    @Slot()
+    def _on_restore_triggered(self) -> None:
+        from ui.dialogs.files import RestoreDialog
+        dlg = RestoreDialog(self.window)
+        if dlg.exec() == RestoreDialog.DialogCode.Accepted:
+            self.restore_from(dlg)
+
+    def restore_from(self, dlg: Any, *, ask_open: bool = True) -> bool:
+        try:
+            path, folder, password = dlg.checked()
+        except AppError as exc:
+            self._fail(exc)
+            return False
+        self.restore(path, folder, password, ask_open=ask_open)
+        return True
+
+    def restore(self, path: Path, folder: Path, password: str, *, ask_open: bool = True) -> None:
+        from app import bootstrap
+        self.window._begin_work("Restoring", "MB")
+
+        def done(chk: Any) -> None:
+            self.window._end_work()
+            self._say(f"Restored {chk.memories:,} memories into {folder}; it opens with the "
+                      "backup's password")
+            if ask_open and QMessageBox.question(
+                    self.window, "Kept", f"Restored {chk.memories:,} memories into {folder}. "
+                    "Lock this vault and open the restored one now?") \
+                    == QMessageBox.StandardButton.Yes:
+                self.vault_requested.emit(folder)
+        run_query(self.window, lambda: bootstrap.restore_backup(path, password, folder), done,
+                  self._fail)
+
+    @Slot()
+    def _on_quit_triggered(self) -> None:
+        QApplication.instance().quit()
+
+
+class _Done:
+    """An import's outcome as a ``Result`` (``run_op`` broadcasts its changes)."""
+
+    def __init__(self, value: Any) -> None:
+        from app.changes import Changes
+        self.value = value
+        self.changes = Changes(memories=True)
