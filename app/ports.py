@@ -333,6 +333,7 @@ class BrowseRow(NamedTuple):
     access_count: int
     last_accessed_at: float | None
     agent: str                    # "global", or the assistant that wrote it
+    created_at: float             # when Kept learned it (its tier counts from it too)
 
 
 class TierInput(NamedTuple):
@@ -340,6 +341,7 @@ class TierInput(NamedTuple):
     occurred_at: float
     last_accessed_at: float | None
     access_count: int
+    created_at: float
 
 
 class RecallRows(Protocol):
@@ -514,6 +516,7 @@ class SummaryFact(NamedTuple):
     occurred_at: float
     last_accessed_at: float | None
     access_count: int
+    created_at: float  # when Kept learned it (a fact of an old conversation is new today)
 
 
 class EntityScope(NamedTuple):
@@ -579,6 +582,8 @@ class ConsolidationRows(Protocol):
     def forget(self, conn: Connection, ids: set[int]) -> None: ...
     def episodes_after(self, conn: Connection, upto: int) -> list[EpisodeRow]: ...
     def episodes_by_id(self, conn: Connection, ids: Sequence[int]) -> list[EpisodeRow]: ...
+    def speaker_episodes(self, conn: Connection, speakers: Sequence[str], scope: Scope
+                         ) -> dict[int, tuple[str, float]]: ...
     def known_people(self, conn: Connection, agent: str) -> list[str]: ...
     def save_llm_reply(self, conn: Connection, at: float, raw: str, error: str,
                        source_ids: Iterable[int]) -> None: ...

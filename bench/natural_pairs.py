@@ -59,6 +59,7 @@ import storage  # noqa: E402,F401  (first: onnxruntime telemetry off)
 from app.domain.fact import EpisodeView, FactCandidate  # noqa: E402
 from app.services.contradiction import FactView, classify  # noqa: E402
 from app.services.extract import extract  # noqa: E402
+from app.services.said_change import verdict as said_verdict  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "natural_pairs.jsonl"
 LOCOMO = ROOT.parent / "shared" / "bench" / "locomo_dev.json"
@@ -69,6 +70,7 @@ KINDS = ("correction", "role", "move", "event", "third_person", "count", "pet", 
 SOURCES = ("locomo", "mixed", "written")
 
 Extractor = Callable[[str, EpisodeView], list[FactCandidate]]
+Similarity = Callable[[str, str], float]  # cosine of two turns' embeddings
 
 
 class SetError(ValueError):
@@ -169,8 +171,27 @@ def _show(v: FactView) -> str:
     return f"{v.subject}|{v.predicate}{q}|{v.object}{flags}"
 
 
-def predict(pair: Mapping[str, Any], extractor: Extractor = rules_extractor) -> dict[str, Any]:
-    """Facts of each side, the verdicts between them, and the predicted label."""
+def embedding_similarity() -> Similarity | None:
+    """The cosine of two texts under the model consolidation uses, or None without a model
+    (then turn pairing is off, as in a vault without the model)."""
+    from storage.embedder import Embedder, find_model_dir
+    folder = find_model_dir()
+    if folder is None:
+        return None
+    model = Embedder(folder)
+
+    def similarity(a: str, b: str) -> float:
+        va, vb = model.embed([a, b])
+        return float(va @ vb)  # the embedder returns unit vectors
+    return similarity
+
+
+def predict(pair: Mapping[str, Any], extractor: Extractor = rules_extractor,
+            similarity: Similarity | None = None) -> dict[str, Any]:
+    """Facts of each side, the verdicts between them, and the predicted label. When the facts
+    give no conflict and ``similarity`` is given, the turns themselves are paired as
+    consolidation pairs them (``app.services.said_change``: same speaker, a change or
+    correction cue, the same topic)."""
     sides = []
     for eid, key in ((1, "a"), (2, "b")):
         s = pair[key]
@@ -181,9 +202,15 @@ def predict(pair: Mapping[str, Any], extractor: Extractor = rules_extractor) -> 
     kinds = {v for _, _, v in verdicts}
     predicted = ("update" if "update" in kinds else
                  "contradiction" if "contradiction" in kinds else "compatible")
+    paired = None
+    if predicted == "compatible" and similarity is not None \
+            and pair["a"]["speaker"] == pair["b"]["speaker"]:
+        a, b = pair["a"]["text"], pair["b"]["text"]
+        paired = said_verdict(a, b, similarity(a, b))
+        predicted = paired or predicted
     comparable = any(x.subject.casefold() == y.subject.casefold() and x.predicate == y.predicate
                      for x in sides[0] for y in sides[1])
-    return {"predicted": predicted, "comparable": comparable,
+    return {"predicted": predicted, "comparable": comparable, "paired": paired,
             "facts_a": [_show(v) for v in sides[0]], "facts_b": [_show(v) for v in sides[1]],
             "verdicts": [f"{_show(x)} ~ {_show(y)}: {v}" for x, y, v in verdicts
                          if v not in ("compatible",)]}
@@ -193,17 +220,18 @@ def _ratio(a: int, b: int) -> float | None:
     return round(a / b, 3) if b else None
 
 
-def evaluate(rows: list[dict[str, Any]], extractor: Extractor = rules_extractor
-             ) -> dict[str, Any]:
+def evaluate(rows: list[dict[str, Any]], extractor: Extractor = rules_extractor,
+             similarity: Similarity | None = None) -> dict[str, Any]:
     confusion: dict[str, Counter[str]] = {lab: Counter() for lab in LABELS}
     tp = fp = fn = tn = type_right = 0
     groups: dict[str, dict[str, Counter[str]]] = {"by_kind": defaultdict(Counter),
                                                   "by_source": defaultdict(Counter)}
     turns: dict[str, bool] = {}
-    comparable = 0
+    comparable = paired = 0
     errors = []
     for r in rows:
-        p = predict(r, extractor)
+        p = predict(r, extractor, similarity)
+        paired += p["paired"] is not None
         label, pred = r["label"], p["predicted"]
         confusion[label][pred] += 1
         for side, facts in (("a", p["facts_a"]), ("b", p["facts_b"])):
@@ -227,7 +255,7 @@ def evaluate(rows: list[dict[str, Any]], extractor: Extractor = rules_extractor
         if label != pred:
             errors.append({"id": r["id"], "kind": r["kind"], "label": label, "predicted": pred,
                            "a": r["a"]["text"], "b": r["b"]["text"],
-                           **{k: p[k] for k in ("facts_a", "facts_b", "verdicts")}})
+                           **{k: p[k] for k in ("facts_a", "facts_b", "verdicts", "paired")}})
 
     def summary(c: Counter[str]) -> dict[str, Any]:
         return {"pairs": c["pairs"], "conflicts": c["tp"] + c["fn"], "found": c["tp"],
@@ -247,7 +275,8 @@ def evaluate(rows: list[dict[str, Any]], extractor: Extractor = rules_extractor
         "extraction": {"turns": len(turns), "with_fact": sum(turns.values()),
                        "yield": _ratio(sum(turns.values()), len(turns)),
                        "comparable_pairs": comparable,
-                       "comparable_share": _ratio(comparable, len(rows))},
+                       "comparable_share": _ratio(comparable, len(rows)),
+                       "found_by_turn_pairing": paired},
         "by_kind": {k: summary(groups["by_kind"][k]) for k in KINDS if k in groups["by_kind"]},
         "by_source": {s: summary(groups["by_source"][s]) for s in SOURCES
                       if s in groups["by_source"]},
@@ -310,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-record", type=Path, metavar="FILE")
     ap.add_argument("--llm-url", default="http://127.0.0.1:8080/v1")
     ap.add_argument("--llm-model", default="local")
+    ap.add_argument("--facts-only", action="store_true",
+                    help="no turn pairing (as without the embedding model)")
     args = ap.parse_args(argv)
     if not args.locomo.exists():
         print(json.dumps({"error": f"missing {args.locomo}"}))
@@ -334,8 +365,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         extractor = llm_extractor(path, bool(args.llm_record), args.llm_url, args.llm_model,
                                   stats)
-    report = evaluate(rows, extractor)
+    similarity = None if args.facts_only else embedding_similarity()
+    report = evaluate(rows, extractor, similarity)
     report["extractor"] = "llm (recorded)" if extractor is not rules_extractor else "rules"
+    report["turn_pairing"] = "on" if similarity is not None else "off"
     if stats:
         report["llm"] = dict(stats)
     if not args.errors:

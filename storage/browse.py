@@ -21,7 +21,7 @@ LIVE = api.LIVE
 
 ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.status, "
             "m.composite, m.confidence, m.user_validated, m.access_count, m.last_accessed_at, "
-            "m.agent")
+            "m.agent, m.created_at")
 
 
 def _where(store: str | None, status: str | None, entity_id: int | None, day: tuple[float, float]
@@ -85,7 +85,7 @@ def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
 
 def tier_inputs(conn: Connection) -> list[TierInput]:
     return [TierInput._make(r) for r in conn.execute(
-        "SELECT store, occurred_at, last_accessed_at, access_count FROM memory "
+        "SELECT store, occurred_at, last_accessed_at, access_count, created_at FROM memory "
         "WHERE status = 'active'")]
 
 

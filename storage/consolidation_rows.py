@@ -87,6 +87,20 @@ def episodes_by_id(conn: Connection, ids: Sequence[int]) -> list[EpisodeRow]:
     return out
 
 
+def speaker_episodes(conn: Connection, speakers: Sequence[str], scope: Scope
+                     ) -> dict[int, tuple[str, float]]:
+    """id -> (speaker, occurred_at) of the active episodes these speakers said in ``scope``."""
+    out: dict[int, tuple[str, float]] = {}
+    agent, context = scope
+    for chunk in chunks(list(speakers)):
+        for r in conn.execute(
+                "SELECT id, speaker, occurred_at FROM memory WHERE store = 'episodic' "
+                f"AND status = 'active' AND speaker IN ({marks(len(chunk))}) AND agent = ? "
+                "AND context IS ?", (*chunk, agent, context)):
+            out[int(r[0])] = (r[1], float(r[2]))
+    return out
+
+
 def known_people(conn: Connection, agent: str) -> list[str]:
     """Speakers and person entities of ``agent`` and of the shared global scope."""
     agents = ("global", agent)
@@ -344,8 +358,8 @@ def entity_scopes(conn: Connection) -> list[EntityScope]:
 def summary_facts(conn: Connection, entity: EntityScope, limit: int = 40) -> list[SummaryFact]:
     """The entity's active facts and procedures of its own scope, most confident first."""
     return [SummaryFact(*r) for r in conn.execute(
-        "SELECT m.text, m.occurred_at, m.last_accessed_at, m.access_count FROM memory m "
-        "JOIN entity_mention em ON em.memory_id = m.id WHERE em.entity_id = ? AND "
+        "SELECT m.text, m.occurred_at, m.last_accessed_at, m.access_count, m.created_at "
+        "FROM memory m JOIN entity_mention em ON em.memory_id = m.id WHERE em.entity_id = ? AND "
         "m.status = 'active' AND m.store IN ('semantic','procedural') AND m.agent = ? "
         "AND m.context IS ? ORDER BY m.confidence DESC, m.id DESC LIMIT ?",
         (entity.id, entity.agent, entity.context, limit))]

@@ -21,8 +21,8 @@ from app.services import scoring
 
 
 def _row(r: BrowseRow, now: float) -> MemoryRow:
-    reference = max(x for x in (r.occurred_at, r.last_accessed_at) if x is not None)
-    tier = scoring.tier((now - reference) / 86400, r.access_count).value
+    tier = scoring.tier_at(now, r.occurred_at, r.created_at, r.last_accessed_at,
+                           r.access_count).value
     return MemoryRow(MemoryId(r.id), r.store, r.text, r.occurred_at, r.speaker, r.status,
                      r.composite, r.confidence, bool(r.user_validated), tier, r.agent)
 
@@ -71,7 +71,7 @@ class BrowseService:
             by_tier = {"hot": 0, "warm": 0, "cold": 0}
             for r in rows.tier_inputs(c):
                 by_store[r.store] = by_store.get(r.store, 0) + 1
-                reference = max(x for x in (r.occurred_at, r.last_accessed_at) if x is not None)
-                by_tier[scoring.tier((now - reference) / 86400, r.access_count).value] += 1
+                by_tier[scoring.tier_at(now, r.occurred_at, r.created_at, r.last_accessed_at,
+                                        r.access_count).value] += 1
             return Insights(by_store, by_tier, rows.health(c), tuple(rows.statistics(c)))
         return self.db.read(read)

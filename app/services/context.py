@@ -91,9 +91,8 @@ class ContextService:
             hit = next((h for h in hits if h.id == mid), None)
             breakdown = dict(hit.breakdown) if hit else {"final": 0.0,
                                                          "note_not_in_top_200": 1.0}
-        reference = max(x for x in (m.occurred_at, m.last_accessed_at) if x is not None)
-        days = (now - reference) / 86400
-        tier = scoring.tier(days, m.access_count).value
+        tier = scoring.tier_at(now, m.occurred_at, m.created_at, m.last_accessed_at,
+                               m.access_count).value
 
         def sources(conn: Connection) -> tuple[list[SourceView], list[LinkView]]:
             chain = rows.provenance(conn, [mid])[mid]

@@ -754,9 +754,10 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
     for m in re.finditer(r"(?i:\b(?:i (?:just |finally |recently )?got promoted to|(?:they|he|she)"
                          r" (?:just )?(?:made|promoted) me(?: to)?|i (?:just |finally )?became|"
                          r"i(?:'ve| have)? (?:just |finally )?(?:got|landed|started) (?:a|my|the)"
-                         r" (?:new )?(?:job|position|role) as|i(?:'m| am)(?: now| still)? "
-                         r"(?:working|employed) as|i work as)) (?:an? |the )?(?P<o>(?:[a-z\-]+ )"
-                         r"{0,2}[a-z\-]+?)(?= (?:at|for|with|in) |\s*[,.!?;]|\s+(?:and|but|so|"
+                         r" (?:new )?(?:job|position|role) as|i (?:just |recently )?started "
+                         r"(?:out |working |work )?as|i(?:'m| am)(?: now| still)? "
+                         r"(?:working|employed) as|i work as)) (?:an? |the )?(?P<o>(?:(?:[A-Z]{2,4}"
+                         r"|[a-z\-]+) ){0,2}[a-z\-]+?)(?= (?:at|for|with|in) |\s*[,.!?;]|\s+(?:and|but|so|"
                          r"last|this|since|now|which|who)\b|$)", text):
         role = m.group("o")
         if _PRONOUN_OBJ.match(role) or role in ("job", "position"):

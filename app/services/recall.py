@@ -59,6 +59,13 @@ class RecallTuning:
     # answer). A fact the person confirmed or corrected always qualifies. LoCoMo: no effect
     # (no facts there).
     derived_min_share: float = 0.5
+    # A question about the present ("where does Maya live now", "what is her job these days";
+    # issue 15): among the best candidates, the latest turn stating the attribute asked about
+    # (the rules extractor reads them: lives_in, job/works_at, partner) goes first, if its
+    # relevance is at least this share of the best. The cue words themselves ("now",
+    # "currently") are not searched: "three years now" is no answer.
+    present_min_share: float = 0.3
+    present_bonus: float = 1.0  # added to those turns' final score: above any plain match
 
 
 TUNING = RecallTuning()
@@ -76,9 +83,36 @@ _MONTHS = ("january february march april may june july august september october 
 _FACT_STORES = frozenset(("semantic", "procedural", "implicit"))
 _SOURCE_STORES = frozenset(("episodic", "short_term"))
 
+# The present, asked about: a cue word, or "does/is ... live/work/job/partner" without a past.
+_PRESENT_CUE = re.compile(r"\b(now|currently|current|these days|nowadays|at the moment|"
+                          r"at present|anymore|any more|latest|still)\b", re.I)
+_PRESENT_ASK = re.compile(r"\b(?:does|do|is|are|'s)\b[\w' ]{0,40}?\b(?:live|lives|living|based|"
+                          r"work|works|working|job|role|position|title|employer|partner|"
+                          r"boyfriend|girlfriend|husband|wife|dating|married|address|home)\b",
+                          re.I)
+_PAST = re.compile(r"\b(did|was|were|used to|before|previously|formerly|earlier|ago|back then|"
+                   r"at first|originally|in (?:19|20)\d\d|last (?:year|month|week|time))\b",
+                   re.I)
+# What a present question asks about, as the rules extractor's predicates.
+_ASKED = (
+    (re.compile(r"\b(live|lives|living|based|home|city|address|reside|resides)\b", re.I),
+     ("lives_in",)),
+    (re.compile(r"\b(job|jobs|work|works|working|role|position|title|employer|company|"
+                r"occupation|profession|for a living)\b", re.I), ("job", "works_at")),
+    (re.compile(r"\b(partner|married|dating|boyfriend|girlfriend|husband|wife|relationship|"
+                r"single)\b", re.I), ("relationship_status", "relation")),
+)
+_PRESENT_WORDS = frozenset("now currently current nowadays latest still anymore".split())
 _WORD = re.compile(r"[a-z0-9]+")
 # Question fillers that never carry content, on top of the standard stop words.
 _FILLERS = frozenset("also ever might likely kind type sort many much way".split())
+
+
+def asks_present(query: str) -> bool:
+    """A question about how things are now, not how they were."""
+    if _PAST.search(query):
+        return False
+    return bool(_PRESENT_CUE.search(query) or _PRESENT_ASK.search(query))
 
 
 def query_tokens(query: str) -> list[str]:
@@ -103,6 +137,7 @@ class QueryPlan:
     emotional: bool
     procedural: bool
     store_weight: dict[str, float]
+    present: bool = False  # asks how things are now (asks_present)
 
 
 def parse_time_range(query: str, now: float) -> tuple[float, float] | None:
@@ -199,8 +234,9 @@ class RecallService:
             weights["procedural"] = weights.get("procedural", 1.0) * 1.3
         if temporal:
             weights["episodic"] = weights.get("episodic", 1.0) * 1.1
-        return QueryPlan(query, toks, temporal, parse_time_range(query, now), people, emotional,
-                         procedural, weights)
+        time_range = parse_time_range(query, now)
+        return QueryPlan(query, toks, temporal, time_range, people, emotional,
+                         procedural, weights, asks_present(query) and not time_range)
 
     def known_people(self) -> list[str]:  # speakers and person entities
         return self.db.read(self.rows.known_people)
@@ -214,6 +250,8 @@ class RecallService:
         rows = self.rows
         plan = self.analyze(query, now, self.known_people())
         tokens = query_tokens(query)
+        if plan.present:
+            tokens = [w for w in tokens if w not in _PRESENT_WORDS] or tokens
         # The RAM mirror of the full-text index once built (big vaults), else FTS5: same scores.
         lexical: Sequence[tuple[int, float]] | None = (
             self.lexicon.search(tokens, t.lexical_depth) if self.lexicon else None)
@@ -295,6 +333,8 @@ class RecallService:
             return (-scored[i]["final"], meta[i].session or "", meta[i].seq or 0, i)
         ranked = sorted(scored, key=order)
         head = ranked[:max(4 * k, 40)]
+        if plan.present and self._latest_first(head, meta, scored, plan):
+            head.sort(key=order)
         if self._lift_facts(head, meta, scored):
             head.sort(key=order)
         refs = self.db.read(lambda c: rows.refs_of(c, head))
@@ -316,6 +356,50 @@ class RecallService:
                 break
         return hits
 
+    def _latest_first(self, head: list[int], meta: dict[int, RecallMeta],
+                      scored: dict[int, dict[str, float]], plan: QueryPlan) -> bool:
+        """``RecallTuning.present_min_share``: for each person and asked attribute, the latest
+        turn among ``head`` that states it gets ``present_bonus``, so the present answer comes
+        first and older statements of it follow. True if any moved."""
+        from app.domain.fact import EpisodeView
+        from app.services.extract import extract
+        asked = {p for rx, preds in _ASKED if rx.search(plan.text) for p in preds}
+        turns = [i for i in head if meta[i].store in _SOURCE_STORES]
+        if not asked or not turns:
+            return False
+        best_rel = max(scored[i]["relevance"] for i in turns) or 1.0  # among turns: a fact's
+        # own wording matches better than any turn, and would push its source out
+        facts = [i for i in head if meta[i].store in _FACT_STORES  # still held true
+                 and meta[i].valid_until is None and meta[i].superseded_at is None]
+        said = turns + facts
+        texts = self.db.read(lambda c: self.rows.texts(c, said))
+        names = {p.casefold() for p in plan.people}
+        latest: dict[tuple[str, str], list[int]] = {}
+
+        def when(i: int) -> float:  # a fact holds from its event time, not when learned
+            return meta[i].valid_from or meta[i].occurred_at
+        for i in said:
+            m = meta[i]
+            if scored[i]["relevance"] < self.tuning.present_min_share * best_rel:
+                continue
+            for f in extract(EpisodeView(i, texts.get(i, ""), m.speaker, when(i))):
+                if f.predicate not in asked or f.negated:
+                    continue
+                who = f.subject.casefold()
+                if names and who not in names and not any(who.startswith(n) for n in names):
+                    continue
+                key = (who, "job" if f.predicate == "works_at" else f.predicate)
+                was = latest.get(key)
+                if not was or when(i) > when(was[0]):
+                    latest[key] = [i]
+                elif when(i) == when(was[0]) and i not in was:
+                    was.append(i)  # a turn, its episode and its fact say it at one moment
+        lifted = {i for ids in latest.values() for i in ids}
+        for i in lifted:  # a fixed amount, so that explain gives the same score as recall
+            scored[i]["latest"] = self.tuning.present_bonus
+            scored[i]["final"] += self.tuning.present_bonus
+        return bool(lifted)
+
     def _lift_facts(self, head: list[int], meta: dict[int, RecallMeta],
                     scored: dict[int, dict[str, float]]) -> bool:
         """A fact outranks its own source episode (or turn) when both are in ``head`` and
@@ -329,7 +413,8 @@ class RecallService:
         t = self.tuning
 
         def matched(s: dict[str, float]) -> float:  # the query-dependent part of final
-            return s["final"] - s["lift"] - t.w_composite * s["composite"]
+            return (s["final"] - s["lift"] - s.get("latest", 0.0)
+                    - t.w_composite * s["composite"])
         moved = False
         for i in facts:
             own = scored[i]

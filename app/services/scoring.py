@@ -60,6 +60,16 @@ def tier(days_since_access: float, access_count: int) -> Tier:
     return Tier.COLD
 
 
+def tier_at(now: float, occurred_at: float, learned_at: float | None,
+            last_accessed_at: float | None, access_count: int) -> Tier:
+    """A memory's tier at ``now``, counted from the latest of when it happened, when Kept
+    learned it and when it was last read: a fact learned today from a conversation in May is
+    hot today, not cold on day one (issue 15; retention counts from the later of happened and
+    learned too, DESIGN 5). The one rule for summaries, the lists, Insights and Explain."""
+    reference = max(x for x in (occurred_at, learned_at, last_accessed_at) if x is not None)
+    return tier((now - reference) / policy.DAY, access_count)
+
+
 def reinforce(importance: float, emotional: float, access_count: int,
               last_accessed_at: float | None, reinforced_at: float | None,
               emotional_reinforced_at: float | None, now: float

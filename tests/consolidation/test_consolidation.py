@@ -234,7 +234,9 @@ def test_scheduler_wiring_adds_the_jobs(vault: Vault) -> None:
     sched.start(paused=True)  # job defaults apply when jobs are scheduled; nothing runs
     try:
         ids = {j.id for j in sched.get_jobs()}
-        assert ids == {"heartbeat", "consolidation", "decay", "synthesis"}
+        assert ids == {"heartbeat", "consolidation", "decay", "synthesis", "backup"}
+        backup = sched.get_job("backup")  # off by default: added, paused until turned on
+        assert backup.next_run_time is None
         hb = sched.get_job("heartbeat")
         assert hb.trigger.interval.total_seconds() == 15 * 60
         assert hb.max_instances == 1 and hb.coalesce is True and hb.misfire_grace_time == 3600

@@ -83,7 +83,11 @@ def fixed_demo_vault(folder: Path, *, load_model: bool = True) -> Any:
         with mock.patch.object(SystemClock, "now", lambda self: FIXED_NOW), \
                 mock.patch.object(bootstrap, "load_embedder", lambda _load: (None, None)):
             vault = app.demo.create_demo_vault(folder, threaded=True)
-    vault.clock = FixedClock(FIXED_NOW)  # type: ignore[attr-defined]
+    fixed = FixedClock(FIXED_NOW)
+    vault.clock = fixed  # type: ignore[attr-defined]
+    for service in vars(vault).values():  # the services composed with the system clock
+        if isinstance(getattr(service, "clock", None), SystemClock):
+            service.clock = fixed
     return vault
 
 

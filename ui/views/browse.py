@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from app.api import MemoryQuery, MemoryRow
 from ui.models.memory_table import MemoryTableModel
 from ui.views.detail import DetailPane
+from ui.views.entity import EntityCard
 from ui.views.page import Page
 from ui.views.search import SearchBar, hit_rows, search_filters
 
@@ -39,11 +40,13 @@ class BrowsePage(Page):
         self.model = MemoryTableModel(vault, self)
         self.table = self._make_table()
         self.detail = DetailPane(vault, bridge)
+        self.entity = EntityCard(vault, bridge)  # shown while one entity's memories are listed
         left = QWidget()
         lay = QVBoxLayout(left)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.search_bar)
         lay.addWidget(self.title)
+        lay.addWidget(self.entity)
         lay.addWidget(self.table)
         split = QSplitter()
         split.addWidget(left)
@@ -84,6 +87,7 @@ class BrowsePage(Page):
         self.search.blockSignals(True)
         self.search.clear()
         self.search.blockSignals(False)
+        self.entity.show_entity(query.entity_id)
         self.model.set_query(query)
 
     def clear(self) -> None:
@@ -91,6 +95,7 @@ class BrowsePage(Page):
         self.drop_loads()
         self.model.clear()
         self.detail.clear()
+        self.entity.clear()
         self.search.clear()
 
     def on_changes(self, changes: Any, initiator: Any = None) -> None:
@@ -110,6 +115,7 @@ class BrowsePage(Page):
             self.show_query(self._label, self._query)
             return
         vault = self.vault
+        self.entity.show_entity(None)  # the results are the whole vault's, not the entity's
         # In the Archive, search the Archive; the as-of control: what was said and true then.
         filters = search_filters(self._query.status, self.search_bar.as_of())
         where = (" in the Archive" if filters.only_archived else "") + self.search_bar.describe()

@@ -3,7 +3,8 @@ Layer: app. Runs on: a scheduler worker or a CLI/UI worker thread.
 
 1. extract: episodes become facts with provenance; duplicates corroborate, conflicts are
    resolved by rule or sent to the inbox;
-2. entities: people and projects mentioned often enough;
+2. entities: people, companies, projects, areas and resources mentioned often enough or
+   stated (``para.py``);
 3. similar: SIMILAR_TO between near-duplicate facts;
 4. procedures: habits become procedures;
 5. statistics: implicit statistics recomputed;
@@ -36,7 +37,7 @@ from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
-from app.services import scoring
+from app.services import para, said_change, scoring
 from app.services.consolidation import extraction
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
@@ -217,6 +218,7 @@ class Pipeline:
                 try:
                     facts = extractor(batch, scope)
                     self._store_facts(rl, facts, now, scope)
+                    self._said_changes(rl, batch, now, scope)
                 except Cancelled:
                     raise
                 except Exception as exc:  # log, skip the batch, retry it next run
@@ -274,15 +276,73 @@ class Pipeline:
                     verdict = classify(v, new_view)
                     if verdict in ("update", "contradiction"):
                         self._conflict(conn, rl, v, new_view, verdict, now)
+                        rl.conflicted.update(f.source_ids)
                 for v, _text in shared:
                     verdict = classify(v, new_view)
                     if verdict in ("update", "contradiction"):
                         self._conflict(conn, rl, v, new_view, verdict, now, person=True)
+                        rl.conflicted.update(f.source_ids)
         self.db.write_sync(write)
         if created:
             import numpy as np
             self.ingest.store_vectors([m for m, _ in created],
                                       np.stack([v for _, v in created]))
+
+    def _said_changes(self, rl: RunLog, batch: list[EpisodeView], now: float,
+                      scope: Scope) -> None:
+        """Turns that say something changed or was wrong, with no fact that caught it, are
+        paired with the closest earlier turn of the same speaker on the same topic
+        (``said_change``); a pair goes to the Inbox, never settled here: the pairing knows
+        the topic, not which value holds. Needs the embedding model."""
+        if self.ingest.embedder is None:
+            return
+        cued = [e for e in batch if e.speaker and e.id not in rl.conflicted
+                and said_change.cue(e.text)]
+        if not cued:
+            return
+        speakers = sorted({e.speaker for e in cued if e.speaker})
+        said = self.db.read(lambda c: self.rows.speaker_episodes(c, speakers, scope))
+        found: list[tuple[int, int, str]] = []
+        for e in cued:
+            vec = self.index.vector(e.id)
+            if vec is None:
+                continue
+
+            def earlier(i: int, e: EpisodeView = e) -> bool:
+                m = said.get(i)
+                return m is not None and m[0] == e.speaker and m[1] < e.occurred_at
+            near = [(i, sim) for i, sim in self.index.search_exact(vec, 5, earlier)
+                    if sim >= said_change.MIN_SIMILARITY]
+            if not near:
+                continue
+            near_ids = [i for i, _ in near]
+
+            def read(c: Any, near_ids: list[int] = near_ids) -> list[Any]:
+                return self.rows.episodes_by_id(c, near_ids)
+            texts = {r.id: r.text for r in self.db.read(read)}
+            for i, sim in near:
+                kind = said_change.verdict(texts.get(i, ""), e.text, sim)
+                if kind is not None:
+                    found.append((i, e.id, kind))
+                    break
+        if not found:
+            return
+
+        def write(conn: Any) -> None:
+            for old, new, kind in found:
+                reason = ("said to have changed" if kind == "update"
+                          else "said to be wrong")
+                cid = self.inbox.add_contradiction(conn, old, new, reason, rl.run_id, now)
+                if cid is None:
+                    continue
+                rl.change(conn, "contradiction", None, id=cid)
+                if self.rows.add_link(conn, new, old, LinkKind.CONTRADICTS, now):
+                    rl.change(conn, "link", new, src=new, dst=old, kind="CONTRADICTS")
+                rl.counts["contradictions_found"] += 1
+                rl.counts["said_changes"] += 1
+                rl.counts["sent_to_inbox"] += 1
+                rl.ids["inbox"].append(cid)
+        self.db.write_sync(write)
 
     def _fact_views(self, conn: Any, subject: str, scope: Scope) -> list[tuple[FactView, str]]:
         """The active facts about ``subject`` in ``scope`` (never another scope's)."""
@@ -391,10 +451,11 @@ class Pipeline:
                   valid_until=prior.valid_until)
         rl.change(conn, "link", winner, src=winner, dst=loser, kind="SUPERSEDES")
 
-    # --- step 2: people and projects -------------------------------------------------
+    # --- step 2: people, companies, projects, areas, resources -----------------------
     def _step_entities(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
         """An entity per scope: mentions in one agent's memories never make, or count
-        towards, an entity another scope sees."""
+        towards, an entity another scope sees. People and companies by ``mentions``;
+        projects, areas and resources by ``para`` (the one place that decides those)."""
         rows = self.rows
 
         def write(conn: Any) -> None:
@@ -402,13 +463,19 @@ class Pipeline:
             counts: Counter[Key] = Counter()
             members: dict[Key, set[int]] = defaultdict(set)
             stated: set[Key] = set()
-            for m in rows.mention_sources(conn):
-                found = mentions(m.text)
+            sources = list(rows.mention_sources(conn))  # para reads them twice
+            for m in sources:
+                found = {n: k for n, k in mentions(m.text).items() if k != para.PROJECT}
                 if m.speaker and m.speaker.lower() not in ("assistant", "system", "user"):
                     found.setdefault(m.speaker, "person")
                 for name, kind in found.items():
                     counts[((m.agent, m.context), name, kind)] += 1
                     members[((m.agent, m.context), name, kind)].add(m.id)
+            things, said = para.scope_mentions(sources)
+            for key, ids in things.items():
+                counts[key] += len(ids)
+                members[key] |= ids
+            stated |= said
             for r in rows.relations(conn):
                 for who in (r.object, r.subject):
                     if who:
@@ -603,7 +670,11 @@ class Pipeline:
 
     def synthesise_summaries(self, now: float) -> int:
         """Entity summaries from their hot and warm facts (cold ones are searchable, never
-        summarised, per 000), of the entity's own scope only."""
+        summarised, per 000), of the entity's own scope only. A fact's age counts from the
+        latest of when it happened, when Kept learned it and when it was last read: a fact
+        learned today from a conversation in May is hot today (as retention counts from the
+        later of happened and learned, DESIGN 5), and cold once neither said, learned nor
+        read for a month."""
         rows = self.rows
 
         def write(conn: Any) -> int:
@@ -611,9 +682,8 @@ class Pipeline:
             for entity in rows.entity_scopes(conn):
                 lines = []
                 for f in rows.summary_facts(conn, entity):
-                    days = (now - max(x for x in (f.occurred_at, f.last_accessed_at)
-                                      if x is not None)) / policy.DAY
-                    if scoring.tier(days, f.access_count).value != "cold":
+                    if scoring.tier_at(now, f.occurred_at, f.created_at, f.last_accessed_at,
+                                       f.access_count).value != "cold":
                         lines.append(f.text)
                 summary = "; ".join(dict.fromkeys(lines[:8])) or None
                 rows.set_summary(conn, entity.id, summary, now)

@@ -40,6 +40,9 @@ class RunLog:
     failures: list[BatchFailure] = field(default_factory=list)
     # LLM extraction batches that fell back to the rules, by the error's class.
     llm_fallbacks: Counter[str] = field(default_factory=Counter)
+    # Episodes whose facts met an older fact as an update or contradiction in this run: their
+    # turns are not paired again (said_change), so one change is not reported twice.
+    conflicted: set[int] = field(default_factory=set)
 
     def failed(self, step: str, exc: BaseException, items: int = 0) -> None:
         log.error("consolidation %s: a batch of %d failed: %s", step, items,

@@ -1,0 +1,89 @@
+"""The window shows each entity's summary and its facts (issue 15 item 4): choosing a
+person, project, area or resource under "People & Projects" shows its card above the list of
+memories that mention it; a store's list shows no card. Real threaded SQLCipher vault, real
+consolidation, real MainWindow offscreen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QThreadPool
+
+pytestmark = pytest.mark.gui
+
+PASSWORD = "entity view password"
+NOW = 1_782_950_400.0  # 2026-07-02
+WAIT = 15_000
+SAID = ["I've been reading Atomic Habits lately.",
+        "I'm writing a children's book about a dragon who is scared of fire.",
+        "The children's book has twelve chapters now."]
+
+
+@pytest.fixture
+def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
+    from app.clock import FixedClock
+    from app.domain.memory import Draft, Store
+    from app.facade import Vault
+    v = Vault.create(tmp_path / "v", PASSWORD, kdf=fast_kdf, load_model=False,
+                     use_chroma=False, clock=FixedClock(NOW)).vault
+    for n, text in enumerate(SAID):  # said in May, learned today
+        v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
+                         occurred_at=NOW - 60 * 86_400 + n * 600))
+    v.consolidate()
+    yield v
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    if not v.locked:
+        v.lock()
+
+
+@pytest.fixture
+def window(qtbot: Any, vault: Any) -> Iterator[Any]:
+    from ui.bridge import CoreBridge
+    from ui.main_window import MainWindow
+    win = MainWindow(vault, CoreBridge(), idle_minutes=5)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    QThreadPool.globalInstance().waitForDone(WAIT)
+
+
+def entity_item(qtbot: Any, window: Any, name: str) -> Any:
+    people = window.people_item
+    qtbot.waitUntil(lambda: people.childCount() > 0, timeout=WAIT)
+    for i in range(people.childCount()):
+        if people.child(i).text(0).startswith(name + " ("):
+            return people.child(i)
+    raise AssertionError(f"{name!r} is not under People & Projects")
+
+
+def facts_listed(card: Any) -> list[str]:
+    return [card.facts.item(i).text() for i in range(card.facts.count())]
+
+
+def test_an_entity_shows_its_summary_and_facts(qtbot: Any, window: Any) -> None:
+    card = window.browse.entity
+    item = entity_item(qtbot, window, "Atomic Habits")
+    assert "(resource," in item.text(0)
+    window.nav.setCurrentItem(item)
+    qtbot.waitUntil(lambda: card.isVisible() and card.facts.count() > 0, timeout=WAIT)
+    assert "Atomic Habits" in card.heading.text() and "Resource" in card.heading.text()
+    assert "Maya is reading Atomic Habits" in card.summary.text()
+    assert facts_listed(card) == ["Maya is reading Atomic Habits"]
+    # the person: the same fact, from her summary
+    window.nav.setCurrentItem(entity_item(qtbot, window, "Maya"))
+    qtbot.waitUntil(lambda: "Maya</b>" in card.heading.text(), timeout=WAIT)
+    assert "Maya is reading Atomic Habits" in card.summary.text()
+    # a project no fact names yet says so, and the list below holds what mentions it
+    window.nav.setCurrentItem(entity_item(qtbot, window, "Children's book"))
+    qtbot.waitUntil(lambda: "Project" in card.heading.text(), timeout=WAIT)
+    assert "No summary yet" in card.summary.text()
+    assert facts_listed(card) == ["No facts about it yet"]
+    qtbot.waitUntil(lambda: window.browse.model.rowCount() == 2, timeout=WAIT)
+    # a store's list has no entity card
+    memories = window.nav.topLevelItem(0)
+    window.nav.setCurrentItem(memories.child(0))
+    qtbot.waitUntil(lambda: not card.isVisible(), timeout=WAIT)
