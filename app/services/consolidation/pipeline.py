@@ -300,8 +300,13 @@ class Pipeline:
                 and said_change.cue(e.text)]
         if not cued:
             return
-        speakers = sorted({e.speaker for e in cued if e.speaker})
-        said = self.db.read(lambda c: self.rows.speaker_episodes(c, speakers, scope))
+        # The earlier turns of these speakers, read once per run (a run reads every batch).
+        known = rl.said_by.setdefault(scope, ({}, set()))
+        said, read_for = known
+        speakers = sorted({e.speaker for e in cued if e.speaker} - read_for)
+        if speakers:
+            said.update(self.db.read(lambda c: self.rows.speaker_episodes(c, speakers, scope)))
+            read_for.update(speakers)
         found: list[tuple[int, int, str]] = []
         for e in cued:
             vec = self.index.vector(e.id)
