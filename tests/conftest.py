@@ -11,7 +11,7 @@ import ipaddress
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +163,17 @@ def shared_model(session_embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None
             return session_embedder, model_dir
         return real(load_model)
     monkeypatch.setattr(bootstrap, "load_embedder", load)
+
+
+def turns_vault(folder: Path, kdf: Any, password: str,
+                turns: Sequence[tuple[str, str, str, str]], *, load_model: bool = True) -> Any:
+    """A vault (no Chroma, not threaded) holding ``turns``, each (session, ISO time, speaker,
+    text), imported as ``kept import`` would, with refs ``session-n``."""
+    from app.api import Turn
+    from app.clock import parse_iso
+    from app.facade import Vault
+    v = Vault.create(folder, password, kdf=kdf, threaded=False, use_chroma=False,
+                     load_model=load_model).vault
+    v.import_turns([Turn(s, who, text, parse_iso(at), f"{s}-{n}")
+                    for n, (s, at, who, text) in enumerate(turns)])
+    return v

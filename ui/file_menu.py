@@ -70,6 +70,9 @@ class FileMenu(QObject):
     def _fail(self, exc: BaseException) -> None:
         self.window._end_work()
         self.window.statusBar().clearMessage()
+        self._refuse(exc)
+
+    def _refuse(self, exc: BaseException) -> None:
         self.last_message = exc.user_message if isinstance(exc, AppError) else type(exc).__name__
         errors.show_error(self.window, exc)
 
@@ -90,8 +93,7 @@ class FileMenu(QObject):
                 raise ValidationError(f"{folder} already holds a vault: use Open vault.")
             bootstrap.check_new_vault_folder(folder)
         except AppError as exc:
-            self.last_message = exc.user_message
-            errors.show_error(self.window, exc)
+            self._refuse(exc)
             return False
         self.vault_requested.emit(folder)
         return True
@@ -105,9 +107,7 @@ class FileMenu(QObject):
     def open_vault(self, folder: Path) -> bool:
         from app import bootstrap
         if not bootstrap.vault_exists(folder):
-            exc = ValidationError(f"There is no Kept vault in {folder}.")
-            self.last_message = exc.user_message
-            errors.show_error(self.window, exc)
+            self._refuse(ValidationError(f"There is no Kept vault in {folder}."))
             return False
         self.vault_requested.emit(folder)
         return True

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.api import Filters, Turn
+from app.api import Filters
 from app.clock import parse_iso
 from app.services.recall import asks_present
+from tests.conftest import turns_vault
 
 TURNS = [
     ("s1", "2025-05-02T10:00:00Z", "Maya", "I work as a barista at Little Owl Coffee, the early "
@@ -33,11 +34,7 @@ NOW = parse_iso("2025-10-05T00:00:00Z")
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: Any, shared_model: None) -> Iterator[Any]:
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw-now", kdf=fast_kdf, threaded=False,
-                     use_chroma=False).vault
-    v.import_turns([Turn(s, who, text, parse_iso(at), f"{s}-{n}")
-                    for n, (s, at, who, text) in enumerate(TURNS)])
+    v = turns_vault(tmp_path / "v", fast_kdf, "pw-now", TURNS)
     yield v
     v.lock()
 

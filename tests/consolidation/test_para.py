@@ -22,22 +22,8 @@ DAY = 86400.0
 PW = "pw-para"
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Any:
-    from storage.embedder import Embedder, find_model_dir
-    path = find_model_dir()
-    if path is None:
-        pytest.fail("the embedding model is required: set KEPT_MODEL_DIR (see README)")
-    return Embedder(path)
-
-
 @pytest.fixture
-def vault(vault_dir: Path, fast_kdf: object, embedder: Any,
-          monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
-    from app import bootstrap
-    monkeypatch.setattr(bootstrap, "load_embedder",
-                        lambda load_model: (embedder, embedder.model_dir) if load_model
-                        else (None, None))
+def vault(vault_dir: Path, fast_kdf: object, shared_model: None) -> Iterator[Vault]:
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
                      use_chroma=False).vault
     yield v

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.api import Turn
 from app.clock import parse_iso
 from app.services.said_change import cue, verdict
+from tests.conftest import turns_vault
 
 CLOSE = 0.6  # a similarity above the threshold: these cases test the words, not the model
 
@@ -76,11 +76,7 @@ TURNS = [
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: Any, shared_model: None) -> Iterator[Any]:
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw-said", kdf=fast_kdf, threaded=False,
-                     use_chroma=False).vault
-    v.import_turns([Turn(s, who, text, parse_iso(at), f"{s}-{n}")
-                    for n, (s, at, who, text) in enumerate(TURNS)])
+    v = turns_vault(tmp_path / "v", fast_kdf, "pw-said", TURNS)
     yield v
     v.lock()
 
@@ -121,12 +117,8 @@ def test_a_second_run_finds_nothing_new(vault: Any) -> None:
 
 
 def test_without_the_model_there_is_no_pairing(tmp_path: Path, fast_kdf: Any) -> None:
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw-said", kdf=fast_kdf, threaded=False,
-                     use_chroma=False, load_model=False).vault
+    v = turns_vault(tmp_path / "v", fast_kdf, "pw-said", TURNS, load_model=False)
     try:
-        v.import_turns([Turn(s, who, text, parse_iso(at), f"{s}-{n}")
-                        for n, (s, at, who, text) in enumerate(TURNS)])
         v.consolidate(now=parse_iso("2026-04-21T00:00:00Z"))
         assert _said(v) == []
     finally:

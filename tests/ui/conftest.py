@@ -45,12 +45,18 @@ def demo_vault(tmp_path: Path, demo_template: Path, shared_model: None) -> Itera
     vault.lock()
 
 
-@pytest.fixture
-def window(qtbot: Any, demo_vault: Any) -> Iterator[Any]:
+def main_window(qtbot: Any, vault: Any) -> Any:
+    """The real main window on ``vault`` (5 min idle lock), owned by qtbot."""
     from ui.bridge import CoreBridge
     from ui.main_window import MainWindow
-    win = MainWindow(demo_vault, CoreBridge(), idle_minutes=5)
+    win = MainWindow(vault, CoreBridge(), idle_minutes=5)
     qtbot.addWidget(win)
+    return win
+
+
+@pytest.fixture
+def window(qtbot: Any, demo_vault: Any) -> Iterator[Any]:
+    win = main_window(qtbot, demo_vault)
     yield win
     from PySide6.QtCore import QThreadPool
     QThreadPool.globalInstance().waitForDone(10_000)

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QThreadPool
 
+from tests.ui.conftest import main_window
+
 pytestmark = pytest.mark.gui
 
 PASSWORD = "entity view password"
@@ -41,10 +43,7 @@ def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def window(qtbot: Any, vault: Any) -> Iterator[Any]:
-    from ui.bridge import CoreBridge
-    from ui.main_window import MainWindow
-    win = MainWindow(vault, CoreBridge(), idle_minutes=5)
-    qtbot.addWidget(win)
+    win = main_window(qtbot, vault)
     win.show()
     qtbot.waitExposed(win)
     yield win

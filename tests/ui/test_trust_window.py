@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QCoreApplication, QDate, Qt, QThreadPool
 
+from tests.ui.conftest import main_window
+
 pytestmark = pytest.mark.gui
 
 T0 = 1_780_000_000.0  # 2026-05-28
@@ -53,10 +55,7 @@ def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def window(qtbot: Any, vault: Any) -> Iterator[Any]:
-    from ui.bridge import CoreBridge
-    from ui.main_window import MainWindow
-    win = MainWindow(vault, CoreBridge(), idle_minutes=5)
-    qtbot.addWidget(win)
+    win = main_window(qtbot, vault)
     win.show()
     yield win
     QThreadPool.globalInstance().waitForDone(WAIT)

@@ -43,6 +43,15 @@ def _path_row(edit: QLineEdit, browse: QPushButton) -> QWidget:
     return row
 
 
+def _buttons(dialog: QDialog, label: str) -> tuple[QDialogButtonBox, QPushButton]:
+    """Cancel and the dialog's own action (``label``), wired to reject and accept."""
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+    go = box.addButton(label, QDialogButtonBox.ButtonRole.AcceptRole)
+    box.accepted.connect(dialog.accept)
+    box.rejected.connect(dialog.reject)
+    return box, go
+
+
 class ExportDialog(QDialog):
     """Format and target; ``target()`` and ``fmt()`` once accepted."""
 
@@ -69,10 +78,7 @@ class ExportDialog(QDialog):
         self.cloud.setStyleSheet(theme.BANNER_STYLE)
         self.cloud.hide()
         self.understood = QCheckBox("I understand: these files are not encrypted")
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
-        self.go = self.buttons.addButton("Export", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons, self.go = _buttons(self, "Export")
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.warning)
@@ -156,10 +162,7 @@ class BackupDialog(QDialog):
         note = QLabel("One encrypted file, read back and checked after writing. Keep it on "
                       "another disk.")
         note.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
-        buttons.addButton("Back up", QDialogButtonBox.ButtonRole.AcceptRole)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        buttons, _go = _buttons(self, "Back up")
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(note)
@@ -214,10 +217,7 @@ class RestoreDialog(QDialog):
         form.addRow("Backup file", _path_row(self.file, pick_file))
         form.addRow("New vault folder", _path_row(self.folder, pick_folder))
         form.addRow("Backup password", self.password)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
-        buttons.addButton("Restore", QDialogButtonBox.ButtonRole.AcceptRole)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        buttons, _go = _buttons(self, "Restore")
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addStretch(1)
