@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from app.domain.fact import EpisodeView, FactCandidate
 from app.services.contradiction import NONE
+from app.services.text import STOPWORDS
 
 _NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
 _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
@@ -270,6 +271,32 @@ def _qualifier(q: str | None) -> str | None:
     return " ".join(_SPELLING.get(w, w) for w in q.split()) or None
 
 
+# A habit's object cut off mid-phrase ("play acoustic guitar about", "go to often") loses its
+# dangling words; one that points back at something said before ("play that game", "read it",
+# "write another one") or names a one-off ("the book I read last year") is no habit.
+_HABIT_TAIL = re.compile(r"(?:\s+(?:a|an|the|my|about|to|of|for|with|at|in|on|often|too|"
+                         r"again|around|so|really|just))+$", re.I)
+_HABIT_REF = re.compile(r"\b(?:it(?! (?:out|off|up|easy|slow)\b)|that|this|these|those|them|"
+                        r"another|one|some|anything|something|everything|nothing|last|"
+                        r"yesterday|ago|while back|other day)\b", re.I)
+_LIGHT_VERBS = frozenset(("do", "go", "take", "get"))
+
+
+def _habit_object(obj: str, sentence: str) -> str | None:
+    """The habit's object tidied, or None when the words are no habit (a question, a bare
+    light verb: "Can I do anything to help?", "that's why I go!")."""
+    if sentence.rstrip().endswith("?"):
+        return None
+    obj = _HABIT_TAIL.sub("", obj).strip()
+    verb, _, rest = obj.partition(" ")
+    if _HABIT_REF.search(rest):
+        return None
+    if verb.lower() in _LIGHT_VERBS and not [w for w in re.findall(r"[a-z']+", rest.lower())
+                                             if w not in STOPWORDS]:
+        return None
+    return obj or None
+
+
 def _clean(obj: str) -> str:
     obj = _LEAD.sub("", obj.strip(" .,'\""))
     # "a startup called Brightwave" -> "Brightwave"
@@ -469,7 +496,11 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 obj = re.sub(r"^my\b", "their", re.split(r"\s+in\s+", obj)[0], flags=re.I)
             if predicate == "habit":  # "quitting smoking" -> "smoke"
                 first, _, rest = obj.partition(" ")
-                obj = f"{_BASE.get(first.lower(), first)} {rest}".strip()
+                obj = _habit_object(f"{_BASE.get(first.lower(), first)} {rest}".strip(),
+                                    text[_sentence_start(text, m.start()):
+                                         _sentence_end(text, m.end())])
+                if not obj:
+                    continue
             if groups.get("alt"):
                 alt = _TRIM.sub("", _clean(groups["alt"]))
                 qualifier = " vs ".join(sorted((_TRIM.sub("", obj).casefold(), alt.casefold())))
