@@ -142,6 +142,24 @@ def _single(p: str, qualifier: str | None) -> bool:
 EVENT_PREDICATES = frozenset({"date_of", "time_of", "deadline"})
 # Stated relationship (married, single, ...) against a relation that implies one.
 _STATUS_OF = {"husband": "married", "wife": "married", "spouse": "married"}
+# How far a relationship has gone. A later status further along than an earlier status or
+# relation is a change over time (dating Theo, then engaged; "my girlfriend", then married),
+# not a contradiction; one further back is compared as any one-value fact.
+_STAGE = {"single": 0, "dating someone": 1, "engaged": 2, "married": 3, "divorced": 4}
+_STAGE_OF = {"boyfriend": 1, "girlfriend": 1, "fiance": 2, "fiancee": 2, "husband": 3,
+             "wife": 3, "spouse": 3}
+
+
+def _further(older: FactView, newer: FactView) -> bool:
+    """Whether ``newer`` (a relationship status) is further along than ``older`` (a status or
+    a relation), both affirmed."""
+    if older.negated or newer.negated or newer.predicate != "relationship_status":
+        return False
+    before = (_STAGE_OF.get(older.qualifier or "") if older.predicate == "relation" else
+              _STAGE.get(_norm(older.object or "")) if older.predicate == "relationship_status"
+              else None)
+    after = _STAGE.get(_norm(newer.object or ""))
+    return before is not None and after is not None and after > before
 
 
 def _passed(older: FactView, newer: FactView) -> bool:
@@ -189,6 +207,8 @@ def classify(a: FactView, b: FactView) -> Verdict:
     if _passed(older, newer) and not (a.predicate == b.predicate and a.negated == b.negated
                                       and same_object(a.object or "", b.object or "")):
         return "compatible"  # another occurrence; the same one again is still a duplicate
+    if _further(older, newer):
+        return "update"
     status = next((x for x in (a, b) if x.predicate == "relationship_status"), None)
     rel = next((x for x in (a, b) if x.predicate == "relation"), None)
     if status and rel and not rel.negated and status.object:

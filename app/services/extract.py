@@ -1049,6 +1049,20 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         add(speaker, "relationship_status", m.group("o").lower(), f"{speaker} is "
             f"{m.group('o').lower()}", "relationship", .8,
             change=bool(re.search(r"officially|now", m.group(0), re.I)), at=m.start())
+    # A wedding the speaker had is a marriage ("we got married", "we tied the knot", "my
+    # girlfriend and I had a lovely wedding ceremony"; not "my sister's wedding", nor one to
+    # come); "I've been seeing someone" is dating.
+    for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)?(?: just| finally| recently| officially)? "
+                         r"(?:got married|tied the knot|(?:had|celebrated) (?:(?:a|an|our|my|the) )?"
+                         r"(?:[a-z]+,? (?:and )?){0,3}wedding(?: ceremony)?\b(?! plan)))", text):
+        if _NEG.search(text[_clause_start(text, m.start()):m.end()]):
+            continue
+        add(speaker, "relationship_status", "married", f"{speaker} is married",
+            "relationship", .8, change=True, at=m.start())
+    for m in re.finditer(r"(?i:\bi(?:'ve| have) been seeing someone|\bi(?:'m| am) seeing "
+                         r"someone)\b", text):
+        add(speaker, "relationship_status", "dating someone", f"{speaker} is dating someone",
+            "relationship", .75, at=m.start())
 
     # Corrections: "it's KPMG I work at, not Deloitte", "she's actually 34, not 32": the new
     # value against the one it names as wrong.
