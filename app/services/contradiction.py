@@ -146,8 +146,9 @@ _STATUS_OF = {"husband": "married", "wife": "married", "spouse": "married"}
 # relation is a change over time (dating Theo, then engaged; "my girlfriend", then married),
 # not a contradiction; one further back is compared as any one-value fact.
 _STAGE = {"single": 0, "dating someone": 1, "engaged": 2, "married": 3, "divorced": 4}
-_STAGE_OF = {"boyfriend": 1, "girlfriend": 1, "fiance": 2, "fiancee": 2, "husband": 3,
-             "wife": 3, "spouse": 3}
+# The status a relation says: "my girlfriend" is dating, "my fiance" engaged.
+_RELATION_STATUS = {"boyfriend": "dating someone", "girlfriend": "dating someone",
+                    "fiance": "engaged", "fiancee": "engaged", **_STATUS_OF}
 
 
 def _further(older: FactView, newer: FactView) -> bool:
@@ -155,9 +156,9 @@ def _further(older: FactView, newer: FactView) -> bool:
     a relation), both affirmed."""
     if older.negated or newer.negated or newer.predicate != "relationship_status":
         return False
-    before = (_STAGE_OF.get(older.qualifier or "") if older.predicate == "relation" else
-              _STAGE.get(_norm(older.object or "")) if older.predicate == "relationship_status"
-              else None)
+    said = (_RELATION_STATUS.get(older.qualifier or "") if older.predicate == "relation"
+            else _norm(older.object or "") if older.predicate == "relationship_status" else None)
+    before = _STAGE.get(said) if said else None
     after = _STAGE.get(_norm(newer.object or ""))
     return before is not None and after is not None and after > before
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from app.domain.fact import EpisodeView, FactCandidate
 from app.services.contradiction import NONE
-from app.services.text import STOPWORDS
+from app.services.text import content_tokens
 
 _NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
 _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
@@ -291,8 +291,7 @@ def _habit_object(obj: str, sentence: str) -> str | None:
     verb, _, rest = obj.partition(" ")
     if _HABIT_REF.search(rest):
         return None
-    if verb.lower() in _LIGHT_VERBS and not [w for w in re.findall(r"[a-z']+", rest.lower())
-                                             if w not in STOPWORDS]:
+    if verb.lower() in _LIGHT_VERBS and not content_tokens(rest):
         return None
     return obj or None
 
@@ -492,13 +491,13 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             span = m.span("o") if groups.get("o") is not None else m.span()
             if any(span[0] < e and s < span[1] for s, e in taken.get(predicate, ())):
                 continue
+            sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
             if predicate == "lives_with":  # "my parents in Glasgow" -> "their parents"
                 obj = re.sub(r"^my\b", "their", re.split(r"\s+in\s+", obj)[0], flags=re.I)
             if predicate == "habit":  # "quitting smoking" -> "smoke"
                 first, _, rest = obj.partition(" ")
                 obj = _habit_object(f"{_BASE.get(first.lower(), first)} {rest}".strip(),
-                                    text[_sentence_start(text, m.start()):
-                                         _sentence_end(text, m.end())])
+                                    sentence)
                 if not obj:
                     continue
             if groups.get("alt"):
@@ -519,7 +518,6 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             clause = text[_clause_start(text, span[0]):m.end()]  # the object's own clause
             negated = (bool(groups.get("neg")) or bool(_NEG.search(clause))) and \
                 predicate not in ("dislikes",)
-            sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
             changed = change or bool(_CHANGE.search(sentence))
             c = conf - (0.25 if hedged else 0.0)
             if predicate in ("works_at", "job") and not qualifier:
