@@ -138,8 +138,8 @@ class AgentSession:
     def _view(self, v: MemoryView) -> MemoryView:
         return replace(v, sources=tuple(s for s in v.sources if self._visible(s)))
 
-    def status(self) -> VaultStatus:
-        return self._vault.status()
+    def status(self, *, agent: str | None = None) -> VaultStatus:
+        return self._vault.status(agent=self.agent)
 
     def pending_forgets(self, status: PendingStatus | None = "pending",
                         agent: str | None = None, limit: int = MAX_PENDING

@@ -109,6 +109,8 @@ class VaultStatus:
     index: IndexMode
     recovery_code: bool
     remember_device: bool
+    open_contradictions: int = 0    # open Inbox contradictions (an assistant's: both sides seen)
+    agent: str | None = None        # counted as this assistant sees the vault; None: all
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +138,28 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class Skipped:
+    """Input an import read and left out on purpose, said in the report: what it was (plural
+    words, "messages with images only"), how many, and the first few names (a note's path,
+    never content)."""
+    what: str
+    count: int
+    names: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        shown = f": {', '.join(self.names)}" if self.names else ""
+        more = ", ..." if self.names and self.count > len(self.names) else ""
+        return f"{self.count:,} {self.what} skipped{shown}{more}"
+
+
+@dataclass(frozen=True, slots=True)
 class ImportReport:
     turns: int
     added: int
     skipped_duplicates: int
     sessions: int
     ids: tuple[MemoryId, ...] = ()
+    skipped: tuple[Skipped, ...] = ()  # left out on purpose (images only, system messages...)
 
 
 # --- recall, context, explain -------------------------------------------------------------
@@ -719,7 +737,7 @@ class VaultAPI(Protocol):
     def add_recovery_code(self, password: str | None = None) -> str: ...
     def remember_device(self) -> Result[None]: ...
     def forget_device(self) -> Result[None]: ...
-    def status(self) -> VaultStatus: ...
+    def status(self, *, agent: str | None = None) -> VaultStatus: ...
 
     # --- ingestion and reading ---------------------------------------------------------
     def validate_draft(self, d: Draft) -> Draft: ...

@@ -26,6 +26,7 @@ from app.errors import AppError, ValidationError
 
 if TYPE_CHECKING:
     from app.api import BackupRemade, Filters, ForgetPlan, Hit, ResolveChoice, VaultAPI
+    from app.ipc.client import RemoteVault
 
 log = logging.getLogger(__name__)
 EXIT_FAILED_BATCHES = 6  # consolidation ran; some batches failed and are retried next run
@@ -130,8 +131,9 @@ def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: boo
             raise VaultBusy(f"Kept is open for this vault (the window or `kept serve`): "
                             f"{local} needs it closed.",
                             hint="Do it in the window, or stop `kept serve` first.")
-        if person:
-            owner.verify_password(password(args))
+        if person or not owner.may_read():  # strict mode: the password first, once per
+            # terminal session
+            _prove(owner, password(args, f"Password of the Kept vault in {folder}: "))
         return owner
     if not bootstrap.vault_exists(folder):  # say so before asking for a password
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
@@ -140,7 +142,23 @@ def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: boo
                                 use_chroma=False)
 
 
-def _owner(folder: Path) -> VaultAPI | None:
+def _prove(owner: RemoteVault, pw: str, tries: int = 4) -> None:
+    """The password to the owner; when it is busy checking others (several ``kept`` at once),
+    wait and try again, a few times."""
+    import time
+
+    from app.errors import PasswordBusy
+    for attempt in range(tries):
+        try:
+            owner.verify_password(pw)
+            return
+        except PasswordBusy:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.5 + attempt)
+
+
+def _owner(folder: Path) -> RemoteVault | None:
     """A client of the process serving ``folder``, if one answers (issue 14)."""
     from app.ipc.protocol import socket_path
     if not socket_path(folder).exists():
@@ -308,7 +326,9 @@ def cmd_remember(args: argparse.Namespace) -> int:
         raise ValidationError(f"Unknown store {args.store!r}.") from exc
     d = Vault.validate_draft(Draft(text=args.text, store=store, occurred_at=_ts(args.at, "--at"),
                                    agent=args.agent, context=args.context, ref=args.ref))
-    vault = open_vault(args)  # every field checked first: bad input never waits for a password
+    # Every field checked first: bad input never waits for a password. Kept open elsewhere
+    # takes a memory in an assistant's scope only from a connection that proved the password.
+    vault = open_vault(args, person=d.agent != "global")
     try:
         res = vault.remember(d)
     finally:
@@ -336,6 +356,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         vault.lock()
     print(f"Imported {r.added} turn(s) from {r.sessions} session(s); "
           f"{r.skipped_duplicates} already present. (Read as {FORMAT_NAMES[plan.format]}.)")
+    for s in r.skipped:
+        print(_printable(f"  {s}."))
     return 0
 
 
@@ -853,6 +875,20 @@ def cmd_undo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_logout(args: argparse.Namespace) -> int:
+    """Drop this terminal session's ticket (strict mode), as ``sudo -k`` does."""
+    from app.errors import OwnerNotRunning
+    owner = _owner(vault_dir(args))
+    if owner is None:
+        raise OwnerNotRunning()
+    try:
+        owner.logout()
+    finally:
+        owner.close()
+    print("This terminal no longer holds your password for Kept.")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Unlock once and serve the vault on its socket until Ctrl-C, SIGTERM or auto-lock (no
     request for the idle time), running the same consolidation schedule as the window."""
@@ -876,7 +912,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         vault = bootstrap.open_vault(folder, password(args))
     stop = threading.Event()
-    server = OwnerServer(vault)
+    server = OwnerServer(vault, strict=True if args.strict else None)
     jobs = Jobs(vault, SystemClock())
     scheduler = build_scheduler(jobs, vault.setting)
     try:
@@ -887,7 +923,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.start()
         if not args.no_schedule:
             scheduler.start()
-        print(f"Serving {folder} on {server.path} (locks after {idle_s / 60:g} idle "
+        mode = " in strict mode: every program asks for the password" if server.strict else ""
+        print(f"Serving {folder} on {server.path}{mode} (locks after {idle_s / 60:g} idle "
               "minutes; Ctrl-C to stop).", flush=True)
         while not stop.wait(min(1.0, idle_s / 4)):
             if time.monotonic() - server.last_request >= idle_s:
@@ -999,7 +1036,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="unlock with the key remembered on this device")
     s.add_argument("--no-schedule", action="store_true",
                    help="do not run consolidation on its schedule while serving")
+    s.add_argument("--strict", action="store_true",
+                   help="strict mode: a program reads nothing until you type the password in "
+                        "its terminal (whatever the owner.strict setting says)")
     s.set_defaults(fn=cmd_serve)
+
+    s = sub.add_parser("logout", help="strict mode: this terminal forgets the password it "
+                       "proved (like sudo -k)")
+    s.set_defaults(fn=cmd_logout)
 
     s = sub.add_parser("remember", help="store one memory; prints its id")
     s.add_argument("text")

@@ -115,3 +115,10 @@ class PasswordNeeded(AppError):
     on a connection that has not proved the password."""
     user_message = "This needs your password: Kept is open, so it asks before changing this."
     exit_code = 2
+
+
+class PasswordBusy(AppError):
+    """Too many password checks at once (each costs 256 MiB and about a second): this one was
+    refused before it started, so it cost nothing."""
+    user_message = "Kept is checking other passwords right now; try again in a moment."
+    exit_code = 2

@@ -269,12 +269,15 @@ class Vault:
         return Result(None, Changes(settings=True))
 
     # --- status ------------------------------------------------------------------------
-    def status(self) -> VaultStatus:
+    def status(self, *, agent: str | None = None) -> VaultStatus:
+        """The vault's state; counts of everything, or of what ``agent`` sees (global and
+        its own memories, contradictions whose both sides it sees)."""
         kf = self._opened.key_file
 
-        def run(conn: ports.Connection) -> tuple[dict[str, dict[str, int]], str]:
-            return self._rows.counts(conn), self._schema_version(conn)
-        counts, version = self.db.read(run)
+        def run(conn: ports.Connection) -> tuple[dict[str, dict[str, int]], str, int]:
+            return (self._rows.counts(conn, agent), self._schema_version(conn),
+                    self._rows.open_contradictions(conn, agent))
+        counts, version, open_items = self.db.read(run)
         totals = {store: sum(v.values()) for store, v in counts.items()}
         kdf = KdfInfo(alg=kf.kdf.alg, version=kf.kdf.v, m_kib=kf.kdf.m, t=kf.kdf.t,
                       p=kf.kdf.p)
@@ -285,7 +288,8 @@ class Vault:
             semantic_search=self.semantic_search, vectors=len(self.index),
             index=("chroma" if self.index.chroma_ready else "exact") if self.embedder else "off",
             recovery_code=kf.wrap_recovery is not None,
-            remember_device=kf.wrap_device is not None)
+            remember_device=kf.wrap_device is not None, open_contradictions=open_items,
+            agent=agent)
 
     def background_work(self) -> list[str]:
         """What is still being prepared after unlock, in words; empty when done. Reads
@@ -842,6 +846,7 @@ class Vault:
 
     def verify_password(self, password: str) -> None:
         """``WrongPassword`` unless ``password`` opens this vault (one KDF derive)."""
+        self._check_unlocked()
         self._opened.verify_password(password)
 
     # --- backups (issue 16) ----------------------------------------------------------------

@@ -351,7 +351,7 @@ def build_server(conn: Connection) -> MCPServer:
             st = b.status()
             return StatusResult(agent=agent, memories=dict(st.totals),
                                 semantic_search=st.semantic_search,
-                                open_contradictions=len(b.contradictions("open")),
+                                open_contradictions=st.open_contradictions,
                                 pending_forget_requests=len(b.pending_forgets("pending", agent)))
         result: StatusResult = await _call(conn, run)
         return result

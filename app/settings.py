@@ -20,6 +20,10 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("lock.idle_minutes", int, 5, "Lock after this many idle minutes"),
+    Setting("owner.strict", bool, False,
+            "Strict mode: programs on this computer read nothing without your password"),
+    Setting("owner.ticket_minutes", int, 5,
+            "Strict mode: minutes a terminal stays trusted after you type the password"),
     Setting("consolidation.heartbeat_minutes", int, 15, "Heartbeat interval (minutes)"),
     Setting("consolidation.interval_minutes", int, 240, "Consolidation interval (minutes)"),
     Setting("consolidation.decay_hour", int, 3, "Daily decay and archival (hour of day)"),

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from app.errors import KeyUnavailable, StorageFull, ValidationError, VaultCorrupt, WrongKey
+from app.kdf import KDF_GATE
 
 log = logging.getLogger(__name__)
 
@@ -127,15 +128,19 @@ class KdfParams:
                 and 8 * self.p <= self.m <= MAX_M_KIB and self.m * self.t <= MAX_COST)
 
 
+
+
 def derive_kek(password: str, params: KdfParams) -> bytearray:
     """Argon2id v1.3. Refuses anything that is not what the key scheme records, or that would
-    cost more than the bounds allow, before deriving."""
+    cost more than the bounds allow, before deriving. One derive at a time per process
+    (``KDF_GATE``)."""
     if not params.within_bounds:
         raise WrongKey()
-    kdf = Argon2id(salt=params.salt, length=32, iterations=params.t, lanes=params.p,
-                   memory_cost=params.m)
-    kek = bytearray(32)
-    kdf.derive_into(password.encode("utf-8"), kek)  # into our buffer: no immutable copy
+    with KDF_GATE.turn():
+        kdf = Argon2id(salt=params.salt, length=32, iterations=params.t, lanes=params.p,
+                       memory_cost=params.m)
+        kek = bytearray(32)
+        kdf.derive_into(password.encode("utf-8"), kek)  # into our buffer: no immutable copy
     return kek
 
 
@@ -545,17 +550,59 @@ ALLOWED_BACKENDS = frozenset({
 })
 
 
+# This platform's OS keychains, in order. ``keyring``'s own detection imports every backend it
+# knows, and its macOS backend calls ``ctypes.util.find_library`` at import, which on Linux
+# runs ``ldconfig`` and ``gcc`` (measured: three of each, with temp files, on every start of
+# the window). Kept names its candidates instead.
+PLATFORM_BACKENDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "darwin": (("keyring.backends.macOS", "Keyring"),),
+    "win32": (("keyring.backends.Windows", "WinVaultKeyring"),),
+    "linux": (("keyring.backends.SecretService", "Keyring"),
+              ("keyring.backends.kwallet", "DBusKeyring")),
+}
+
+
 def _backend_name(kr: object) -> str:
     cls = type(kr)
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def keychain() -> Any:
+    """The keyring backend Kept uses, chosen once: one already set in this process (the tests'
+    in-memory backend), else ``PYTHON_KEYRING_BACKEND``, else the first of this platform's
+    keychains that says it works (``priority`` > 0), else ``keyring``'s fail backend. Never
+    ``keyring``'s import-everything detection."""
+    import importlib
+    import sys
+
+    import keyring
+    import keyring.core
+    from keyring.backends import fail
+    current = getattr(keyring.core, "_keyring_backend", None)
+    if current is not None:
+        return current
+    chosen: Any = keyring.core.load_env()
+    if chosen is None:
+        platform = "linux" if sys.platform.startswith(("linux", "freebsd")) else sys.platform
+        for module, cls_name in PLATFORM_BACKENDS.get(platform, ()):
+            try:
+                cls = getattr(importlib.import_module(module), cls_name)
+                if cls.priority > 0:
+                    chosen = cls()
+                    break
+            except Exception:  # not installed, no D-Bus, no daemon: try the next one
+                log.info("keychain %s.%s unavailable", module, cls_name)
+    if chosen is None:
+        chosen = fail.Keyring()  # type: ignore[no-untyped-call]
+    keyring.set_keyring(chosen)
+    return chosen
+
+
 def keyring_available() -> bool:
     """True only for an allowlisted, real OS keychain (never keyrings.alt, never the fail backend)."""
     try:
-        import keyring
         from keyring.backends import fail
-        kr = keyring.get_keyring()
+        kr = keychain()
         if isinstance(kr, fail.Keyring) or getattr(kr, "priority", 0) <= 0:
             return False
         if _backend_name(kr) in ALLOWED_BACKENDS:
@@ -574,13 +621,12 @@ def _device_user(vault_id: str) -> str:
 
 def remember_device(kf: KeyFile, dek: bytearray) -> KeyFile:
     """Store a random device key in the OS keychain and a second wrap of the DEK under it."""
-    import keyring
     from keyring.errors import KeyringError
     if not keyring_available():
         raise KeyUnavailable()
     device_key = random_key()
     try:
-        keyring.set_password(KEYRING_SERVICE, _device_user(kf.vault_id), _b64(bytes(device_key)))
+        keychain().set_password(KEYRING_SERVICE, _device_user(kf.vault_id), _b64(bytes(device_key)))
         return replace(kf, wrap_device=_seal(device_key, dek, AAD_DEVICE + kf.vault_id.encode()))
     except KeyringError as exc:
         raise KeyUnavailable() from exc
@@ -593,8 +639,7 @@ def unwrap_device(kf: KeyFile) -> bytearray | None:
     if kf.wrap_device is None or not keyring_available():
         return None
     try:
-        import keyring
-        secret = keyring.get_password(KEYRING_SERVICE, _device_user(kf.vault_id))
+        secret = keychain().get_password(KEYRING_SERVICE, _device_user(kf.vault_id))
         if not secret:
             return None
         key = bytearray(_unb64(secret))
@@ -609,8 +654,7 @@ def unwrap_device(kf: KeyFile) -> bytearray | None:
 
 def forget_device(kf: KeyFile) -> KeyFile:
     try:
-        import keyring
-        keyring.delete_password(KEYRING_SERVICE, _device_user(kf.vault_id))
+        keychain().delete_password(KEYRING_SERVICE, _device_user(kf.vault_id))
     except Exception:
         log.info("no device key to delete from the keychain")
     return replace(kf, wrap_device=None)

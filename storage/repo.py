@@ -413,12 +413,29 @@ def next_seq(conn: Connection, sessions: Iterable[str]) -> dict[str, int]:
                                 (s,)).fetchone()[0]) + 1 for s in sessions}
 
 
-def counts(conn: Connection) -> dict[str, dict[str, int]]:
+def counts(conn: Connection, agent: str | None = None) -> dict[str, dict[str, int]]:
+    """Memories by store and status: all of them, or what ``agent`` sees (global and its
+    own)."""
     out: dict[str, dict[str, int]] = {s.value: {} for s in Store if s is not Store.WORKING}
+    where, args = ("", ()) if agent is None else (" WHERE agent IN ('global', ?)", (agent,))
     for store, status, n in conn.execute(
-            "SELECT store, status, count(*) FROM memory GROUP BY store, status"):
+            f"SELECT store, status, count(*) FROM memory{where} GROUP BY store, status", args):
         out.setdefault(store, {})[status] = n
     return out
+
+
+def open_contradictions(conn: Connection, agent: str | None = None) -> int:
+    """Open Inbox contradictions: all, or those whose both sides ``agent`` sees."""
+    if agent is None:
+        row = conn.execute("SELECT count(*) FROM contradiction WHERE status = 'open'"
+                           ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT count(*) FROM contradiction c JOIN memory a ON a.id = c.a "
+            "JOIN memory b ON b.id = c.b WHERE c.status = 'open' "
+            "AND a.agent IN ('global', ?) AND b.agent IN ('global', ?)", (agent, agent)
+        ).fetchone()
+    return int(row[0])
 
 
 def get_setting(conn: Connection, key: str) -> Any:

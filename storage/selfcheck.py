@@ -88,10 +88,8 @@ def _model() -> str:
 
 
 def _keyring() -> str:
-    import keyring
-
-    from storage.crypto import _backend_name, keyring_available
-    kr = keyring.get_keyring()
+    from storage.crypto import _backend_name, keychain, keyring_available
+    kr = keychain()
     name = _backend_name(kr)
     priority = getattr(kr, "priority", "?")
     if not keyring_available():

@@ -10,7 +10,8 @@ Allowed:
   vault) and never ``ui``;
 - ``storage`` imports from ``app`` only the modules it implements or reports with:
   ``app.domain``, ``app.errors``, ``app.api``, ``app.ports``, ``app.policy``, ``app.clock``,
-  ``app.changes``; never ``ui``;
+  ``app.changes``, ``app.kdf`` (the one-derive-at-a-time gate the owner socket shares); never
+  ``ui``;
 - nothing in ``app`` or ``storage`` imports Qt.
 
 ``python -m tests.test_layers [ROOT]`` prints the cross-layer edge table (counts per
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ui", "app", "storage")
 COMPOSITION = "app/bootstrap.py"  # the one app module that imports storage
 STORAGE_MAY_IMPORT = ("app.domain", "app.errors", "app.api", "app.ports", "app.policy",
-                      "app.clock", "app.changes")
+                      "app.clock", "app.changes", "app.kdf")
 QT = ("PySide6", "shiboken6")
 
 

@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app import __version__
@@ -37,6 +38,7 @@ def show_error(parent: QWidget | None, exc: BaseException) -> QMessageBox:
     box.setIcon(QMessageBox.Icon.Warning)
     box.setWindowTitle("Kept")
     if isinstance(exc, AppError):
+        box.setTextFormat(Qt.TextFormat.PlainText)  # a message may quote input
         box.setText(exc.user_message)
         if exc.hint:
             box.setInformativeText(exc.hint)

@@ -136,7 +136,8 @@ class FileMenu(QObject):
             r, fmt = result.value.report, result.value.format_name
             self._say(f"Imported {r.added:,} turns from {path.name} (read as {fmt})"
                       + (f"; {r.skipped_duplicates:,} were already there"
-                         if r.skipped_duplicates else ""))
+                         if r.skipped_duplicates else "")
+                      + "".join(f"; {s}" for s in r.skipped))
         run_op(self.window, run, done, self.window.bridge, self._fail)
 
     # --- export ---------------------------------------------------------------------------

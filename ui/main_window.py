@@ -103,7 +103,7 @@ class MainWindow(QMainWindow):
         split.addWidget(self.stack)
         split.setStretchFactor(1, 1)
         split.setSizes([210, 990])
-        self.banner = QLabel()
+        self.banner = theme.plain(QLabel())
         self.banner.setObjectName("banner")
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet(theme.BANNER_STYLE)
@@ -117,7 +117,7 @@ class MainWindow(QMainWindow):
 
     def _build_status_bar(self) -> None:
         """The vault's figures, what is still being prepared, and long work's progress."""
-        self.status_label = QLabel()
+        self.status_label = theme.plain(QLabel())  # may name a file
         self.statusBar().addPermanentWidget(self.status_label)
         # Long work (import, consolidation): a bar in the status bar (ui.progress).
         self.progress_bar = QProgressBar()

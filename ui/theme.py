@@ -8,6 +8,7 @@ theme; the fixed colours below are the few that carry meaning of their own.
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel
 
@@ -39,6 +40,13 @@ CODE_STYLE = "font-family: monospace; font-size: 16pt; padding: 8px"
 def muted_html(text: str) -> str:
     """``text`` (already escaped) as a muted aside inside a rich-text label."""
     return f"<span style='color:{MUTED_INLINE}'>{text}</span>"
+
+
+def plain(label: QLabel) -> QLabel:
+    """A label whose text is shown as typed, never as markup (SECURITY.md requirement 28):
+    for anything that may hold memory, fact, summary, entity, assistant, file or error text."""
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
 
 
 def set_muted(label: QLabel) -> None:

@@ -88,6 +88,10 @@ def connect(folder: Path, *, agent: str | None = None, key: str | None = None,
     return remote
 
 
+class _Resend(Exception):
+    """The owner closed this connection before it read the request."""
+
+
 def _error(kind: str, message: str, hint: str | None, exit_code: int) -> AppError:
     """The owner's error as the same class when ``app.errors`` has it."""
     if kind == "VaultLocked":
@@ -131,9 +135,16 @@ class RemoteVault:
         except OSError as exc:
             sock.close()
             raise OwnerNotRunning() from exc
-        self._sock = sock
         if self.agent is not None:
-            self._roundtrip(sock, "hello", {"agent": self.agent, "key": self._key})
+            try:
+                self._roundtrip(sock, "hello", {"agent": self.agent, "key": self._key})
+            except _Resend:
+                sock.close()
+                raise OwnerNotRunning("Kept closed the connection; try again.") from None
+            except BaseException:
+                sock.close()
+                raise
+        self._sock = sock
         return sock
 
     def close(self) -> None:
@@ -153,6 +164,14 @@ class RemoteVault:
         mid = next(self._ids)
         try:
             sock.sendall(p.encode_request(mid, method, args))
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise _Resend() from exc  # the owner had closed it: nothing was sent
+        except TimeoutError as exc:
+            raise OwnerNotRunning("Kept did not answer in time; nothing was changed by this "
+                                  "command unless Kept finishes it.") from exc
+        except OSError as exc:
+            raise OwnerNotRunning() from exc
+        try:
             payload = p.read_frame(sock.recv)
         except p.ProtocolError:
             payload = None  # a frame cut short: the owner went away mid-reply
@@ -167,33 +186,41 @@ class RemoteVault:
         if reply.id not in (mid, 0):
             raise p.ProtocolError("A reply answered another request.")
         if not reply.ok:
+            if reply.id == 0 and reply.kind == "ConnectionClosed":
+                raise _Resend()  # closed idle before it read this request: send it again
             raise _error(reply.kind, reply.message, reply.hint, reply.exit_code)
         return p.decode_result(method, reply.result) if method in p.METHODS else reply.result
 
-    def _call(self, method: str, **args: object) -> object:
+    def _call(self, method: str, *, slow: bool = False, **args: object) -> object:
+        """One request; ``slow`` for one that may take minutes (a backup of a big vault): no
+        reply timeout. A connection the owner closed while idle (its idle timeout, or its
+        slot given to a newcomer) is opened again and the request sent once more: the owner
+        says so before it closes, and never reads a request it then drops."""
         with self._guard:
-            sock = self._sock or self._connect()
-            try:
-                return self._roundtrip(sock, method, args)
-            except (OwnerNotRunning, p.ProtocolError):
-                self._sock = None
-                sock.close()
-                raise
+            for attempt in range(2):
+                fresh = self._sock is None
+                sock = self._sock or self._connect()
+                if slow:
+                    sock.settimeout(None)
+                try:
+                    return self._roundtrip(sock, method, args)
+                except _Resend:
+                    self._sock = None
+                    sock.close()
+                    if fresh or attempt:
+                        raise OwnerNotRunning("Kept closed the connection; try again.") \
+                            from None
+                except (OwnerNotRunning, p.ProtocolError):
+                    self._sock = None
+                    sock.close()
+                    raise
+                finally:
+                    if slow and self._sock is sock:
+                        sock.settimeout(self.timeout)
+            raise AssertionError("unreachable")
 
     def _call_slow(self, method: str, **args: object) -> object:
-        """A call that may take minutes (a backup of a big vault): no reply timeout."""
-        with self._guard:
-            sock = self._sock or self._connect()
-            sock.settimeout(None)
-            try:
-                return self._roundtrip(sock, method, args)
-            except (OwnerNotRunning, p.ProtocolError):
-                self._sock = None
-                sock.close()
-                raise
-            finally:
-                if self._sock is sock:
-                    sock.settimeout(self.timeout)
+        return self._call(method, slow=True, **args)
 
     def ping(self) -> int:
         return cast(dict[str, int], self._call(p.PING))["version"]
@@ -202,6 +229,16 @@ class RemoteVault:
         if self._session is None:
             self._session = cast(p.SessionInfo, self._call(p.SESSION))
         return self._session
+
+    def may_read(self) -> bool:
+        """False in strict mode until this connection (or its terminal session) proved the
+        password; asked afresh each time."""
+        self._session = None
+        return self.session().may_read
+
+    def logout(self) -> None:
+        """Drop what this connection proved, and its terminal session's ticket."""
+        self._call(p.LOGOUT)
 
     # --- session -------------------------------------------------------------------------
     @property
@@ -253,8 +290,8 @@ class RemoteVault:
     def forget_device(self) -> Result[None]:
         raise self._refuse("forget_device")
 
-    def status(self) -> VaultStatus:
-        return cast(VaultStatus, self._call("status"))
+    def status(self, *, agent: str | None = None) -> VaultStatus:
+        return cast(VaultStatus, self._call("status", agent=agent))
 
     # --- ingestion and reading: local helpers, then remote calls ----------------------
     @staticmethod

@@ -381,6 +381,7 @@ PING = "ping"        # -> {"version": 1}
 ELEVATE = "elevate"  # {password} -> {"version": 1}: the person's decisions on this connection
 HELLO = "hello"      # {agent, key} -> {"version": 1}: scopes the connection to an agent
 SESSION = "session"  # -> SessionInfo
+LOGOUT = "logout"    # -> {"version": 1}: drop this connection's proof and its terminal's ticket
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +391,8 @@ class SessionInfo:
     folder: str
     locked: bool
     semantic_search: bool
+    strict: bool = False     # strict mode: the person's calls need the password first
+    may_read: bool = True    # this connection (or its terminal's ticket) may read now
 
 
 def _spec(name: str, write: bool, person: bool = False) -> MethodSpec:
@@ -413,6 +416,7 @@ METHODS: Mapping[str, MethodSpec] = {
     HELLO: MethodSpec(HELLO, {"agent": str | None, "key": str | None}, frozenset({"agent"}),
                       dict[str, int], False),
     SESSION: MethodSpec(SESSION, {}, frozenset(), SessionInfo, False),
+    LOGOUT: MethodSpec(LOGOUT, {}, frozenset(), dict[str, int], False),
 }
 
 

@@ -2,10 +2,25 @@
 socket in the vault folder. Layer: app (no Qt, no storage). Runs on: its own threads (one
 accepting, one per connection); it calls the in-process ``Vault``, which is thread-safe.
 
-Security: the socket is ``<vault>/kept.sock``, created 0600 (umask) inside the 0700 folder,
-and every connection's peer credentials are checked (``SO_PEERCRED``): only the same user.
-Limits: ``MAX_FRAME`` per message, a token bucket per connection, a cap on connections. A
-malformed or oversized request gets an error reply and calls nothing. Locking: call
+Security (SECURITY.md requirements 25-27): the socket is ``<vault>/kept.sock``, created 0600
+(umask) inside the 0700 folder, and every connection's peer credentials are checked
+(``SO_PEERCRED``): only the same user. Identity belongs to the connection, never to a request:
+
+- an **assistant's** connection (``hello`` with its key) reads global memories and its own and
+  writes only its own (``AgentSession``);
+- a **person's** connection (no ``hello``) reads every scope and writes as the person: into
+  global memory, never "from" an assistant, unless it proved the password (``elevate``), which
+  also unlocks the person's decisions (forget, resolve, pairing...);
+- in **strict mode** (``owner.strict``, or ``kept serve --strict``) a person's connection does
+  nothing but prove the password until it has, or its terminal session holds a ticket
+  (``guard.Tickets``), so a process of the same user (an assistant with a shell) reads nothing
+  without the person.
+
+Limits: ``MAX_FRAME`` per message, a token bucket per connection, a read deadline per frame and
+an idle timeout per connection, a cap on connections that evicts the stalest idle one before it
+refuses a newcomer, one password derive at a time in the process (``app.kdf.KDF_GATE``, with a
+cap on elevations in flight) and a growing delay after wrong passwords (``PasswordThrottle``).
+A malformed or oversized request gets an error reply and calls nothing. Locking: call
 ``stop()`` before ``vault.lock()`` (``lock_vault`` does both in that order), so no request
 reaches a vault that is being locked.
 """
@@ -16,31 +31,45 @@ import contextlib
 import logging
 import os
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.agent_scope import AgentSession
 from app.api import VaultAPI
-from app.errors import AgentNotPaired, AppError, PasswordNeeded, RemoteRefused, VaultLocked
+from app.errors import (
+    AgentNotPaired,
+    AppError,
+    PasswordBusy,
+    PasswordNeeded,
+    RemoteRefused,
+    VaultLocked,
+    WrongKey,
+)
 from app.ipc import protocol as p
+from app.ipc.guard import PasswordThrottle, Peer, Terminal, Tickets, peer_of, same_user
+from app.kdf import KDF_GATE
 
 log = logging.getLogger(__name__)
 
 LOCKED_MESSAGE = "The vault is locked: unlock Kept."
-_UCRED = struct.Struct("3i")  # pid, uid, gid
+STRICT_MESSAGE = ("Kept is in strict mode: prove your password first (`kept` asks for it once "
+                  "per terminal session).")
+
+# Deadlines (seconds): the rest of a frame once its first byte came; the quiet time between
+# requests before the owner closes a connection (clients reconnect on their next call).
+FRAME_DEADLINE_S = 5.0
+IDLE_TIMEOUT_S = 600.0
+# Password checks: at most this many elevations queued, delayed or deriving at once, process
+# wide; one more is answered "busy" at once.
+MAX_ELEVATIONS = 4
 
 
 def peer_uid(conn: socket.socket) -> int | None:
     """The uid of the process at the other end (Linux ``SO_PEERCRED``), None if unknown."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    _pid, uid, _gid = _UCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, opt, _UCRED.size))
-    return int(uid)
+    return peer_of(conn).uid
 
 
 class _Bucket:
@@ -65,26 +94,58 @@ class _Bucket:
 class Scope:
     """Per connection: the assistant its ``hello`` proved (then every call goes through its
     ``AgentSession``), or the person's own tools (``person`` once ``elevate`` proved the
-    password)."""
+    password); the peer it came from, and its wrong passwords so far."""
     agent: str | None = None
     key: str = ""
     session: AgentSession | None = None
     person: bool = False
+    terminal: Terminal | None = None
+    failures: int = 0
+
+
+@dataclass
+class _Conn:
+    """The owner's view of one connection, for eviction: when it last finished a frame,
+    whether a frame is half read, whether a request is running."""
+    sock: socket.socket
+    opened: float
+    last: float
+    frames: int = 0
+    reading: bool = False
+    busy: bool = False
+    scope: Scope = field(default_factory=Scope)
+
+
+class _Closed(Exception):
+    """The connection is to end (a deadline passed, or it was evicted)."""
 
 
 class OwnerServer:
-    """Serve ``vault`` on ``socket_path(vault.folder)`` until ``stop()``."""
+    """Serve ``vault`` on ``socket_path(vault.folder)`` until ``stop()``.
+
+    ``strict``: True or False fixes strict mode (``kept serve --strict``); None follows the
+    vault's ``owner.strict`` setting, read at most once a second."""
 
     def __init__(self, vault: VaultAPI, *, path: Path | None = None, rate: float = 500.0,
                  burst: int = 1000, max_connections: int = 32,
-                 on_request: Callable[[], None] | None = None) -> None:
+                 on_request: Callable[[], None] | None = None, strict: bool | None = None,
+                 frame_deadline: float = FRAME_DEADLINE_S, idle_timeout: float = IDLE_TIMEOUT_S,
+                 max_elevations: int = MAX_ELEVATIONS,
+                 throttle: PasswordThrottle | None = None) -> None:
         self.vault = vault
         self.path = path or p.socket_path(vault.folder)
         self.rate, self.burst, self.max_connections = rate, burst, max_connections
         self.on_request = on_request
+        self.frame_deadline, self.idle_timeout = frame_deadline, idle_timeout
+        self.max_elevations = max_elevations
+        self.throttle = throttle or PasswordThrottle()
+        self.tickets = Tickets(self._ticket_minutes)
         self.last_request = time.monotonic()
+        self._strict = strict
+        self._strict_cache: tuple[float, bool] = (0.0, False)
         self._sock: socket.socket | None = None
-        self._conns: set[socket.socket] = set()
+        self._conns: dict[socket.socket, _Conn] = {}
+        self._elevations = 0
         self._guard = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -103,7 +164,7 @@ class OwnerServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
-        sock.listen(64)
+        sock.listen(128)
         self._sock = sock
         self._thread = threading.Thread(target=self._accept_loop, name="kept-ipc-accept",
                                         daemon=True)
@@ -121,9 +182,16 @@ class OwnerServer:
     def serving(self) -> bool:
         return self._sock is not None and not self._stopping.is_set()
 
+    @property
+    def connections(self) -> int:
+        with self._guard:
+            return len(self._conns)
+
     def stop(self) -> None:
-        """Close the listening socket, remove the file, end every connection. Idempotent."""
+        """Close the listening socket, remove the file, end every connection, drop every
+        ticket. Idempotent."""
         self._stopping.set()
+        self.tickets.clear()
         sock, self._sock = self._sock, None
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -145,6 +213,28 @@ class OwnerServer:
         self.stop()
         self.vault.lock()
 
+    # --- strict mode -------------------------------------------------------------------------
+    @property
+    def strict(self) -> bool:
+        if self._strict is not None:
+            return self._strict
+        at, value = self._strict_cache
+        now = time.monotonic()
+        if now - at >= 1.0:
+            try:
+                value = bool(self.vault.setting("owner.strict"))
+            except AppError:
+                value = True  # cannot tell (locking): the safe answer
+            self._strict_cache = (now, value)
+        return value
+
+    def _ticket_minutes(self) -> float:
+        try:
+            minutes = self.vault.setting("owner.ticket_minutes")
+        except AppError:
+            minutes = None
+        return float(minutes) if isinstance(minutes, int | float) else 5.0
+
     # --- connections -------------------------------------------------------------------------
     def _accept_loop(self) -> None:
         while not self._stopping.is_set():
@@ -158,46 +248,123 @@ class OwnerServer:
             threading.Thread(target=self._serve_conn, args=(conn,), name="kept-ipc-conn",
                              daemon=True).start()
 
+    def _admit(self, conn: socket.socket, peer: Peer) -> _Conn | None:
+        """A slot for ``conn``: when all are taken, the connection that has been quiet longest
+        and is not running a request gives its slot up (a half-sent frame first, then one that
+        never finished a frame, then the longest idle), so stalled clients never lock out new
+        ones. None when every slot is running a request."""
+        now = time.monotonic()
+        victim: _Conn | None = None
+        with self._guard:
+            if self._stopping.is_set():
+                return None
+            if len(self._conns) >= self.max_connections:
+                idle = [c for c in self._conns.values() if not c.busy]
+                if not idle:
+                    return None
+                victim = min(idle, key=lambda c: (not c.reading, c.frames > 0, c.last))
+                del self._conns[victim.sock]
+            state = _Conn(conn, now, now, scope=Scope(terminal=peer.terminal))
+            self._conns[conn] = state
+        if victim is not None:
+            log.info("connection slots full: closed the stalest connection")
+            self._goodbye(victim.sock, "Kept had too many connections and closed this idle "
+                                       "one; connect again.")
+        return state
+
+    def _goodbye(self, conn: socket.socket, message: str) -> None:
+        """Tell a client its connection ends with no request lost (it reconnects and sends
+        again), then end it."""
+        with contextlib.suppress(OSError):
+            conn.settimeout(0.2)
+            conn.sendall(p.encode_error(0, "ConnectionClosed", message))
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)
+
     def _serve_conn(self, conn: socket.socket) -> None:
+        state: _Conn | None = None
         try:
-            uid = peer_uid(conn)
-            if uid is not None and uid != os.getuid():
-                log.warning("refused a connection from uid %d", uid)
+            peer = peer_of(conn)
+            if not same_user(peer):
+                log.warning("refused a connection from uid %s", peer.uid)
+                conn.settimeout(1.0)
                 self._send(conn, p.encode_error(0, "PermissionDenied",
                                                 "Only the vault's own user may connect."))
                 return
-            with self._guard:
-                if len(self._conns) >= self.max_connections or self._stopping.is_set():
-                    busy = True
+            state = self._admit(conn, peer)
+            if state is None:
+                conn.settimeout(1.0)
+                if self._stopping.is_set():
+                    self._send(conn, p.encode_error(0, "VaultLocked", LOCKED_MESSAGE, None,
+                                                    VaultLocked.exit_code))
                 else:
-                    busy = False
-                    self._conns.add(conn)
-            if busy:
-                self._send(conn, p.encode_error(0, "Busy", "Too many connections to Kept; "
-                                                "try again."))
+                    self._send(conn, p.encode_error(0, "Busy", "Too many connections to "
+                                                    "Kept, all of them busy; try again."))
                 return
-            self._loop(conn)
-        except OSError:
-            pass  # the client went away, or stop() shut the connection
+            self._loop(state)
+        except (OSError, _Closed):
+            pass  # the client went away, a deadline passed, or stop() shut the connection
         finally:
             with self._guard:
-                self._conns.discard(conn)
+                if state is not None and self._conns.get(conn) is state:
+                    del self._conns[conn]
             conn.close()
 
-    def _loop(self, conn: socket.socket) -> None:
+    def _reader(self, state: _Conn) -> Callable[[int], bytes]:
+        """``recv`` with deadlines: up to ``idle_timeout`` for a frame's first byte, then the
+        whole frame within ``frame_deadline``."""
+        conn = state.sock
+        started: list[float] = []
+
+        def recv(n: int) -> bytes:
+            if started:
+                left = started[0] + self.frame_deadline - time.monotonic()
+                if left <= 0:
+                    raise _Closed()
+                conn.settimeout(left)
+            else:
+                conn.settimeout(self.idle_timeout)
+            try:
+                data = conn.recv(n)
+            except TimeoutError:
+                if not started:
+                    self._goodbye(conn, "Kept closed this connection after "
+                                        f"{self.idle_timeout / 60:g} quiet minutes; connect "
+                                        "again.")
+                raise _Closed() from None
+            if data and not started:
+                started.append(time.monotonic())
+                state.reading = True
+            return data
+        return recv
+
+    def _loop(self, state: _Conn) -> None:
+        conn = state.sock
         bucket = _Bucket(self.rate, self.burst)
-        scope = Scope()
         while not self._stopping.is_set():
             try:
-                payload = p.read_frame(conn.recv)
+                payload = p.read_frame(self._reader(state))
             except p.Oversized as exc:
+                conn.settimeout(1.0)
                 self._send(conn, p.encode_error(0, "ProtocolError", exc.user_message))
                 return  # the stream cannot be resynchronised: close it
             except p.ProtocolError:
                 return  # truncated frame: the client is gone
             if payload is None:
                 return
-            self._send(conn, self.handle(payload, bucket, scope))
+            with self._guard:
+                if self._conns.get(conn) is not state:
+                    return  # evicted while its frame arrived: the goodbye told it to resend
+                state.reading, state.busy = False, True
+                state.frames += 1
+            try:
+                reply = self.handle(payload, bucket, state.scope)
+                conn.settimeout(self.frame_deadline)  # a client that never reads: cut off
+                self._send(conn, reply)
+            finally:
+                with self._guard:
+                    state.busy = False
+                    state.last = time.monotonic()
 
     @staticmethod
     def _send(conn: socket.socket, data: bytes) -> None:
@@ -241,8 +408,10 @@ class OwnerServer:
         if self._stopping.is_set() or self.vault.locked:
             raise VaultLocked()
         if req.method == p.SESSION:
+            strict = scope.agent is None and self.strict
             return p.SessionInfo(p.VERSION, str(self.vault.folder), self.vault.locked,
-                                 self.vault.semantic_search)
+                                 self.vault.semantic_search, strict,
+                                 not strict or self._proved(scope))
         if scope.agent is not None:
             if req.method not in p.AGENT_METHODS:
                 raise RemoteRefused(f"An assistant cannot call {req.method}: the person "
@@ -252,12 +421,68 @@ class OwnerServer:
             assert scope.session is not None
             return getattr(scope.session, req.method)(**req.args)
         if req.method == p.ELEVATE:
-            self.vault.verify_password(str(req.args["password"]))
-            scope.person = True
+            self._elevate(str(req.args["password"]), scope)
             return {"version": p.VERSION}
+        if req.method == p.LOGOUT:
+            scope.person = False
+            self.tickets.drop(scope.terminal)
+            return {"version": p.VERSION}
+        if self.strict and not self._proved(scope):
+            raise PasswordNeeded(STRICT_MESSAGE)
         if p.METHODS[req.method].person and not scope.person:
             raise PasswordNeeded()
-        return getattr(self.vault, req.method)(**req.args)
+        return getattr(self.vault, req.method)(**self._as_person(req, scope))
+
+    def _proved(self, scope: Scope) -> bool:
+        return scope.person or self.tickets.valid(scope.terminal)
+
+    def _as_person(self, req: p.Request, scope: Scope) -> dict[str, object]:
+        """The arguments of a person's request, with identity fixed by the connection: what
+        it writes is the person's (global) unless the password was proved on it; it never
+        asks to forget in an assistant's name; nothing it writes counts as confirmed by the
+        person without the password."""
+        args = dict(req.args)
+        if scope.person:
+            return args
+        if req.method == "remember":
+            draft = args["draft"]
+            if getattr(draft, "agent", "global") != "global":
+                raise RemoteRefused("This connection writes as you (global memory), never as "
+                                    "an assistant: prove your password to name a scope.")
+            args["draft"] = replace(draft, user_validated=False)  # type: ignore[type-var]
+        elif req.method == "remember_fact" and args.get("agent", "global") != "global":
+            raise RemoteRefused("This connection writes as you (global memory), never as an "
+                                "assistant: prove your password to name a scope.")
+        elif req.method == "request_forget":
+            raise RemoteRefused("Forget requests come from an assistant's own connection; "
+                                "you can forget directly (`kept forget`).")
+        return args
+
+    def _elevate(self, password: str, scope: Scope) -> None:
+        """Prove the password on this connection (and, for a peer in a terminal, a ticket for
+        its terminal session). Wrong ones wait longer each time; a flood is answered busy."""
+        with self._guard:
+            if self._elevations >= self.max_elevations:
+                raise PasswordBusy()
+            self._elevations += 1
+        try:
+            wait = self.throttle.delay(scope.failures)
+            if wait > 0 and self._stopping.wait(wait):
+                raise VaultLocked()
+            try:
+                with KDF_GATE.remote(self._stopping):
+                    self.vault.verify_password(password)
+            except WrongKey:
+                scope.failures += 1
+                self.throttle.failed()
+                raise
+        finally:
+            with self._guard:
+                self._elevations -= 1
+        self.throttle.succeeded()
+        scope.failures = 0
+        scope.person = True
+        self.tickets.grant(scope.terminal)
 
     def _hello(self, req: p.Request, scope: Scope) -> object:
         agent, key = req.args.get("agent"), req.args.get("key")
@@ -268,5 +493,6 @@ class OwnerServer:
                 raise VaultLocked()
             self.vault.verify_agent(agent, key)  # AgentNotPaired: unknown, revoked, wrong key
             scope.agent, scope.key = agent, key
+            scope.person = False
             scope.session = AgentSession(self.vault, agent)
         return {"version": p.VERSION}

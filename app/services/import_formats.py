@@ -18,7 +18,8 @@ bad-line rules of Kept's own format never change):
   ``metadata.is_visually_hidden_from_conversation``, assistant messages addressed to a tool
   (``recipient`` other than ``all``) and content types other than ``text`` and
   ``multimodal_text``); the text is the string parts joined (image parts are objects and are
-  left out; a message left empty is skipped); the time is the message's ``create_time``, else
+  left out; a message left empty is skipped); every message left out is counted by kind in
+  the import's report ("3 messages with images or files only skipped"); the time is the message's ``create_time``, else
   the previous turn's, else the conversation's; the session is the conversation ``title``; the ref
   ``chatgpt:<conversation id>:<message id>``.
 - **Claude data export** ``conversations.json``: a JSON array of conversations {``uuid``,
@@ -32,7 +33,8 @@ bad-line rules of Kept's own format never change):
   ``created_at`` (ISO 8601); the session is the conversation ``name``; the ref
   ``claude:<conversation uuid>:<message uuid>``.
 - **Notes**: a Markdown or text file, or a folder of them (``.md``, ``.markdown``, ``.txt``,
-  sub-folders included, hidden ones not). Each note is one turn of speaker ``me``; session =
+  sub-folders included, hidden ones not; links to files or folders are never followed, and
+  every file left out is named in the report). Each note is one turn of speaker ``me``; session =
   the file name; dated by a YAML front matter ``date:`` (a ``---`` block at the top; only that
   key is read) or else the file's modification time; ref ``note:`` + a hash of the text (an
   edited note imports as a new turn, an unchanged one never twice).
@@ -60,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from app.api import ImportReport, Turn
+from app.api import ImportReport, Skipped, Turn
 from app.errors import ValidationError
 from app.facade import validate_turn
 from app.services.importer import ImportInvalid, LineError, parse_line
@@ -77,17 +79,39 @@ CHUNK = 1 << 18  # bytes read at a time
 # that never closes its first string cannot pull the whole file into RAM.
 MAX_CONVERSATION = 256 << 20
 
-Item = Turn | LineError
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """One input left out on purpose: ``what`` in the plural words of the report, ``name``
+    only for things a person can find by name (a file in a notes folder)."""
+    what: str
+    name: str = ""
+
+
+Item = Turn | LineError | Skip
+SHOWN_NAMES = 5  # names listed per kind of skip in a report
 
 
 @dataclass(frozen=True, slots=True)
 class ImportPlan:
-    """What the first pass found: nothing is kept but counts."""
+    """What the first pass found: nothing is kept but counts (and the names of skipped
+    files)."""
 
     path: Path
     format: Format
     turns: int
     sessions: int
+    skipped: tuple[Skipped, ...] = ()
+
+
+def _tally(skips: Iterable[Skip]) -> tuple[Skipped, ...]:
+    counts: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
+    for s in skips:
+        counts[s.what] = counts.get(s.what, 0) + 1
+        shown = names.setdefault(s.what, [])
+        if s.name and len(shown) < SHOWN_NAMES:
+            shown.append(s.name)
+    return tuple(Skipped(what, n, tuple(names[what])) for what, n in counts.items())
 
 
 # --- detection -----------------------------------------------------------------------------
@@ -155,10 +179,13 @@ def scan(path: Path, fmt: Format | None = None) -> ImportPlan:
     ``ImportInvalid`` lists where the file broke."""
     fmt = fmt or detect(path)
     errors: list[LineError] = []
+    skips: list[Skip] = []
     turns = 0
     sessions: set[str] = set()
     for item in _items(path, fmt):
-        if isinstance(item, LineError):
+        if isinstance(item, Skip):
+            skips.append(item)
+        elif isinstance(item, LineError):
             errors.append(item)
             if len(errors) >= MAX_ERRORS and fmt != "jsonl":  # JSON Lines: every line, as ever
                 break
@@ -167,7 +194,7 @@ def scan(path: Path, fmt: Format | None = None) -> ImportPlan:
             sessions.add(item.session)
     if errors:
         raise ImportInvalid(errors)
-    return ImportPlan(path, fmt, turns, len(sessions))
+    return ImportPlan(path, fmt, turns, len(sessions), _tally(skips))
 
 
 def iter_turns(path: Path, fmt: Format) -> Iterator[Turn]:
@@ -176,7 +203,8 @@ def iter_turns(path: Path, fmt: Format) -> Iterator[Turn]:
     for item in _items(path, fmt):
         if isinstance(item, LineError):
             raise ImportInvalid([item])
-        yield item
+        if isinstance(item, Turn):
+            yield item
 
 
 def read_all(path: Path) -> list[Turn]:
@@ -210,7 +238,7 @@ def import_batches(plan: ImportPlan, write: Callable[[Sequence[Turn]], ImportRep
     if chunk:
         flush()
     return ImportReport(turns=seen, added=added, skipped_duplicates=skipped,
-                        sessions=plan.sessions)
+                        sessions=plan.sessions, skipped=plan.skipped)
 
 
 def _items(path: Path, fmt: Format) -> Iterator[Item]:
@@ -417,7 +445,7 @@ class _Bad(Exception):
         self.message = message
 
 
-def _conversations(path: Path, read: Callable[[dict[str, object], int], list[Turn]]
+def _conversations(path: Path, read: Callable[[dict[str, object], int], list[Turn | Skip]]
                    ) -> Iterator[Item]:
     try:
         fh = open(path, "rb")
@@ -435,6 +463,8 @@ def _conversations(path: Path, read: Callable[[dict[str, object], int], list[Tur
                     raise _Bad("", f"not a JSON object but {_kind(conv)}")
                 turns = read(conv, index)
                 for t in turns:
+                    if isinstance(t, Skip):
+                        continue
                     try:
                         validate_turn(t)
                     except ValidationError as exc:
@@ -467,7 +497,15 @@ def _get(obj: dict[str, object], key: str, types: tuple[type, ...], where: str,
     return value
 
 
-def _chatgpt(conv: dict[str, object], index: int) -> list[Turn]:
+# ChatGPT content types that are not something said, in the words of the report.
+_CONTENT_KINDS = {"user_editable_context": "custom instructions",
+                  "code": "code ChatGPT ran", "execution_output": "outputs of code ChatGPT ran",
+                  "tether_browsing_display": "web browsing results",
+                  "tether_quote": "quotes from web pages", "system_error": "error messages",
+                  "thoughts": "reasoning notes", "reasoning_recap": "reasoning notes"}
+
+
+def _chatgpt(conv: dict[str, object], index: int) -> list[Turn | Skip]:
     cid = _get(conv, "conversation_id", (str,), "", required=False) \
         or _get(conv, "id", (str,), "")
     mapping = _get(conv, "mapping", (dict,), "")
@@ -490,32 +528,42 @@ def _chatgpt(conv: dict[str, object], index: int) -> list[Turn]:
         branch.append((node, entry))
         node = _get(entry, "parent", (str,), f"mapping['{node[:40]}']", required=False)
     turns: list[Turn] = []
+    skips: list[Skip] = []
     for node_id, entry in reversed(branch):
         where = f"mapping['{node_id[:40]}'].message"
         msg = _get(entry, "message", (dict,), where, required=False)
         if msg is None:
-            continue
+            continue  # the tree's root: no message, nothing said
         assert isinstance(msg, dict)
         author = _get(msg, "author", (dict,), where)
         assert isinstance(author, dict)
         role = _get(author, "role", (str,), where + ".author")
         if role not in ("user", "assistant"):
+            skips.append(Skip(f"{role} messages" if role in ("system", "tool")
+                              else "messages from other authors"))
             continue
         meta = _get(msg, "metadata", (dict,), where, required=False) or {}
         assert isinstance(meta, dict)
         if meta.get("is_visually_hidden_from_conversation") is True:
+            skips.append(Skip("hidden messages (instructions ChatGPT does not show)"))
             continue
         if role == "assistant" and msg.get("recipient", "all") != "all":
-            continue  # a call to a tool (python, browser), not a reply to the person
+            # a call to a tool (python, browser), not a reply to the person
+            skips.append(Skip("assistant calls to tools"))
+            continue
         content = _get(msg, "content", (dict,), where)
         assert isinstance(content, dict)
         ctype = _get(content, "content_type", (str,), where + ".content", required=False)
         if ctype not in (None, "text", "multimodal_text"):
+            skips.append(Skip(_CONTENT_KINDS.get(str(ctype))
+                              or f"messages of type {str(ctype)[:40]!r} (not text)"))
             continue
         parts = _get(content, "parts", (list,), where + ".content", required=False) or []
         assert isinstance(parts, list)
         text = "\n".join(p for p in parts if isinstance(p, str)).strip()
         if not text:
+            skips.append(Skip("messages with images or files only" if parts
+                              else "empty messages"))
             continue
         at = _get(msg, "create_time", (int, float), where, required=False)
         if at is None:
@@ -529,23 +577,24 @@ def _chatgpt(conv: dict[str, object], index: int) -> list[Turn]:
         mid = _get(msg, "id", (str,), where, required=False) or node_id
         turns.append(Turn(session=session, speaker=str(role), text=text, at=float(at),
                           ref=f"chatgpt:{cid}:{mid}", line=index))
-    return turns
+    return [*turns, *skips]
 
 
-def _claude(conv: dict[str, object], index: int) -> list[Turn]:
+def _claude(conv: dict[str, object], index: int) -> list[Turn | Skip]:
     cid = _get(conv, "uuid", (str,), "")
     assert isinstance(cid, str)
     name = _get(conv, "name", (str,), "", required=False)
     session = str(name).strip() if name else f"Claude {cid[:8]}"
     messages = _get(conv, "chat_messages", (list,), "")
     assert isinstance(messages, list)
-    turns: list[Turn] = []
+    turns: list[Turn | Skip] = []
     for n, msg in enumerate(messages):
         where = f"chat_messages[{n}]"
         if not isinstance(msg, dict):
             raise _Bad(where, f"a message must be an object, not {_kind(msg)}")
         sender = _get(msg, "sender", (str,), where)
         if sender not in ("human", "assistant"):
+            turns.append(Skip("messages from other senders"))
             continue
         blocks = _get(msg, "content", (list,), where, required=False) or []
         assert isinstance(blocks, list)
@@ -562,6 +611,9 @@ def _claude(conv: dict[str, object], index: int) -> list[Turn]:
         if not text:
             text = str(_get(msg, "text", (str,), where, required=False) or "").strip()
         if not text:
+            turns.append(Skip("messages with attachments or tool use only"
+                              if blocks or msg.get("attachments") or msg.get("files")
+                              else "empty messages"))
             continue
         created = _get(msg, "created_at", (str,), where)
         try:
@@ -580,23 +632,46 @@ _FRONT_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _DATE = re.compile(r"^date[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 
 
-def _note_files(path: Path) -> Iterable[tuple[Path, str]]:
+def _note_files(path: Path) -> tuple[list[tuple[Path, str]], list[Skip]]:
+    """The notes under ``path`` (sorted), and what was left out, by name: links (to files
+    or folders, dangling or not: Kept reads what is in the folder, never where a link points),
+    hidden files and folders, files that are not notes."""
     if not path.is_dir():
-        return [(path, path.name)]
-    found = []
+        return [(path, path.name)], []
+    found: list[tuple[Path, str]] = []
+    skips: list[Skip] = []
     for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        here = Path(root)
+        kept_dirs = []
+        for d in sorted(dirs):
+            shown = (here / d).relative_to(path).as_posix() + "/"
+            if (here / d).is_symlink():
+                skips.append(Skip("links (Kept does not follow them)", shown))
+            elif d.startswith("."):
+                skips.append(Skip("hidden folders", shown))
+            else:
+                kept_dirs.append(d)
+        dirs[:] = kept_dirs
         for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in NOTE_SUFFIXES:
-                p = Path(root) / name
-                found.append((p, p.relative_to(path).as_posix()))
-    return found
+            p = here / name
+            shown = p.relative_to(path).as_posix()
+            if p.is_symlink():
+                skips.append(Skip("dangling links" if not p.exists()
+                                  else "links (Kept does not follow them)", shown))
+            elif name.startswith("."):
+                skips.append(Skip("hidden files", shown))
+            elif Path(name).suffix.lower() not in NOTE_SUFFIXES:
+                skips.append(Skip("files that are not notes (.md, .markdown, .txt)", shown))
+            else:
+                found.append((p, shown))
+    return found, skips
 
 
 def _notes(path: Path) -> Iterator[Item]:
-    files = _note_files(path)
+    files, skips = _note_files(path)
     if path.is_dir() and not files:
         raise ValidationError(f"No notes in {path}: no .md, .markdown or .txt files.")
+    yield from skips
     for p, shown in files:
         try:
             turn = _note(p)
@@ -605,7 +680,9 @@ def _notes(path: Path) -> Iterator[Item]:
             continue
         except OSError as exc:
             raise ValidationError(f"Cannot read {p}: {exc.strerror or exc}.") from exc
-        if turn is not None:
+        if turn is None:
+            yield Skip("empty notes", shown)
+        else:
             yield turn
 
 

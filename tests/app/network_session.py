@@ -63,7 +63,10 @@ def main(idle: float) -> dict[str, object]:
             shutdown(sched, jobs)
         vault.lock()
     from opentelemetry.trace import get_tracer_provider  # Chroma imports OpenTelemetry
-    return {"added": added, "top": top, "again": again, "chroma": chroma,
+
+    from app.bootstrap import keyring_available  # the window asks at unlock and in Settings
+    keyring_available()
+    return {"keychain_probed": True, "added": added, "top": top, "again": again, "chroma": chroma,
             "semantic": semantic, "folder": str(folder),
             "otel_provider": type(get_tracer_provider()).__name__,
             "telemetry_modules": sorted(m for m in ("posthog", "huggingface_hub")

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SESSION = ROOT / "tests" / "app" / "network_session.py"
 IDLE_S = 20  # onnxruntime's uploader resolved its host 3-10 s after the model loaded
 TRACED = ("%network,open,openat,openat2,creat,mkdir,mkdirat,mknod,mknodat,"
-          "rename,renameat,renameat2,link,linkat,symlink,symlinkat")
+          "rename,renameat,renameat2,link,linkat,symlink,symlinkat,execve,execveat")
 # The environment of the test run that must not leak into the child: the child shows what
 # the code does on a user's machine, where none of these is set.
 SCRUBBED = ("ORT_DISABLE_TELEMETRY", "ANONYMIZED_TELEMETRY", "HF_HUB_OFFLINE",
@@ -52,10 +52,12 @@ class Trace:
     dns_packets: int = 0                                    # sends to port 53, nscd/resolved
     sockets: int = 0                                        # AF_INET/AF_INET6 sockets opened
     created: list[str] = field(default_factory=list)       # every path created (deduplicated)
+    execs: list[str] = field(default_factory=list)         # every program run (execve), in order
 
     def summary(self) -> dict[str, object]:
         return {"connects": len(self.connects), "dns_packets": self.dns_packets,
-                "inet_sockets": self.sockets, "files_created": len(self.created)}
+                "inet_sockets": self.sockets, "files_created": len(self.created),
+                "programs_run": self.execs}
 
 
 _LINE = re.compile(r"^(\d+)\s+(\w+)\((.*)$")
@@ -124,6 +126,10 @@ def parse_strace(text: str, cwd: Path) -> Trace:
             elif name == "connect" and "AF_UNIX" in rest and any(
                     r in rest.split("sun_path=", 1)[-1] for r in _RESOLVERS):
                 out.dns_packets += 1                 # a lookup through a local resolver daemon
+        elif name in ("execve", "execveat") and not failed:
+            paths = _PATH.findall(rest)
+            if paths:
+                out.execs.append(paths[0][2])
         elif (name in _CREATE_FIRST or name in _CREATE_LAST) and not failed:
             if name in ("open", "openat", "openat2") and not re.search(r"O_CREAT|O_TMPFILE",
                                                                        rest):
@@ -251,6 +257,22 @@ def test_whole_session_makes_no_network_traffic_and_no_stray_files(
                 "files_outside_kept": stray}
     if trace.connects or trace.dns_packets or stray or (home / ".cache").exists():
         pytest.fail("requirement 18: " + json.dumps(measured, indent=1))
+    # The only program run is Kept's own Python: no ldconfig or gcc from keyring's probing of
+    # its macOS backend (issue 22 item 8), no helper of any native library.
+    assert session["keychain_probed"] is True
+    assert trace.execs == [sys.executable], trace.execs
+
+
+def test_the_tracer_sees_programs_run(tmp_path: Path) -> None:
+    """The control for the execve check: ``keyring``'s own detection (what Kept used to call)
+    runs ldconfig and a compiler on Linux; Kept's choice of backend runs nothing."""
+    r, trace, _home = run_traced(tmp_path, ["-c", "import keyring; keyring.get_keyring()"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(trace.execs) > 1 and trace.execs[0] == sys.executable, trace.execs
+    r, trace, _home = run_traced(tmp_path / "kept", [
+        "-c", "from storage.crypto import keyring_available; keyring_available()"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert trace.execs == [sys.executable], trace.execs
 
 
 # --- every path to onnxruntime goes through ``storage`` (whose import sets the variable) ----

@@ -350,3 +350,73 @@ def test_chatgpt_export_is_read_in_bounded_memory(tmp_path: Path, megabytes: int
     got = _peak_growth(f)
     assert got["turns"] == got["planned"] == n
     assert got["growth"] < size / 4, (got, size)  # measured: 1.5 MB at 2 MB and at 30 MB
+
+
+# --- what is left out is said (issue 22 item 7) ---------------------------------------------
+
+def test_every_skipped_chatgpt_message_is_counted_by_kind(vault: Path) -> None:
+    """The fixture's custom instructions, the tool call and the tool's message and the system
+    message: each named in the report, and the import goes on."""
+    code, out, err = kept_import(vault, CHATGPT)
+    assert code == 0, err
+    lines = [line.strip() for line in out.splitlines()[1:]]
+    assert lines == ["1 system messages skipped.", "1 custom instructions skipped.",
+                     "1 assistant calls to tools skipped.", "1 tool messages skipped."], out
+
+
+def test_an_export_of_images_only_says_so_instead_of_nothing(vault: Path, tmp_path: Path
+                                                            ) -> None:
+    conv = [{"id": "c1", "title": "Photos", "create_time": T, "current_node": "m2",
+             "mapping": {
+                 "root": {"id": "root", "message": None, "parent": None, "children": ["m1"]},
+                 "m1": {"id": "m1", "parent": "root", "children": ["m2"], "message": {
+                     "id": "m1", "author": {"role": "user"}, "create_time": T,
+                     "content": {"content_type": "multimodal_text", "parts": [
+                         {"content_type": "image_asset_pointer", "asset_pointer": "x"}]}}},
+                 "m2": {"id": "m2", "parent": "m1", "children": [], "message": {
+                     "id": "m2", "author": {"role": "user"}, "create_time": T + 1,
+                     "content": {"content_type": "multimodal_text", "parts": [
+                         {"content_type": "image_asset_pointer", "asset_pointer": "y"},
+                         {"content_type": "image_asset_pointer", "asset_pointer": "z"}]}}}}}]
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps(conv))
+    code, out, err = kept_import(vault, f)
+    assert code == 0, err
+    assert "Imported 0 turn(s)" in out
+    assert "2 messages with images or files only skipped." in out, out
+
+
+def test_links_in_a_notes_folder_are_skipped_and_named_whatever_they_point_to(
+        vault: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    shutil.copytree(NOTES, notes)
+    outside = tmp_path / "outside.md"
+    outside.write_text("a note outside the folder")
+    (notes / "dangling.md").symlink_to(tmp_path / "gone.md")
+    (notes / "elsewhere.md").symlink_to(outside)
+    (notes / "linked-dir").symlink_to(tmp_path)
+    (notes / "empty.md").write_text("  \n")
+    code, out, err = kept_import(vault, notes)
+    assert code == 0, err  # one dangling link used to refuse the whole folder
+    assert "Imported 4 turn(s) from 4 session(s)" in out
+    assert "1 dangling links skipped: dangling.md." in out, out
+    assert "2 links (Kept does not follow them) skipped: linked-dir/, elsewhere.md." in out
+    assert "1 hidden files skipped: .hidden.md." in out
+    assert "1 files that are not notes (.md, .markdown, .txt) skipped: readme.rst." in out
+    assert "1 empty notes skipped: empty.md." in out
+    assert "outside the folder" not in " ".join(t[2] for t in turns(vault))
+
+
+def test_the_window_reports_what_it_skipped(tmp_path: Path) -> None:
+    """``app.transfer.import_file`` (File > Import) carries the same counts."""
+    from app.facade import Vault
+    from app.transfer import import_file
+    from storage.crypto import KdfParams
+    v = Vault.create(tmp_path / "v", PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
+                     threaded=False, use_chroma=False).vault
+    try:
+        done = import_file(v, CHATGPT)
+    finally:
+        v.lock()
+    kinds = {s.what: s.count for s in done.report.skipped}
+    assert kinds.get("tool messages") == 1 and kinds.get("assistant calls to tools") == 1

@@ -517,3 +517,32 @@ def test_concurrent_writers_through_the_window_lose_nothing(qtbot: Any, owner: A
     assert after == before + len(acked)
     browse = owner.window.browse
     qtbot.waitUntil(lambda: f"{after:,} memories" in browse.title.text(), timeout=WAIT)
+
+
+def test_strict_mode_from_settings_takes_effect_on_the_socket(qtbot: Any, owner: Any,
+                                                               demo_vault: Any) -> None:
+    """Settings > Assistants > Strict mode, ticked with the keyboard: a program's connection
+    then reads nothing until it proves the password; an assistant's key still works."""
+    from app.errors import PasswordNeeded
+    key = demo_vault.pair_agent("cursor").value
+    settings = open_nav(qtbot, owner.window, "settings")
+    panel = settings.assistants
+    assert remote(demo_vault.folder).recall("Porto")  # default mode: a program reads
+    qtbot.waitUntil(lambda: panel.strict.isEnabled() and not panel.strict.isChecked(),
+                    timeout=WAIT)
+    panel.strict.setFocus()
+    qtbot.keyClick(panel.strict, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: demo_vault.setting("owner.strict") is True, timeout=WAIT)
+    qtbot.waitUntil(lambda: "Strict mode is on" in panel.message.text(), timeout=WAIT)
+
+    def refused() -> bool:
+        try:
+            remote(demo_vault.folder).recall("Porto")
+        except PasswordNeeded:
+            return True
+        return False
+    qtbot.waitUntil(refused, timeout=5_000)  # the owner reads the setting within a second
+    assert remote(demo_vault.folder, "cursor", key).recall("Porto") is not None
+    qtbot.keyClick(panel.strict, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: demo_vault.setting("owner.strict") is False, timeout=WAIT)
+    qtbot.waitUntil(lambda: not refused(), timeout=5_000)

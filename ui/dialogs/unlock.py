@@ -102,7 +102,7 @@ class UnlockDialog(QDialog):
         self.remember.setVisible(False)
         self.remember_note = QLabel()
         self.remember_note.setWordWrap(True)
-        self.error = QLabel()
+        self.error = theme.plain(QLabel())
         self.error.setObjectName("error")
         self.error.setStyleSheet(theme.ERROR_STYLE)
         self.error.setWordWrap(True)
@@ -125,6 +125,7 @@ class UnlockDialog(QDialog):
         self.recovery_page = self._build_recovery_page()
         self.use_code = QPushButton("Use recovery code…")
         self.use_code.setFlat(True)
+        self.use_code.setAutoDefault(False)  # Enter unlocks; it never opens the recovery page
         self.use_code.setVisible(not create)
         self.buttons = QDialogButtonBox()
         self.ok = QPushButton("Create vault" if create else "Unlock")
@@ -138,6 +139,7 @@ class UnlockDialog(QDialog):
         lay.addWidget(self.error)
         lay.addWidget(self.busy)
         lay.addWidget(self.buttons)
+        self.ok.setDefault(True)  # again, now that the button is in the dialog
         self.ok.clicked.connect(self._on_ok_clicked)
         self.buttons.rejected.connect(self.reject)
         self.password.textChanged.connect(self._on_password_text_changed)

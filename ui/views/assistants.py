@@ -14,6 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import (
+    QCheckBox,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -55,11 +56,20 @@ class AssistantsPanel(Page):
         self.empty = QLabel("No assistant is paired yet.")
         self.empty.setObjectName("noAssistants")
         theme.set_muted(self.empty)
-        self.message = QLabel()
+        self.message = theme.plain(QLabel())
         self.message.setObjectName("assistantsMessage")
         self.message.setWordWrap(True)
         self.message.hide()
         self.pair_btn = QPushButton("Pair an assistant…")
+        self.strict = QCheckBox("Strict mode: programs on this computer read nothing without "
+                                "my password")
+        self.strict.setObjectName("strictMode")
+        self.strict.setToolTip(
+            "An assistant with a shell (Claude Code, agent modes) can run programs as you. "
+            "In strict mode such a program, kept included, must be given your password in its "
+            "terminal first; the password then serves that terminal for a few minutes (like "
+            "sudo; `kept logout` ends it). Assistants paired here are not affected: their key "
+            "lets them read your memories and their own.")
         pair_row = QHBoxLayout()
         pair_row.addWidget(self.pair_btn)
         pair_row.addStretch(1)
@@ -70,19 +80,38 @@ class AssistantsPanel(Page):
         gl.addWidget(self.empty)
         gl.addWidget(self.message)
         gl.addLayout(pair_row)
+        gl.addWidget(self.strict)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(group)
         self.pair_btn.clicked.connect(self._on_pair_btn_clicked)
+        self.strict.toggled.connect(self._on_strict_toggled)
         self.refresh()
 
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
         vault = self.vault
-        self.load(vault.agents, self._fill)
+        self.load(lambda: (vault.agents(), bool(vault.setting("owner.strict"))), self._fill_all)
 
     def wants(self, changes: Any) -> bool:
-        return bool(getattr(changes, "agents", False))
+        return bool(getattr(changes, "agents", False) or getattr(changes, "settings", False))
+
+    def _fill_all(self, result: tuple[list[Any], bool]) -> None:
+        rows, strict = result
+        self.strict.blockSignals(True)
+        self.strict.setChecked(strict)
+        self.strict.blockSignals(False)
+        self._fill(rows)
+
+    @Slot(bool)
+    def _on_strict_toggled(self, on: bool) -> None:
+        vault = self.vault
+
+        def done(_result: Any) -> None:
+            self._say("Strict mode is on: a program asks for your password in its terminal "
+                      "first." if on else "Strict mode is off.")
+        run_op(self, lambda: vault.set_setting("owner.strict", on), done, self.bridge,
+               lambda exc: self._say(errors.error_text(exc)))
 
     def _fill(self, rows: list[Any]) -> None:
         if rows == self.rows and self.grid.count():
@@ -103,7 +132,7 @@ class AssistantsPanel(Page):
             state = f"blocked {when(row.revoked_at)}" if blocked else "can connect"
             for col, text in enumerate((row.name, when(row.created_at),
                                         when(row.last_seen_at), state)):
-                self.grid.addWidget(QLabel(text), r, col)
+                self.grid.addWidget(theme.plain(QLabel(text)), r, col)
             if not blocked:
                 btn = QPushButton("Block…")
                 btn.setToolTip(f"Refuse {row.name} from its next call on (pair it again "

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.api import MemoryQuery, MemoryRow
+from ui import theme
 from ui.models.memory_table import MemoryTableModel
 from ui.views.detail import DetailPane
 from ui.views.entity import EntityCard
@@ -35,7 +36,7 @@ class BrowsePage(Page):
         super().__init__(vault, bridge, parent)
         self.search_bar = SearchBar()
         self.search = self.search_bar.field
-        self.title = QLabel()
+        self.title = theme.plain(QLabel())  # quotes what was searched for
         self.title.setObjectName("listTitle")
         self.model = MemoryTableModel(vault, self)
         self.table = self._make_table()

@@ -8,6 +8,7 @@ latest value; the bar appears once a run has taken 600 ms.
 
 from __future__ import annotations
 
+import html
 import logging
 from typing import Any
 
@@ -110,7 +111,7 @@ class ConsolidationView(Page):
         self.progress.setTextVisible(False)
         self.progress.setMaximumHeight(14)
         self.progress.hide()
-        self.message = QLabel()
+        self.message = theme.plain(QLabel())
         self.message.setObjectName("message")
         self.message.setWordWrap(True)
         self.message.hide()
@@ -189,7 +190,8 @@ class ConsolidationView(Page):
         self.runs_empty.setVisible(not rows)
         last = rows[0] if rows else None
         problems = last.problems_text if last is not None and last.finished else ""
-        self.last_problems.setText(f"<b>Problems:</b> {problems}" if problems else "")
+        self.last_problems.setText(f"<b>Problems:</b> {html.escape(problems)}" if problems
+                                   else "")
         self.last_problems.setVisible(bool(problems))
         if last is None:
             self.last_run.setText("<b>Never run yet.</b>")

@@ -45,7 +45,7 @@ class DetailPane(Page):
         self.text.setMaximumHeight(110)
         self.meta = QLabel()
         self.meta.setWordWrap(True)
-        self.origin = QLabel()  # "from NAME": an assistant wrote it
+        self.origin = theme.plain(QLabel())  # "from NAME": an assistant wrote it
         self.origin.setObjectName("origin")
         theme.set_muted(self.origin)
         self.scores = QLabel()
@@ -74,7 +74,7 @@ class DetailPane(Page):
         er.setContentsMargins(0, 0, 0, 0)
         er.addWidget(self.save_btn)
         er.addWidget(self.cancel_btn)
-        self.edit_error = QLabel()
+        self.edit_error = theme.plain(QLabel())
         self.edit_error.setStyleSheet(theme.ERROR_STYLE)
         self.body = QWidget()
         form = QFormLayout(self.body)

@@ -31,7 +31,7 @@ class EntityCard(Page):
         self.entity_id: int | None = None
         self.heading = QLabel()
         self.heading.setObjectName("entityHeading")
-        self.summary = QLabel()
+        self.summary = theme.plain(QLabel())  # built from fact texts
         self.summary.setObjectName("entitySummary")
         self.summary.setWordWrap(True)
         self.facts_label = QLabel("Facts")

@@ -169,7 +169,7 @@ class _EditableCard(QFrame):
         self._editor: QPlainTextEdit | None = None
         self._save_btn: QPushButton | None = None
         self._cancel_btn: QPushButton | None = None
-        self.error = QLabel()
+        self.error = theme.plain(QLabel())
         self.error.setObjectName("error")
         theme.set_error_color(self.error)
         self.error.setWordWrap(True)
@@ -278,7 +278,8 @@ class ContradictionCard(_EditableCard):
     def __init__(self, item: Any) -> None:
         super().__init__(item)
         found = theme.muted_html(f"(found {day_text(item.created_at)})")
-        reason = QLabel(f"<b>{REASONS.get(item.reason, item.reason)}</b> Which is true? {found}")
+        why = html.escape(REASONS.get(item.reason, item.reason))
+        reason = QLabel(f"<b>{why}</b> Which is true? {found}")
         reason.setWordWrap(True)
         self.side_a = FactSide("A", item.a)
         self.side_b = FactSide("B", item.b)
@@ -688,7 +689,7 @@ class InboxView(Page):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setStyleSheet(theme.EMPTY_STYLE)
         self.empty.hide()
-        self.message = QLabel()
+        self.message = theme.plain(QLabel())
         self.message.setObjectName("message")
         self.message.setWordWrap(True)
         self.message.hide()
