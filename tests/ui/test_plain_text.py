@@ -199,3 +199,31 @@ def test_the_unlock_dialog_names_a_marked_folder_as_plain_text(qtbot: Any, vault
     dlg.show()
     b, _n = markup_shown(dlg)
     assert not b, b
+
+
+def test_every_dialog_shows_marked_text_as_plain_text(qtbot: Any, vault: Any) -> None:
+    """The dialogs that quote paths, names and requests: export and backup (the vault folder
+    named with HTML), restore, pairing, and the forget plan of an assistant's request (its
+    reason holds HTML)."""
+    from ui.bridge import CoreBridge
+    from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog
+    from ui.dialogs.forget import ForgetDialog
+    from ui.dialogs.pair import PairDialog
+    bridge = CoreBridge()
+    pid = vault.pending_forgets("pending")[0].id
+    dialogs = [ExportDialog(vault.folder), BackupDialog(str(vault.folder)), RestoreDialog(),
+               PairDialog(vault, bridge), ForgetDialog(vault, bridge, ids=None, pending=pid)]
+    bad: list[str] = []
+    seen = 0
+    for dlg in dialogs:
+        qtbot.addWidget(dlg)
+        dlg.show()
+        qtbot.wait(100)
+        QThreadPool.globalInstance().waitForDone(WAIT)
+        qtbot.wait(100)
+        b, n = markup_shown(dlg)
+        bad += [f"{type(dlg).__name__}: {x}" for x in b]
+        seen += n
+        dlg.reject()
+    assert seen >= 3, "the dialogs never showed the marked text: nothing was checked"
+    assert not bad, "\n".join(bad)
