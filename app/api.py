@@ -164,6 +164,21 @@ class ImportReport:
 
 # --- recall, context, explain -------------------------------------------------------------
 
+CurrencyState = Literal["current", "earlier", "superseded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Currency:
+    """Whether what a memory says is the latest word on its subject (issue 23): ``current``;
+    ``earlier`` when the same holder said something later about the same thing (``later_id``,
+    ``later_at``); ``superseded`` when a fact stopped holding (``ended_at``, and what replaced
+    it in ``later_id``)."""
+    state: CurrencyState
+    later_id: MemoryId | None = None
+    later_at: float | None = None
+    ended_at: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     id: MemoryId
@@ -176,6 +191,7 @@ class Hit:
     breakdown: dict[str, float]  # the parts of the score, by name (explain shows them)
     status: str = "active"
     agent: str = "global"  # or the assistant that wrote it (the window marks "from NAME")
+    currency: Currency | None = None  # current, or earlier / superseded and by what
 
 
 @dataclass(frozen=True, slots=True)

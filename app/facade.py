@@ -163,6 +163,13 @@ class Vault:
         self._reads_guard = threading.Lock()
         self._reads_timer: threading.Timer | None = None
         self._backups: BackupService | None = None  # built on first use (issue 16)
+        self._learn_owner()
+
+    def _learn_owner(self) -> None:
+        """Recall needs the person's name to know "Sam" and "user" are one holder."""
+        if self._opened is not None and not self._opened.locked:
+            name = self.db.read(lambda c: self._rows.get_setting(c, "owner.name"))
+            self._recall.owner = str(name).strip() or None if name else None
 
     # --- construction (app/bootstrap.py) -------------------------------------------------
     @classmethod
@@ -539,8 +546,9 @@ class Vault:
         from app.services.consolidation import STEPS
         report = self.consolidation.run(now=now, cancel=cancel, progress=progress, kind=kind,
                                         steps=STEPS if steps is None else steps)
+        self._learn_owner()  # the run may have learned the person's name ("I'm Sam")
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
-                          index=True)
+                          index=True, settings=bool(report.counts.get("owner_named")))
         self._emit(changes)
         return Result(report, changes)
 
@@ -602,7 +610,11 @@ class Vault:
             value = spec.type(value) if not isinstance(value, spec.type) else value
         except (TypeError, ValueError) as exc:
             raise ValidationError(f"{key} must be a {spec.type.__name__}.") from exc
+        if key == "owner.name" and str(value).strip():
+            self.consolidation.rename_owner(str(value).strip(), self._recall.owner)
         self.db.write_sync(lambda c: self._rows.put_setting(c, key, value))
+        if key == "owner.name":
+            self._learn_owner()
         changes = Changes(settings=True)
         self._emit(changes)
         return Result(None, changes)

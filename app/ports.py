@@ -292,6 +292,7 @@ class RecallMeta(NamedTuple):
     seq: int | None
     user_validated: int
     superseded_at: float | None  # when the version that replaced it was learned
+    superseded_by: int | None = None  # the version that replaced it
 
 
 class Reinforcement(NamedTuple):
@@ -573,6 +574,8 @@ class RunChange(NamedTuple):
 
 class ConsolidationRows(Protocol):
     """The pipeline's queries (``storage.consolidation_rows``)."""
+
+    def rename_subject(self, conn: Connection, old: Sequence[str], new: str) -> int: ...
 
     def get_setting(self, conn: Connection, key: str) -> Any: ...
     def put_setting(self, conn: Connection, key: str, value: Any) -> None: ...

@@ -20,6 +20,8 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("lock.idle_minutes", int, 5, "Lock after this many idle minutes"),
+    Setting("owner.name", str, "",
+            "Your name: 'I', 'me', 'user' and 'human' in any import are you"),
     Setting("owner.strict", bool, False,
             "Strict mode: programs on this computer read nothing without your password"),
     Setting("owner.ticket_minutes", int, 5,

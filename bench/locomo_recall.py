@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, here and in children)
 
+sys.path.insert(0, str(ROOT / "bench"))
+import tuning  # noqa: E402
+
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "bench" / "locomo_dev.json"
 SCORER = SHARED / "bench" / "locomo_score.py"
@@ -62,8 +65,8 @@ def ranked_refs(hits: list[dict], k: int) -> list[str]:
     return out[:k]
 
 
-def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, depth: int
-               ) -> tuple[list[dict], dict]:
+def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, depth: int,
+               tune: dict | None = None) -> tuple[list[dict], dict]:
     from app.clock import parse_iso
     from app.facade import Vault
     from app.services.importer import parse_import
@@ -72,6 +75,7 @@ def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, dept
     t0 = time.perf_counter()
     vault = Vault.create(folder, PASSWORD, kdf=KdfParams(m=65_536, t=3), threaded=False,
                          use_chroma=False).vault
+    tuning.apply(vault, tune or {})
     vault.import_turns(parse_import(lines))
     t1 = time.perf_counter()
     results = vault.recall_batch([(q["qid"], q["question"], parse_iso(now)) for q in questions],
@@ -113,7 +117,10 @@ def main() -> int:
     ap.add_argument("--via-cli", action="store_true")
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--samples", help="comma list of sample ids (default: all)")
+    ap.add_argument("--tune", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a RecallTuning field (an experiment; facade path only)")
     args = ap.parse_args()
+    tune = tuning.parse(args.tune)
     if not DATA.exists():
         print(json.dumps({"error": f"missing {DATA}"}))
         return 2
@@ -136,8 +143,10 @@ def main() -> int:
             now = (datetime.fromisoformat(last) + timedelta(days=1)).isoformat()
             folder = tmp / sid / "vault"
             folder.parent.mkdir(parents=True)
-            fn = run_cli if args.via_cli else run_facade
-            ranked, timing = fn(sample, qs, now, folder, args.depth)
+            if args.via_cli:
+                ranked, timing = run_cli(sample, qs, now, folder, args.depth)
+            else:
+                ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune)
             ranked_all += ranked
             timings[sid] = timing
         rfile = tmp / "ranked.jsonl"

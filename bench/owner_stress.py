@@ -13,8 +13,6 @@ wrong passwords on one connection. Load: ``os.getloadavg()`` is printed with eac
 
 from __future__ import annotations
 
-import storage  # noqa: F401  (sets ORT_DISABLE_TELEMETRY before anything can load onnxruntime)
-
 import argparse
 import json
 import os
@@ -26,6 +24,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import storage  # noqa: F401  (sets ORT_DISABLE_TELEMETRY before anything can load onnxruntime)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

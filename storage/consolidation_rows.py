@@ -368,3 +368,41 @@ def summary_facts(conn: Connection, entity: EntityScope, limit: int = 40) -> lis
 def set_summary(conn: Connection, entity_id: int, summary: str | None, now: float) -> None:
     conn.execute("UPDATE entity SET summary = ?, updated_at = ? WHERE id = ?",
                  (summary, now, entity_id))
+
+
+# --- the owner's name (issue 23 item 4) -------------------------------------------------------
+
+def rename_subject(conn: Connection, old: Sequence[str], new: str) -> int:
+    """Facts about any of ``old`` (case-insensitive: "User", "user", "human", a former name)
+    become facts about ``new``: their subject, the name in their sentence and its full-text
+    row; person entities so named are renamed (merged into ``new``'s when it exists). Returns
+    how many facts changed."""
+    import re
+    keys = sorted({o.strip().casefold() for o in old if o.strip()} - {new.casefold()})
+    if not keys:
+        return 0
+    ph = ",".join("?" * len(keys))
+    rows = conn.execute(
+        f"SELECT f.memory_id, f.subject, m.text FROM fact f JOIN memory m ON m.id = "
+        f"f.memory_id WHERE lower(f.subject) IN ({ph})", keys).fetchall()
+    for mid, subject, text in rows:
+        renamed = re.sub(rf"\b{re.escape(subject)}\b", new, text) if subject else text
+        conn.execute("UPDATE fact SET subject = ? WHERE memory_id = ?", (new, mid))
+        if renamed != text:
+            conn.execute("UPDATE memory SET text = ? WHERE id = ?", (renamed, mid))
+            repo.replace_fts_row(conn, mid, renamed)
+    for eid, agent, context in conn.execute(
+            f"SELECT id, agent, context FROM entity WHERE kind = 'person' AND name_key IN ({ph})",
+            keys).fetchall():
+        target = conn.execute(
+            "SELECT id FROM entity WHERE kind = 'person' AND name_key = ? AND agent = ? AND "
+            "context IS ?", (new.casefold(), agent, context)).fetchone()
+        if target is None:
+            conn.execute("UPDATE entity SET name = ?, name_key = ? WHERE id = ?",
+                         (new, new.casefold(), eid))
+        else:
+            conn.execute("INSERT OR IGNORE INTO entity_mention (entity_id, memory_id) "
+                         "SELECT ?, memory_id FROM entity_mention WHERE entity_id = ?",
+                         (target[0], eid))
+            conn.execute("DELETE FROM entity WHERE id = ?", (eid,))
+    return len(rows)

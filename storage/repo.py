@@ -280,7 +280,7 @@ def recall_meta(conn: Connection, ids: Sequence[int]) -> dict[int, RecallMeta]:
                 "SELECT m.id, m.store, m.status, m.occurred_at, m.created_at, m.composite, "
                 "m.importance, m.emotional, m.social, m.access_count, m.last_accessed_at, "
                 "m.decay_class, m.agent, m.context, m.valid_from, m.valid_until, m.speaker, "
-                "m.session, m.seq, m.user_validated, s.created_at FROM memory m "
+                "m.session, m.seq, m.user_validated, s.created_at, m.superseded_by FROM memory m "
                 f"LEFT JOIN memory s ON s.id = m.superseded_by WHERE m.id IN ({marks})",
                 chunk):
             out[row[0]] = make(row[1:])

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from app.domain.fact import EpisodeView, FactCandidate
 from app.services.contradiction import NONE
-from app.services.text import content_tokens
+from app.services.text import content_tokens, is_small_talk
 
 _NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
 _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
@@ -467,6 +467,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
     speaker = (ep.speaker or "user").strip() or "user"
     if speaker.lower() in ("assistant", "system"):
         return []  # the assistant's words are not facts about the person
+    if is_small_talk(text):
+        return []  # "Thanks!", "ok cool": nothing to learn (issue 23 item 6)
     hedged = bool(_HEDGE.search(text))
     out: list[FactCandidate] = []
     seen: set[tuple[str, str, str]] = set()

@@ -21,7 +21,7 @@ from app.api import Turn
 from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
 from app.errors import NotFound, ValidationError
 from app.ports import Clock, Connection, Database, Embedder, Lifecycle, MemoryRows, VectorIndex
-from app.services import scoring
+from app.services import scoring, slots
 from app.services.text import date_words, emotional_score, social_score
 from app.validation import check_string, check_text, check_time
 
@@ -52,10 +52,13 @@ def validate_draft(d: Draft) -> Draft:
 
 
 def fts_keys(d: Draft) -> str:
-    """Extra lexical keys: who said it and when (so "what did Anna say in May" matches)."""
+    """Extra lexical keys: who said it and when (so "what did Anna say in May" matches), and
+    the slots its words are about (``app.services.slots``: "first day at Kitewood" carries the
+    employer slot's tag, so "where do I work" finds it)."""
     parts = [d.speaker or "", d.context or ""]
     if d.occurred_at is not None:
         parts.append(date_words(d.occurred_at))
+    parts.append(slots.tags(d.text))
     return " ".join(p for p in parts if p)
 
 

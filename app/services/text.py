@@ -71,3 +71,37 @@ def date_words(ts: float) -> str:
 def approx_tokens(text: str) -> int:
     """Rough LLM token count (about 4 characters a token) for context budgets."""
     return max(1, (len(text) + 3) // 4)
+
+
+# Small talk (issue 23 item 6): what carries no memory on its own. A turn is small talk when it
+# is short and every word is one of these (greetings, thanks, acknowledgements, sign-offs), or
+# it is an assistant's stock politeness. Words, not sentences: "ok thanks!!", "Thank you so
+# much :)", "hi again", "sounds good, will do" all qualify; "thanks, my sister loved it" not.
+_SMALL_WORDS = frozenset("""
+hi hello hey hiya heya yo morning evening afternoon night good gn gm bye goodbye cya later see
+ya you soon thanks thank thx ty cheers appreciate appreciated it that much so very a lot lots
+again ok okay k kk alright alrighty right sure yes yeah yep yup no nope nah fine cool great nice
+awesome perfect lovely brilliant excellent amazing wonderful super sweet neat ah oh ooh aha hmm
+hm um uh wow lol haha hahaha lmao omg got gotcha understood noted makes sense sounds will do
+welcome np problem worries you're youre my pleasure glad happy to help helped there all set
+done deal totally absolutely definitely indeed true exactly fair enough same here me too
+anytime of course course just checking in back i'm im i am here hello again
+""".split())
+_ASSISTANT_FILLER = re.compile(
+    r"^(?:you'?re (?:very |so )?welcome|happy to help|glad (?:i could|to) help|"
+    r"any ?time|no problem|my pleasure|let me know if (?:you need|there'?s) anything else|"
+    r"is there anything else)\b[^.?!]*[.?!]*\s*(?:let me know[^.?!]*[.?!]*|"
+    r"(?:have|enjoy) (?:a|your)[^.?!]*[.?!]*|good luck[^.?!]*[.?!]*)?\s*$", re.I)
+_WORDISH = re.compile(r"[a-z']+")
+
+
+def is_small_talk(text: str) -> bool:
+    """True for turns that say nothing to remember: "Thanks!", "ok cool", "hi again",
+    "You're welcome! Let me know if you need anything else." Pure and cheap."""
+    t = text.strip().lower().replace("’", "'")
+    if not t:
+        return True
+    if len(t) <= 160 and _ASSISTANT_FILLER.match(t):
+        return True
+    words = _WORDISH.findall(t)
+    return 0 < len(words) <= 8 and all(w.strip("'") in _SMALL_WORDS for w in words)

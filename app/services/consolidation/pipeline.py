@@ -37,7 +37,7 @@ from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
-from app.services import para, said_change, scoring
+from app.services import owner, para, said_change, scoring
 from app.services.consolidation import extraction
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
@@ -120,6 +120,35 @@ class Pipeline:
             "statistics": self._step_statistics, "decay": self._step_decay,
             "synthesis": self._step_synthesis}
         assert tuple(self.steps) == STEPS
+        self.owner_name: str | None = None  # setting owner.name, read at the start of a run
+
+    def _read_owner(self) -> None:
+        name = self.db.read(lambda c: self.rows.get_setting(c, "owner.name"))
+        self.owner_name = str(name).strip() or None if name else None
+
+    def rename_owner(self, new: str, previous: str | None = None) -> int:
+        """What was stored about the person under another name ("User" before the name was
+        known, "user", "human", a former name) is now about ``new``."""
+        old = [*owner.ALIASES, owner.OWNER_FALLBACK, *([previous] if previous else [])]
+        n = int(self.db.write_sync(lambda c: self.rows.rename_subject(c, old, new)))
+        self.owner_name = new
+        return n
+
+    def _learn_owner_name(self, rl: RunLog, batch: list[EpisodeView]) -> None:
+        """The person said their name ("I'm Priya by the way") and none is set: it is the
+        owner's name from now on, and what was stored under "User" takes it."""
+        if self.owner_name:
+            return
+        for e in batch:
+            name = owner.name_said(e.text) if owner.is_owner(e.speaker, None) else None
+            if name:
+                self._set_owner_name(name)
+                rl.counts["owner_named"] += 1
+                return
+
+    def _set_owner_name(self, name: str) -> None:
+        self.db.write_sync(lambda c: self.rows.put_setting(c, "owner.name", name))
+        self.rename_owner(name)
 
     # --- the run ---------------------------------------------------------------------
     def run(self, *, now: float | None = None, cancel: CancelToken | None = None,
@@ -131,6 +160,7 @@ class Pipeline:
                                   f"{', '.join(STEPS)}.")
         now = self.clock.now() if now is None else now
         cancel = cancel or CancelToken()
+        self._read_owner()
         started = time.perf_counter()  # a duration, not a date: the clock is not asked
         run_id = self.db.write_sync(lambda c: self.runlog.start(c, kind, now))
         rl = RunLog(run_id, self.runlog)
@@ -190,8 +220,10 @@ class Pipeline:
             found = rows.episodes_after(conn, upto)
             if retry:
                 found = rows.episodes_by_id(conn, retry) + found
-            return [(EpisodeView(r.id, r.text, r.speaker, r.occurred_at), (r.agent, r.context))
-                    for r in found]
+            name = self.owner_name
+            # One owner, whatever the export called them ("user", "human", "me", the name).
+            return [(EpisodeView(r.id, r.text, owner.speaker_for(r.speaker, name),
+                                 r.occurred_at), (r.agent, r.context)) for r in found]
         return self.db.read(read)
 
     def _step_extract(self, rl: RunLog, now: float, cancel: CancelToken,
@@ -219,6 +251,8 @@ class Pipeline:
                     facts = extractor(batch, scope)
                     self._store_facts(rl, facts, now, scope)
                     self._said_changes(rl, batch, now, scope)
+                    if scope == ("global", None):
+                        self._learn_owner_name(rl, batch)
                 except Cancelled:
                     raise
                 except Exception as exc:  # log, skip the batch, retry it next run
@@ -471,7 +505,9 @@ class Pipeline:
             sources = list(rows.mention_sources(conn))  # para reads them twice
             for m in sources:
                 found = {n: k for n, k in mentions(m.text).items() if k != para.PROJECT}
-                if m.speaker and m.speaker.lower() not in ("assistant", "system", "user"):
+                if owner.is_owner(m.speaker, self.owner_name):
+                    found.setdefault(owner.subject(self.owner_name), "person")
+                elif m.speaker and m.speaker.lower() not in ("assistant", "system"):
                     found.setdefault(m.speaker, "person")
                 for name, kind in found.items():
                     counts[((m.agent, m.context), name, kind)] += 1

@@ -49,6 +49,10 @@ class ConsolidationService:
                              now: float) -> RunReport:
         return self.pipeline.store_assistant_fact(fact, scope, now)
 
+    def rename_owner(self, new: str, previous: str | None = None) -> int:
+        """The person's name changed (Settings, or learned): facts about them follow."""
+        return self.pipeline.rename_owner(new, previous)
+
     def recompute_statistics(self, now: float, *, create: bool = True) -> int:
         """Implicit statistics recomputed outside a run (after a forget: ``create=False``)."""
         return self.pipeline.recompute_statistics(now, create=create)

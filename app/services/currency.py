@@ -1,0 +1,162 @@
+"""What is current (issue 23 item 1): among things said, which came later about the same thing
+from the same holder. Layer: app. Pure (numbers and text in, marks out); recall calls it on its
+best candidates.
+
+Two statements are **about the same thing** when they have the same holder (who the statement
+is about: the speaker for "I ...", the person for "my sister ..." or "Ana ..."; an assistant's
+reply is about the person it talks to) and either their embeddings are close (cosine at or above
+``same_topic``), or consolidation linked them (a supersession, a "said to have changed"
+pairing), or they are facts of one holder and one slot. Any topic, any wording: no list of
+attributes. The earlier one is marked ``earlier`` with the id and time of the latest statement
+about the same thing; a fact whose validity ended is ``superseded`` (its end and its
+successor). Nothing is hidden: ranking decides what comes first (``RecallService``), and only
+for a question about the present.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.api import Currency
+from app.domain.memory import MemoryId
+
+# Who is the person in a conversation, whatever the export calls them.
+OWNER_SPEAKERS = frozenset({"user", "human", "me", "i", "you", "person", "owner"})
+# Who is an assistant (its replies are about the person it talks to).
+ASSISTANT_SPEAKERS = frozenset({"assistant", "ai", "bot", "chatgpt", "claude", "gpt", "gemini",
+                                "copilot", "model", "system"})
+_RELATION = (r"(?:mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|"
+             r"boyfriend|son|daughter|kid|kids|child|friend|best friend|boss|manager|colleague|"
+             r"coworker|co-worker|roommate|flatmate|neighbou?r|cousin|aunt|uncle|grandma|"
+             r"grandmother|grandpa|grandfather|fianc[eé]e?|dog|cat|puppy|kitten)")
+_REL_SUBJECT = re.compile(r"\b(?:my|our)\s+(" + _RELATION + r")(?:'s)?\b", re.I)
+_FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|ive|me|myself|we|we're|we've)\b", re.I)
+_NAME_SUBJECT = re.compile(r"(?:^|[.!?]\s+|,\s+)([A-Z][a-z]+)(?:'s|\s+(?:is|was|has|had|got|"
+                           r"moved|lives|works|started|just|now|finally|will|won't|can't|"
+                           r"doesn't|isn't|and\s+I))\b")
+_NOT_NAMES = frozenset("""I The A An My Our Your This That These Those It He She They We You
+Yes No Ok Okay Oh Hi Hey Hello Thanks Thank So But And Or Well Sorry Also Just Now Then What
+When Where Who Why How Today Tomorrow Yesterday Monday Tuesday Wednesday Thursday Friday
+Saturday Sunday Great Sure Cool Nice Good Wow Haha Lol Please Maybe Actually Honestly""".split())
+
+
+def is_owner(speaker: str | None, owner: str | None) -> bool:
+    s = (speaker or "").strip().casefold()
+    return s in OWNER_SPEAKERS or (owner is not None and s == owner.casefold())
+
+
+def is_assistant(speaker: str | None) -> bool:
+    return (speaker or "").strip().casefold() in ASSISTANT_SPEAKERS
+
+
+def holder(text: str, speaker: str | None, owner: str | None = None,
+           subject: str | None = None) -> str:
+    """Whom a statement is about, as a key: ``subject`` when a fact gives one; else the first
+    of a relation ("my sister"), a name starting a clause ("Ana moved ..."), or the speaker
+    (first person, and the default). The person is one key whatever the export called them;
+    an assistant's reply is about the person."""
+    if subject:
+        return _key(subject, owner)
+    rel = _REL_SUBJECT.search(text)
+    name = next((m for m in _NAME_SUBJECT.finditer(text) if m.group(1) not in _NOT_NAMES
+                 and m.group(1).casefold() != (speaker or "").casefold()), None)
+    first = _FIRST.search(text)
+    candidates = [(m.start(), key) for m, key in (
+        (rel, f"rel:{rel.group(1).casefold()}" if rel else ""),
+        (name, _key(name.group(1), owner) if name else ""),
+        (first, "")) if m is not None]
+    if candidates:
+        _at, key = min(candidates)
+        if key:
+            return key
+    if is_assistant(speaker):
+        return "owner"
+    return _key(speaker or "", owner)
+
+
+_ASK_REL = re.compile(r"\b(?:my|our|the user's|user's)\s+(" + _RELATION + r")\b", re.I)
+_ASK_OWNER = re.compile(r"\b(?:i|i'm|me|my|mine|myself|we|our|us|the user|user)\b", re.I)
+
+
+def question_holder(question: str, people: Sequence[str], owner: str | None) -> str | None:
+    """Whom a question asks about, as ``holder`` keys them: a relation ("my sister"), a
+    person it names (known names, the owner's name), the person ("I", "my", "the user"), or
+    None when it cannot tell."""
+    rel = _ASK_REL.search(question)
+    if rel:
+        return f"rel:{rel.group(1).casefold()}"
+    for p in people:
+        if owner and p.casefold() == owner.casefold():
+            return "owner"
+        return p.casefold()
+    if owner and re.search(rf"\b{re.escape(owner)}\b", question, re.I):
+        return "owner"
+    if _ASK_OWNER.search(question):
+        return "owner"
+    return None
+
+
+def _key(who: str, owner: str | None) -> str:
+    w = who.strip().casefold()
+    if w in OWNER_SPEAKERS or (owner is not None and w == owner.casefold()):
+        return "owner"
+    return w
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """One candidate as currency sees it."""
+    id: int
+    at: float                     # when it was said (a fact: when it started to hold)
+    holder: str
+    vec: np.ndarray | None        # L2-normalised embedding, None without the model
+    slot: str | None = None       # a fact's holder + slot, when known
+    ended_at: float | None = None  # a fact no longer held: its end
+    successor: int | None = None  # ... and what replaced it
+
+
+def marks(items: Sequence[Said], linked: Mapping[int, set[int]] | None = None, *,
+          same_topic: float = 0.55) -> dict[int, Currency]:
+    """``Currency`` for every item: ``current`` unless something later by the same holder is
+    about the same thing (``earlier``, with the latest such statement), or it is a fact whose
+    validity ended (``superseded``)."""
+    linked = linked or {}
+    out: dict[int, Currency] = {}
+    by_holder: dict[str, list[Said]] = {}
+    for s in items:
+        by_holder.setdefault(s.holder, []).append(s)
+    for group in by_holder.values():
+        group.sort(key=lambda s: (s.at, s.id))
+        vecs = [s.vec for s in group]
+        have = [v is not None for v in vecs]
+        sims = None
+        if sum(have) >= 2:
+            mat = np.stack([v if v is not None else np.zeros_like(next(
+                x for x in vecs if x is not None)) for v in vecs])
+            sims = mat @ mat.T
+        for a, older in enumerate(group):
+            later: Said | None = None
+            for b in range(len(group) - 1, a, -1):  # the latest first
+                newer = group[b]
+                if newer.at <= older.at:
+                    continue
+                close = sims is not None and have[a] and have[b] and \
+                    float(sims[a, b]) >= same_topic
+                slot = older.slot is not None and older.slot == newer.slot
+                link = newer.id in linked.get(older.id, ()) or older.id in linked.get(newer.id,
+                                                                                    ())
+                if close or slot or link:
+                    later = newer
+                    break
+            if older.ended_at is not None:
+                out[older.id] = Currency("superseded", None if older.successor is None
+                                         else MemoryId(older.successor), None, older.ended_at)
+            elif later is not None:
+                out[older.id] = Currency("earlier", MemoryId(later.id), later.at)
+            else:
+                out[older.id] = Currency("current")
+    return out
