@@ -225,6 +225,7 @@ class ContextItem:
     section: ContextSection
     text: str
     tokens: int
+    currency: Currency | None = None  # earlier / superseded: the text says so too
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +277,7 @@ class Explanation:
     breakdown: dict[str, float] | None  # the parts of the score for the query, if one was given
     sources: tuple[SourceView, ...]
     links: tuple[LinkView, ...]
+    currency: Currency | None = None  # for the query given: current, earlier, superseded
 
 
 # --- forget and history (DESIGN 8) --------------------------------------------------------
@@ -603,6 +605,7 @@ class MemoryRow:
     user_validated: bool
     tier: str
     agent: str = "global"  # or the assistant that wrote it (shown as "from NAME")
+    currency: Currency | None = None  # a search result's mark (earlier, superseded)
 
 
 @dataclass(frozen=True, slots=True)

@@ -362,7 +362,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _hit_json(h: Hit) -> dict[str, object]:
-    return {"id": h.id, "store": h.store, "text": h.text, "score": h.score, "refs": list(h.refs)}
+    from app.services.currency import to_json
+    return {"id": h.id, "store": h.store, "text": h.text, "score": h.score, "refs": list(h.refs),
+            "currency": to_json(h.currency)}
 
 
 def _day_end(text: str | None) -> float | None:
@@ -397,9 +399,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
         return 0
     if not hits:
         print("No memories match.")
+    from app.services.currency import note
     for n, h in enumerate(hits, 1):
         refs = f"  refs: {', '.join(h.refs)}" if h.refs else ""
-        print(f"{n:>2}. [{h.id}] ({h.store}, {h.score:.3f}) {h.text}{refs}")
+        aside = f" {note(h.currency)}" if note(h.currency) else ""
+        print(f"{n:>2}. [{h.id}] ({h.store}, {h.score:.3f}) {h.text}{aside}{refs}")
     return 0
 
 

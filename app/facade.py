@@ -451,8 +451,15 @@ class Vault:
             budget = int(self.setting("recall.context_budget") or 0)
         if budget < 0:
             raise ValidationError("The context budget cannot be negative.")
-        hits = self.recall(query, k=40, now=now, filters=filters, touch=False)
+        if not query.strip():
+            raise ValidationError("The query is empty.")
+        filters = filters or Filters()
+        if now is not None:
+            filters = replace(filters, happened_by=now)
         now = self.clock.now() if now is None else now
+        # A briefing puts what is current first by default (issue 23), whatever the query's
+        # form, unless it asks about the past.
+        hits = self.recall_service.recall(query, k=40, now=now, filters=filters, current=True)
         ctx = self._context.assemble(query, hits, budget=budget, now=now)
         # Only what made it into the context was "returned" (DESIGN 6.5).
         self.recall_service.touch([i.id for i in ctx.items if i.id > 0], now)

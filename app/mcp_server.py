@@ -60,6 +60,13 @@ class Memory(BaseModel):
     when: str | None = Field(description="when it happened, ISO 8601 UTC")
     status: str
     score: float | None = None
+    standing: Literal["current", "earlier", "superseded"] | None = Field(
+        default=None, description="current: the latest word on this; earlier: the same "
+        "person said more about it later (later_id, later_when): prefer that; superseded: "
+        "no longer true (ended)")
+    later_id: int | None = None
+    later_when: str | None = None
+    ended: str | None = None
 
 
 class RememberResult(BaseModel):
@@ -82,6 +89,10 @@ class ContextItem(BaseModel):
     id: int
     section: str
     text: str
+    standing: Literal["current", "earlier", "superseded"] | None = None
+    later_id: int | None = None
+    later_when: str | None = None
+    ended: str | None = None
 
 
 class ContextResult(BaseModel):
@@ -106,6 +117,10 @@ class ExplainResult(BaseModel):
     scores: dict[str, float]
     breakdown: dict[str, float] | None
     sources: list[Source]
+    standing: Literal["current", "earlier", "superseded"] | None = None
+    later_id: int | None = None
+    later_when: str | None = None
+    ended: str | None = None
 
 
 class Contradiction(BaseModel):
@@ -219,6 +234,14 @@ def _iso(ts: float | None) -> str | None:
         return None
 
 
+def _standing(c: Any) -> dict[str, Any]:
+    """A hit's currency as the Memory fields (``app.api.Currency``)."""
+    if c is None:
+        return {}
+    return {"standing": c.state, "later_id": None if c.later_id is None else int(c.later_id),
+            "later_when": _iso(c.later_at), "ended": _iso(c.ended_at)}
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT_OUT else text[:MAX_TEXT_OUT - 1] + "…"
 
@@ -302,7 +325,7 @@ def build_server(conn: Connection) -> MCPServer:
         hits = await _call(conn, lambda b: b.recall(query, k=k, filters=filters))
         return RecallResult(memories=[
             Memory(id=int(h.id), store=h.store, text=_cut(h.text), when=_iso(h.occurred_at),
-                   status=h.status, score=round(h.score, 4))
+                   status=h.status, score=round(h.score, 4), **_standing(h.currency))
             for h in hits if h.score >= min_score][:k])
 
     @server.tool(annotations=_ann("Load a briefing", read_only=True, idempotent=True))
@@ -316,7 +339,8 @@ def build_server(conn: Connection) -> MCPServer:
         ctx = await _call(conn, lambda b: b.context(query, budget=budget,
                                                     filters=Filters(agent=agent)))
         return ContextResult(briefing=ctx.render(), tokens_used=ctx.used, budget=ctx.budget,
-                             items=[ContextItem(id=i.id, section=i.section, text=_cut(i.text))
+                             items=[ContextItem(id=i.id, section=i.section, text=_cut(i.text),
+                                                **_standing(i.currency))
                                     for i in ctx.items])
 
     @server.tool(annotations=_ann("Explain a memory", read_only=True, idempotent=True))
@@ -329,7 +353,7 @@ def build_server(conn: Connection) -> MCPServer:
             id=int(e.id), store=e.store, text=_cut(e.text), status=e.status,
             scores=dict(e.scores), breakdown=None if e.breakdown is None else dict(e.breakdown),
             sources=[Source(id=int(s.id), store=s.store, text=_cut(s.text), when=s.occurred_at)
-                     for s in e.sources[:20]])
+                     for s in e.sources[:20]], **_standing(e.currency))
 
     @server.tool(annotations=_ann("List disagreements", read_only=True, idempotent=True))
     async def list_contradictions(

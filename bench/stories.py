@@ -13,7 +13,8 @@ consolidate once (``now`` one hour after the last turn), then ask every question
 - **missing**: no hit names either;
 - ``top1_current``: the first hit names the current answer.
 
-``--context`` scores the context briefing's items in their order instead of recall's hits.
+``--context`` scores the context briefing's items in their order instead of recall's hits;
+items it marks earlier or no longer true are not taken as answers.
 ``--no-consolidate`` asks before consolidation (what the turns alone give). These stories are
 the DEVELOPMENT set (written for tuning; see tests/data/stories/README.md); the held-out story
 is not in the repository.
@@ -95,7 +96,10 @@ def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
         for q in questions:
             if use_context:
                 ctx = vault.context(q["q"], now=end)
-                texts = [i.text for i in ctx.items]
+                # An item the briefing marks as earlier or no longer true is not given as
+                # the answer: it is left out of the judging.
+                texts = [i.text for i in ctx.items
+                         if i.currency is None or i.currency.state == "current"]
             else:
                 hits = vault.recall(q["q"], k=10, now=end, touch=False)
                 texts = [h.text for h in hits]

@@ -287,6 +287,18 @@ def recall_meta(conn: Connection, ids: Sequence[int]) -> dict[int, RecallMeta]:
     return out
 
 
+def fact_keys(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, str, str | None]]:
+    """id -> (subject, predicate, category) of the facts among ``ids``."""
+    out: dict[int, tuple[str, str, str | None]] = {}
+    for chunk in _chunks([int(i) for i in ids], SQL_VARIABLES):
+        marks = ",".join("?" * len(chunk))
+        for mid, subject, predicate, category in conn.execute(
+                f"SELECT memory_id, subject, predicate, category FROM fact WHERE memory_id IN "
+                f"({marks}) AND subject IS NOT NULL AND predicate IS NOT NULL", chunk):
+            out[int(mid)] = (str(subject), str(predicate), category)
+    return out
+
+
 def known_people(conn: Connection) -> list[str]:
     """Speakers, then person entities, each once: the names a query can mention."""
     # A skip-scan over the memory_speaker index: one seek per distinct speaker, where

@@ -21,11 +21,15 @@ from app.clock import to_iso
 from app.domain.memory import MemoryId
 from app.errors import NotFound
 from app.ports import Connection, ContextRows, Database
-from app.services import scoring
+from app.services import currency, scoring
 from app.services.recall import RecallService
 from app.services.text import approx_tokens
 
 PEOPLE_IN_CONTEXT = 5  # entity summaries at most, from the entities the hits mention
+
+
+def _with(text: str, aside: str) -> str:
+    return f"{text} {aside}" if aside else text
 
 
 def _line(hit: Hit) -> str:
@@ -49,15 +53,17 @@ class ContextService:
         turns."""
         plan = self.recall.analyze(query, now)
         buckets: dict[ContextSection, list[tuple[int, str]]] = {s: [] for s in SECTIONS}
+        marks = {int(h.id): h.currency for h in hits}
         for h in hits:
+            aside = currency.note(h.currency)
             if h.store == "procedural":
-                buckets["procedures"].append((h.id, h.text))
+                buckets["procedures"].append((h.id, _with(h.text, aside)))
             elif h.store in ("semantic", "implicit"):
-                buckets["facts"].append((h.id, h.text))
+                buckets["facts"].append((h.id, _with(h.text, aside)))
             elif h.store == "episodic":
-                buckets["timeline"].append((h.id, _line(h)))
+                buckets["timeline"].append((h.id, _with(_line(h), aside)))
             elif h.store == "short_term":
-                buckets["recent"].append((h.id, _line(h)))
+                buckets["recent"].append((h.id, _with(_line(h), aside)))
         if plan.temporal:
             order = {h.id: h.occurred_at for h in hits}
             buckets["timeline"].sort(key=lambda item: order[MemoryId(item[0])])
@@ -73,7 +79,7 @@ class ContextService:
                 cost = approx_tokens(text) + 4
                 if used + cost > budget:
                     continue
-                items.append(ContextItem(mid, section, text, cost))
+                items.append(ContextItem(mid, section, text, cost, marks.get(mid)))
                 used += cost
         return Context(query, budget, used, tuple(items))
 
@@ -83,6 +89,7 @@ class ContextService:
         if m is None:
             raise NotFound()
         breakdown = None
+        mark = None
         if query:
             hits = self.recall.recall(query, k=200, now=now,
                                       filters=Filters(include_archived=True,
@@ -91,6 +98,7 @@ class ContextService:
             hit = next((h for h in hits if h.id == mid), None)
             breakdown = dict(hit.breakdown) if hit else {"final": 0.0,
                                                          "note_not_in_top_200": 1.0}
+            mark = hit.currency if hit else None
         tier = scoring.tier_at(now, m.occurred_at, m.created_at, m.last_accessed_at,
                                m.access_count).value
 
@@ -108,4 +116,4 @@ class ContextService:
             scores={"importance": s.importance, "recency": s.recency, "frequency": s.frequency,
                     "emotional": s.emotional, "social": s.social, "composite": s.composite,
                     "confidence": m.confidence, "access_count": float(m.access_count)},
-            breakdown=breakdown, sources=tuple(srcs), links=tuple(links))
+            breakdown=breakdown, sources=tuple(srcs), links=tuple(links), currency=mark)

@@ -114,9 +114,28 @@ class Said:
     at: float                     # when it was said (a fact: when it started to hold)
     holder: str
     vec: np.ndarray | None        # L2-normalised embedding, None without the model
-    slot: str | None = None       # a fact's holder + slot, when known
+    slot: str | None = None       # a fact's slot (predicate and qualifier), when known
     ended_at: float | None = None  # a fact no longer held: its end
     successor: int | None = None  # ... and what replaced it
+    topics: frozenset[str] = frozenset()  # the lexicon's slots its words are about
+    speaker: str = ""             # who said it (the owner as "owner"): statements are paired
+    text: str = ""                # within one speaker's; lower-case text, for holder mentions
+
+
+def same_holder(x: Said, y: Said) -> bool:
+    """Two statements of one speaker are about the same holder when their holders are equal,
+    one names the other's ("our vet is Dr. Alves, Pepper loves her" and "Pepper has a new
+    vet"), or one is the speaker's own and the other not about a relative."""
+    if x.holder == y.holder:
+        return True
+    if x.holder in y.text or y.holder in x.text:
+        return True
+    return "owner" in (x.holder, y.holder) and not (x.holder + y.holder).count("rel:")
+
+
+def compatible_holder(asked: str, said: str, text: str) -> bool:
+    """A statement can answer a question about ``asked`` (``question_holder``)."""
+    return asked == said or asked in text or (asked == "owner" and not said.startswith("rel:"))
 
 
 def marks(items: Sequence[Said], linked: Mapping[int, set[int]] | None = None, *,
@@ -126,10 +145,10 @@ def marks(items: Sequence[Said], linked: Mapping[int, set[int]] | None = None, *
     validity ended (``superseded``)."""
     linked = linked or {}
     out: dict[int, Currency] = {}
-    by_holder: dict[str, list[Said]] = {}
+    by_speaker: dict[str, list[Said]] = {}
     for s in items:
-        by_holder.setdefault(s.holder, []).append(s)
-    for group in by_holder.values():
+        by_speaker.setdefault(s.speaker or s.holder, []).append(s)
+    for group in by_speaker.values():
         group.sort(key=lambda s: (s.at, s.id))
         vecs = [s.vec for s in group]
         have = [v is not None for v in vecs]
@@ -142,10 +161,15 @@ def marks(items: Sequence[Said], linked: Mapping[int, set[int]] | None = None, *
             later: Said | None = None
             for b in range(len(group) - 1, a, -1):  # the latest first
                 newer = group[b]
-                if newer.at <= older.at:
+                if newer.at <= older.at or not same_holder(older, newer):
                     continue
-                close = sims is not None and have[a] and have[b] and \
-                    float(sims[a, b]) >= same_topic
+                # Close in meaning and about a slot both name ("soy milk" after "oat milk"):
+                # a turn only; two facts meet by their own slot. (Development stories,
+                # briefing judged with the marks: .55 gave 50 current first, 15 stale, 4
+                # missing of 69; .50 45/16/8 and .45 39/16/14: looser marks hide answers.)
+                cos = float(sims[a, b]) if sims is not None and have[a] and have[b] else -1.0
+                close = bool(older.topics & newer.topics) and older.slot is None \
+                    and newer.slot is None and cos >= same_topic
                 slot = older.slot is not None and older.slot == newer.slot
                 link = newer.id in linked.get(older.id, ()) or older.id in linked.get(newer.id,
                                                                                     ())
@@ -160,3 +184,30 @@ def marks(items: Sequence[Said], linked: Mapping[int, set[int]] | None = None, *
             else:
                 out[older.id] = Currency("current")
     return out
+
+
+def to_json(c: Currency | None) -> dict[str, object] | None:
+    """The mark as data (recall JSON, MCP): state, what came later and when (ISO 8601 UTC),
+    when it ended."""
+    if c is None:
+        return None
+    from app.clock import to_iso
+    return {"state": c.state, "later_id": None if c.later_id is None else int(c.later_id),
+            "later_at": to_iso(c.later_at) if c.later_at is not None else None,
+            "ended_at": to_iso(c.ended_at) if c.ended_at is not None else None}
+
+
+def note(c: Currency | None) -> str:
+    """A short aside for text an assistant or the person reads, "" for what is current:
+    "(earlier: memory 42 said more on 2026-05-03)", "(no longer true since 2026-05-03; see
+    memory 42)"."""
+    if c is None or c.state == "current":
+        return ""
+    from app.clock import to_iso
+    day = (to_iso(c.later_at) or "")[:10] if c.later_at is not None else ""
+    if c.state == "earlier":
+        later = f"memory {int(c.later_id)}" if c.later_id is not None else "a later memory"
+        return f"(earlier: {later} said more{' on ' + day if day else ''})"
+    ended = (to_iso(c.ended_at) or "")[:10] if c.ended_at is not None else ""
+    see = f"; see memory {int(c.later_id)}" if c.later_id is not None else ""
+    return f"(no longer true{' since ' + ended if ended else ''}{see})"

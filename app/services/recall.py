@@ -306,9 +306,12 @@ class RecallService:
 
     # --- 2.-3. candidates and ranking ----------------------------------------------------
     def recall(self, query: str, *, k: int = 10, now: float, filters: Filters = Filters(),
-               qvec: Any = None, dedupe: bool = True) -> list[Hit]:
+               qvec: Any = None, dedupe: bool = True, current: bool | None = None
+               ) -> list[Hit]:
         """Best first. ``dedupe=False`` keeps a turn and the episode made from it both (explain
-        needs the score of the very memory asked about)."""
+        needs the score of the very memory asked about). ``current``: put the latest answers
+        first (None: when the question is about one thing as it is now; True: unless it is
+        about the past, as a briefing does; False: never)."""
         t = self.tuning
         rows = self.rows
         plan = self.analyze(query, now, self.known_people())
@@ -424,9 +427,13 @@ class RecallService:
             scored[i]["final"] *= t.small_talk_weight
         if chatter:
             head.sort(key=order)
-        marks = self._currency(head, meta, head_texts)
-        if plan.now and self._latest_answers_first(head, meta, scored, head_texts, tokens,
-                                                   plan, asked_slots):
+        # Marks as of the moment asked about: time travel sees a fact that ended later as true.
+        point = min(x for x in (now, filters.as_of, filters.known_at) if x is not None)
+        marks = self._currency(head, meta, head_texts, point)
+        wants_now = plan.now if current is None else (
+            current and not _ABOUT_PAST.search(query) and plan.time_range is None)
+        if wants_now and self._latest_answers_first(head, meta, scored, head_texts, tokens,
+                                                    plan, asked_slots):
             head.sort(key=order)
         refs = self.db.read(lambda c: rows.refs_of(c, head))
         hits: list[Hit] = []
@@ -464,14 +471,14 @@ class RecallService:
         asked = currency.question_holder(plan.text, plan.people, self.owner)
         chosen = [i for i in head
                   if (scored[i]["relevance"] >= t.now_share * best
-                      or scored[i].get("slot", 0.0) >= 0.5
+                      or set(slots.slots_of(texts.get(i, ""))) & set(asked_slots)
                       and scored[i]["relevance"] >= t.now_slot_share * best)
                   and meta[i].status == "active" and "small_talk" not in scored[i]
                   and (set(slots.slots_of(texts.get(i, ""))) & set(asked_slots)
                        if asked_slots else _answers(texts.get(i, ""), stems))
-                  and (asked is None or currency.holder(
-                      texts.get(i, ""), meta[i].speaker, self.owner) == asked
-                      or asked in texts.get(i, "").casefold())]
+                  and (asked is None or currency.compatible_holder(
+                      asked, currency.holder(texts.get(i, ""), meta[i].speaker, self.owner),
+                      texts.get(i, "").casefold()))]
         chosen = sorted(chosen, key=lambda i: -scored[i]["relevance"])[:t.now_block]
         if len(chosen) < 2:
             return False
@@ -486,19 +493,32 @@ class RecallService:
         return True
 
     def _currency(self, head: list[int], meta: dict[int, RecallMeta],
-                  texts: dict[int, str]) -> dict[int, Currency]:
-        """``currency.marks`` over the candidates (turns, episodes and facts alike)."""
+                  texts: dict[int, str], point: float) -> dict[int, Currency]:
+        """``currency.marks`` over the candidates (turns, episodes and facts alike; small talk
+        carries no mark)."""
+        facts = [i for i in head if meta[i].store in _FACT_STORES]
+        keys = self.db.read(lambda c: self.rows.fact_keys(c, facts)) if facts else {}
         items = []
         for i in head:
             m = meta[i]
+            text = texts.get(i, "")
+            if is_small_talk(text):
+                continue
             vec = self.index.vector(i) if self.embedder is not None else None
             ended = m.valid_until if m.store in _FACT_STORES else None
             if m.status == "superseded" and ended is None:
                 ended = m.superseded_at
+            if ended is not None and ended > point:
+                ended = None  # still true at the moment asked about
+            key = keys.get(i)
+            qualifier = (key[2] or "").partition("|q=")[2].partition("|")[0] if key else ""
             items.append(currency.Said(
-                i, m.valid_from or m.occurred_at,
-                currency.holder(texts.get(i, ""), m.speaker, self.owner), vec,
-                ended_at=ended, successor=m.superseded_by))
+                i, m.occurred_at, currency.holder(text, m.speaker, self.owner,
+                                                  subject=key[0] if key else None), vec,
+                slot=f"{key[1]}|{qualifier}" if key else None, ended_at=ended,
+                successor=m.superseded_by, topics=frozenset(slots.slots_of(text)),
+                speaker="owner" if currency.is_owner(m.speaker, self.owner) else (
+                    m.speaker or "").casefold(), text=text.casefold()))
         return currency.marks(items, same_topic=self.tuning.same_topic)
 
     def _lift_facts(self, head: list[int], meta: dict[int, RecallMeta],

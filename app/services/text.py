@@ -91,7 +91,7 @@ _ASSISTANT_FILLER = re.compile(
     r"^(?:you'?re (?:very |so )?welcome|happy to help|glad (?:i could|to) help|"
     r"any ?time|no problem|my pleasure|let me know if (?:you need|there'?s) anything else|"
     r"is there anything else)\b[^.?!]*[.?!]*\s*(?:let me know[^.?!]*[.?!]*|"
-    r"(?:have|enjoy) (?:a|your)[^.?!]*[.?!]*|good luck[^.?!]*[.?!]*)?\s*$", re.I)
+    r"(?:have|enjoy) (?:a|your|the)[^.?!]*[.?!]*|good luck[^.?!]*[.?!]*)?\s*$", re.I)
 _WORDISH = re.compile(r"[a-z']+")
 
 

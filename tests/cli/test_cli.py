@@ -212,7 +212,7 @@ def test_recall_batch_format(vault: Path, tmp_path: Path) -> None:
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert [o["qid"] for o in out] == ["a", "b"]
     assert out[0]["hits"][0]["refs"] == ["t3"] and out[1]["hits"][0]["refs"] == ["t1"]
-    assert set(out[0]["hits"][0]) == {"id", "store", "text", "score", "refs"}
+    assert set(out[0]["hits"][0]) == {"id", "store", "text", "score", "refs", "currency"}
     scores = [h["score"] for h in out[0]["hits"]]
     assert scores == sorted(scores, reverse=True)
 

@@ -33,6 +33,27 @@ STORE_LABELS = {"short_term": "Short-term", "episodic": "Episode", "semantic": "
                 "procedural": "Procedure", "implicit": "Statistic"}
 
 
+def currency_mark(row: Any) -> str:
+    """"Earlier" or "No longer true" for a search result that something later replaced."""
+    c = getattr(row, "currency", None)
+    if c is None or c.state == "current":
+        return ""
+    return "Earlier" if c.state == "earlier" else "No longer true"
+
+
+def currency_tip(row: Any) -> str:
+    c = getattr(row, "currency", None)
+    if c is None or c.state == "current":
+        return ""
+    if c.state == "earlier":
+        when = (datetime.fromtimestamp(c.later_at, UTC).strftime("%d %B %Y")
+                if c.later_at is not None else "later")
+        return f"Said earlier: the same was spoken of again on {when}, shown above it."
+    ended = (datetime.fromtimestamp(c.ended_at, UTC).strftime("%d %B %Y")
+             if c.ended_at is not None else "")
+    return f"No longer true{' since ' + ended if ended else ''}."
+
+
 def agent_mark(row: Any) -> str:
     """"from NAME" for a memory an assistant wrote (``kept mcp --agent NAME``), else ""."""
     agent = getattr(row, "agent", "global")
@@ -104,7 +125,8 @@ class MemoryTableModel(QAbstractTableModel):
                 text = row.text.replace("\n", " ")
                 if row.speaker and row.store in ("short_term", "episodic"):
                     text = f"{row.speaker}: {text}"
-                return f"{agent_mark(row)} · {text}" if agent_mark(row) else text
+                marks = [m for m in (currency_mark(row), agent_mark(row)) if m]
+                return " · ".join([*marks, text])
             if col is Column.STORE:
                 return STORE_LABELS.get(row.store, row.store)
             if col is Column.WHEN:
@@ -117,7 +139,9 @@ class MemoryTableModel(QAbstractTableModel):
             return row
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.TEXT:
             mark = agent_mark(row)
-            return f"Written by an assistant ({mark}):\n{row.text}" if mark else row.text
+            tip = f"Written by an assistant ({mark}):\n{row.text}" if mark else row.text
+            when = currency_tip(row)
+            return f"{when}\n{tip}" if when else tip
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

@@ -30,7 +30,7 @@ def search_filters(status: str | None, as_of: float | None) -> Filters:
 def hit_rows(hits: Sequence[Any]) -> list[MemoryRow]:
     """Recall hits as list rows, best first; the strength column shows the recall score."""
     return [MemoryRow(h.id, h.store, h.text, h.occurred_at, h.speaker, h.status, h.score, 0.0,
-                      False, "", h.agent) for h in hits]
+                      False, "", h.agent, getattr(h, "currency", None)) for h in hits]
 
 
 class SearchBar(QWidget):
