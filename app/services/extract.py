@@ -782,8 +782,9 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
     # "got promoted to senior developer", "they made me sous chef at Osteria Rossi",
     # "I became the vice principal at Lincoln", "I finally got a job as a paralegal at a firm",
     # "I'm working as a barista at Little Owl Coffee".
-    for m in re.finditer(r"(?i:\b(?:i (?:just |finally |recently )?got promoted to|(?:they|he|she)"
-                         r" (?:just )?(?:made|promoted) me(?: to)?|i (?:just |finally )?became|"
+    for m in re.finditer(r"(?i:\b(?:i (?:just |finally |recently )?(?:got |was |have been "
+                         r"|'ve been )?promoted to|(?:they|he|she|my boss|my manager|the company)"
+                         r" (?:just )?promoted me(?: to)?|i (?:just |finally )?became|"
                          r"i(?:'ve| have)? (?:just |finally )?(?:got|landed|started) (?:a|my|the)"
                          r" (?:new )?(?:job|position|role) as|i (?:just |recently )?started "
                          r"(?:out |working |work )?as|i(?:'m| am)(?: now| still)? "
@@ -820,14 +821,16 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         add(speaker, pred, o, f"{speaker} no longer {'is a' if pred == 'job' else 'works at'}"
             f" {o}", "work", .75, change=True, negated=True, at=m.start())
 
-    # Moves said naturally: "we're settling into the new house in Sheffield", "I got the keys
-    # to my own place in Stockholm", "I'm in Phoenix these days".
-    for m in re.finditer(r"(?i:\b(?:we(?:'re| are)|i(?:'m| am)) (?:finally |slowly )?settling "
-                         r"into (?:the|our|my) (?:new )?(?:house|home|place|flat|apartment|"
-                         r"condo) in |\bgot the keys to (?:my|our) (?:own |new )?(?:place|house"
-                         r"|flat|apartment|home) in |\b(?:we|i) (?:finally |just )?moved "
-                         r"(?:into|in to) (?:a|our|my|the) (?:new )?[\w ]{0,20}?in )"
-                         r"(?P<o>" + _NAME + ")", text):
+    # Moves said naturally: a new home of the speaker's named with its place, whatever the
+    # verb ("we're settling into the new house in Sheffield", "unpacking in our new flat in
+    # Leeds", "the keys to our place in Oslo", "I'm in Phoenix these days").
+    for m in re.finditer(r"(?i:\b(?:i|we|i'm|we're|i've|we've|our|my)\b[^.!?;]{0,40}?\b(?:new|own"
+                         r"|first) (?:house|home|place|flat|apartment|condo|room)\b[^.!?;,]{0,15}?"
+                         r"\bin |\b(?:we|i) (?:finally |just )?moved (?:into|in to) (?:a|our|my|"
+                         r"the) (?:new )?[\w ]{0,20}?in )(?P<o>" + _NAME + ")", text):
+        if _NEG.search(text[_clause_start(text, m.start()):m.start("o")]) or _HEDGE.search(
+                text[_clause_start(text, m.start()):m.start("o")]):
+            continue  # "we're not getting a new place in Oslo", "maybe a new flat in Leeds"
         add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
             .8, change=True, at=m.start())
     for m in re.finditer(r"(?i:\bi(?:'m| am) (?:in|living in|based in) )(?P<o>" + _NAME +
@@ -929,7 +932,8 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
                        ("watching|rewatching|re-watching|bingeing|binging", "watching")):
         for m in re.finditer(r"(?i:\b(?:i(?:'m| am)|we(?:'re| are)|i(?:'ve| have) been|we(?:'ve|"
                              r" have) been)(?: now| currently| still| also| finally)? (?:"
-                             + verb + r")|\bnow (?:i'm|we're) halfway through|\b(?:i|we)(?:'ve| "
+                             + verb + r")|\b(?:i'm|we're|i am|we are) (?:now |about |almost )?"
+                             r"(?:halfway|partway|most of the way) (?:through|into)|\b(?:i|we)(?:'ve| "
                              r"have)? (?:just )?started(?: " + ("reading" if pred == "reading"
                                                                 else "watching") + r")?) "
                              + title, text):
@@ -1054,7 +1058,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
     # come); "I've been seeing someone" is dating.
     for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)?(?: just| finally| recently| officially)? "
                          r"(?:got married|tied the knot|(?:had|celebrated) (?:(?:a|an|our|my|the) )?"
-                         r"(?:[a-z]+,? (?:and )?){0,3}wedding(?: ceremony)?\b(?! plan)))", text):
+                         r"(?:[a-z]+,? ){0,4}wedding\b(?! plan)))", text):
         if _NEG.search(text[_clause_start(text, m.start()):m.end()]):
             continue
         add(speaker, "relationship_status", "married", f"{speaker} is married",

@@ -45,12 +45,12 @@ CHANGE = re.compile(
     r"cancell?ed|rescheduled|no longer|(?:\w+n't|not|no) [\w' ]{0,30}any ?more|switched to|"
     r"finished [^.!?]{1,40}\b(?:and|now) (?:started|i'?m)|(?:i|we|she|he) stopped|"
     r"(?:i|we|she|he) quit|(?:i|we|she|he) left|(?:i|we|she|he) closed|"
-    r"lost (?:my|our) (?:\w+ )?job|lost \w+ (?:in|last)|passed away|"
-    r"down to (?:just|only|one|two|three|four|five|\d)|rehomed?|"
-    r"(?:i'?m|'s|we'?re|is|are) back home|(?:is|'s) done|turned into|got traded|"
-    r"adopted a second|broke up|split up|moved out|moved back|(?:i|we) moved to|"
-    r"got (?:married|engaged|divorced|promoted)|(?:we'?re|i'?m) (?:engaged|divorced)|"
-    r"wedding ceremony|retired|graduated)\b",
+    r"lost (?:my|our) (?:\w+ )?job|passed away|"
+    r"down to (?:just|only|one|two|three|four|five|\d)|"
+    r"(?:is|'s|are|'re) (?:done|over|finished)|(?:got |been |was )?(?:traded|sold|"
+    r"rehomed|adopted|hired|fired|laid off)|broke up|split up|moved (?:out|back|in|away)|"
+    r"(?:i|we) moved to|got (?:married|engaged|divorced|promoted)|"
+    r"(?:we'?re|i'?m) (?:engaged|divorced|married)|retired|graduated)\b",
     re.I)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 # Not a change of the speaker's own: a wish, a promise, advice ("I won't quit", "don't quit").
@@ -72,7 +72,7 @@ week weeks well were what when where which while will with would yeah year years
 tough hard wild happy glad excited sad fun cool nice crazy positive stay talk talked chat
 chatting chatted hear heard news appreciate help helped lately recently hope hoping trying
 passed away pushed moved cancelled canceled postponed rescheduled finished started stopped
-quit left closed lost rehome rehomed turned traded adopted second broke split switched
+quit left closed lost rehomed traded adopted sold hired fired laid over broke split switched
 longer anymore home misspoke mixed wrong said meant scratch
 the and you was are but for not can get got had has her him his its let our out she too who
 why yes how all any day new now one two way see say off own old did put use try big lot bit
