@@ -406,3 +406,26 @@ def rename_subject(conn: Connection, old: Sequence[str], new: str) -> int:
                          (target[0], eid))
             conn.execute("DELETE FROM entity WHERE id = ?", (eid,))
     return len(rows)
+
+
+# --- words about memory (issue 23 item 5) ----------------------------------------------------
+
+def memories_about(conn: Connection, tokens: Sequence[str], scope: Scope, before: float,
+                   limit: int = 200) -> list[int]:
+    """Memories of ``scope`` said before ``before`` whose text holds every one of ``tokens``
+    (full text, stemmed as the index stems): what "forget what I told you about X" names."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in tokens if t]
+    if not quoted:
+        return []
+    rows = conn.execute(
+        "SELECT m.id FROM memory_fts f JOIN memory m ON m.id = f.rowid WHERE memory_fts MATCH "
+        "? AND m.agent = ? AND m.context IS ? AND m.occurred_at < ? ORDER BY m.id LIMIT ?",
+        ("{text} : (" + " AND ".join(quoted) + ")", *scope, before, limit)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def ask_forget(conn: Connection, who: str, ids: Sequence[int], query: str, reason: str,
+               now: float) -> int:
+    """File a forget request for the person to confirm (the Inbox's forget requests)."""
+    from storage import agents
+    return agents.add_pending_forget(conn, who, [int(i) for i in ids], query, reason, now)

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from app.domain.fact import EpisodeView, FactCandidate
 from app.services.contradiction import NONE
+from app.services.memory_words import forget_request
 from app.services.text import content_tokens, is_small_talk
 
 _NAME = r"[A-Z][a-zA-Z'\-]+(?: [A-Z][a-zA-Z'\-]+){0,2}"
@@ -469,6 +470,8 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
         return []  # the assistant's words are not facts about the person
     if is_small_talk(text):
         return []  # "Thanks!", "ok cool": nothing to learn (issue 23 item 6)
+    if forget_request(text):
+        return []  # "please forget what I told you about X": a request, not more about X
     hedged = bool(_HEDGE.search(text))
     out: list[FactCandidate] = []
     seen: set[tuple[str, str, str]] = set()

@@ -140,3 +140,49 @@ def test_question_holder_and_statement_holder() -> None:
     assert currency.question_holder("where does my sister live", (), None) == "rel:sister"
     assert currency.question_holder("where do I live", (), None) == "owner"
     assert currency.question_holder("where does Lena live", ("Lena",), "Lena") == "owner"
+
+
+MEMORY_WORDS = [
+    ("m1", "2026-04-01T10:00:00Z", "user", "my brother Tom owes the bank a lot of money, he is "
+                                           "struggling"),
+    ("m1", "2026-04-01T10:01:00Z", "assistant", "That sounds hard for Tom."),
+    ("m2", "2026-04-03T09:00:00Z", "user", "the dentist appointment is on Tuesday at 3"),
+    ("m3", "2026-04-05T09:00:00Z", "user", "sorry I misspoke, the dentist appointment is on "
+                                           "Thursday not Tuesday"),
+    ("m4", "2026-04-06T10:00:00Z", "user", "please forget what I told you about Tom and the "
+                                           "bank, he asked me to keep it private"),
+]
+
+
+def test_words_about_memory_are_acted_on(tmp_path: Path, fast_kdf: Any,
+                                         shared_model: None) -> None:
+    """"Please forget what I told you about X" files a forget request for the person (nothing
+    is forgotten, and the request is no source of facts); the person's own correction of a
+    day supersedes the old one at once, in the report with Undo."""
+    v = turns_vault(tmp_path / "w", fast_kdf, "pw-words", MEMORY_WORDS)
+    try:
+        report = v.consolidate(now=parse_iso("2026-04-07T00:00:00Z")).value
+        assert report.counts.get("forget_asked") == 1
+        (req,) = v.pending_forgets("pending")
+        assert req.agent == "you" and "Tom" in req.reason
+        texts = {v.get(i).text for i in req.memory_ids}
+        assert any("owes the bank" in t for t in texts), texts
+        assert not any("please forget" in t for t in texts)
+        assert v.count_memories(_all()) >= 10  # nothing was forgotten
+        assert report.counts.get("corrected_by_person") == 1
+        hits = v.recall("when is the dentist appointment?", k=5,
+                        now=parse_iso("2026-04-07T00:00:00Z"), touch=False)
+        assert "Thursday" in hits[0].text, [h.text for h in hits]
+        from app.api import MemoryQuery
+        facts = MemoryQuery(store="semantic", status=None)
+        old = [r for r in v.page_memories(facts).rows if "appointment is on Tuesday" in r.text]
+        assert old and all(r.status == "superseded" for r in old)
+        v.undo_run(report.run_id)  # the run's report lists it, and Undo reverts the run
+        assert not [r for r in v.page_memories(facts).rows if "on Tuesday" in r.text]
+    finally:
+        v.lock()
+
+
+def _all() -> Any:
+    from app.api import MemoryQuery
+    return MemoryQuery()

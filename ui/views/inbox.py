@@ -401,8 +401,13 @@ class PendingCard(QFrame):
         n = len(req.memory_ids)
         reason = f": {req.reason}" if req.reason else ""
         asked = theme.muted_html(f"(asked {day_text(req.created_at)}, request {self.pid})")
-        self.label = QLabel(f"<b>{html.escape(req.agent)}</b> asks to forget {n} "
-                            f"memor{'y' if n == 1 else 'ies'}{html.escape(reason)} {asked}")
+        things = f"{n} memor{'y' if n == 1 else 'ies'}"
+        if req.agent == "you":  # said in a conversation: "please forget what I told you ..."
+            self.label = QLabel(f"<b>You asked to forget</b> {things}{html.escape(reason)} "
+                                f"{asked}")
+        else:
+            self.label = QLabel(f"<b>{html.escape(req.agent)}</b> asks to forget {things}"
+                                f"{html.escape(reason)} {asked}")
         self.label.setWordWrap(True)
         self.note = QLabel("Nothing is forgotten unless you confirm it. Review shows every "
                            "memory that would go.")
@@ -945,7 +950,8 @@ class InboxView(Page):
         dlg = ForgetDialog(self.vault, self.bridge, self.window(), pending=pid)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.forgotten.connect(lambda r: self._say(
-            f"Forgot {r.memories} memories as {agent} asked (request {pid})."))
+            f"Forgot {r.memories} memories as "
+            f"{'you' if agent == 'you' else agent} asked (request {pid})."))
         self.forget_dialog = dlg
         dlg.show()
 

@@ -37,13 +37,14 @@ from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
-from app.services import owner, para, said_change, scoring
+from app.services import memory_words, owner, para, said_change, scoring
 from app.services.consolidation import extraction
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
 from app.services.contradiction import FactView, classify, resolve
 from app.services.extract import mentions, object_of
 from app.services.ingest import IngestService
+from app.services.text import content_tokens
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,12 @@ Scope = tuple[str, str | None]
 Extractor = Callable[[list[EpisodeView], Scope], list[FactCandidate]]
 Step = Callable[[RunLog, float, CancelToken], object]
 STEPS = ("extract", "entities", "similar", "procedures", "statistics", "decay", "synthesis")
+
+
+# Who asks, for a forget request the person made in conversation (the Inbox says "you").
+CHAT_ASKER = "you"
+# Words of a "forget what I told you about ..." topic that name nothing by themselves.
+_TOPIC_FILLER = frozenset({"bit", "bits", "part", "stuff", "thing", "things"})
 
 
 class Cancelled(AppError):
@@ -145,6 +152,33 @@ class Pipeline:
                 self._set_owner_name(name)
                 rl.counts["owner_named"] += 1
                 return
+
+    def _forget_requests(self, rl: RunLog, batch: list[EpisodeView], now: float,
+                         scope: Scope) -> None:
+        """"Please forget what I told you about X", said by the person: a forget request for
+        the memories about X said before it, waiting for the person in the Inbox (never
+        carried out here; the turn itself stays, and it is no source of facts)."""
+        asks = [(e, topic) for e in batch
+                if owner.is_owner(e.speaker, self.owner_name)
+                and (topic := memory_words.forget_request(e.text))]
+        if not asks:
+            return
+        from app.clock import to_iso
+
+        def write(conn: Any) -> None:
+            for e, topic in asks:
+                tokens = [w for w in content_tokens(topic) if w not in _TOPIC_FILLER]
+                ids = [i for i in self.rows.memories_about(conn, tokens, scope, e.occurred_at)
+                       if i != e.id]
+                if not ids:
+                    continue
+                day = (to_iso(e.occurred_at) or "")[:10]
+                pid = self.rows.ask_forget(conn, CHAT_ASKER, ids, topic,
+                                           f"you asked in a conversation on {day}: “{e.text}”",
+                                           now)
+                rl.counts["forget_asked"] += 1
+                rl.ids["forget_requests"].append(pid)
+        self.db.write_sync(write)
 
     def _set_owner_name(self, name: str) -> None:
         self.db.write_sync(lambda c: self.rows.put_setting(c, "owner.name", name))
@@ -247,12 +281,16 @@ class Pipeline:
             for e, scope in window:
                 by_scope[scope].append(e)
             for scope, batch in by_scope.items():
+                rl.corrections.update(
+                    e.id for e in batch if owner.is_owner(e.speaker, self.owner_name)
+                    and said_change.cue(e.text) == "contradiction")
                 try:
                     facts = extractor(batch, scope)
                     self._store_facts(rl, facts, now, scope)
                     self._said_changes(rl, batch, now, scope)
                     if scope == ("global", None):
                         self._learn_owner_name(rl, batch)
+                    self._forget_requests(rl, batch, now, scope)
                 except Cancelled:
                     raise
                 except Exception as exc:  # log, skip the batch, retry it next run
@@ -306,10 +344,12 @@ class Pipeline:
                 if f.statement in vec_of:
                     created.append((mid, vec_of[f.statement]))
                 new_view = replace(new_view, id=mid)
+                corrected = bool(set(f.source_ids) & rl.corrections)
                 for v, _text in views:
                     verdict = classify(v, new_view)
                     if verdict in ("update", "contradiction"):
-                        self._conflict(conn, rl, v, new_view, verdict, now)
+                        self._conflict(conn, rl, v, new_view, verdict, now,
+                                       corrected=corrected and verdict == "contradiction")
                         rl.conflicted.update(f.source_ids)
                 for v, _text in shared:
                     verdict = classify(v, new_view)
@@ -367,6 +407,8 @@ class Pipeline:
         if not found:
             return
 
+        speaker_of = {e.id: e.speaker for e in batch}
+
         def write(conn: Any) -> None:
             for old, new, kind in found:
                 reason = ("said to have changed" if kind == "update"
@@ -379,6 +421,19 @@ class Pipeline:
                     rl.change(conn, "link", new, src=new, dst=old, kind="CONTRADICTS")
                 rl.counts["contradictions_found"] += 1
                 rl.counts["said_changes"] += 1
+                if kind == "contradiction" and owner.is_owner(speaker_of.get(new),
+                                                              self.owner_name):
+                    # The person corrected themself ("sorry, I meant Thursday"): their own
+                    # words settle it at once; the report lists it, and Undo restores it.
+                    prior = self.rows.states(conn, (old, new))
+                    self._supersede(conn, rl, old, new, now)
+                    self.inbox.settle(conn, cid, "auto", json.dumps(
+                        {"kept": new, "rule": "the person corrected it in their own words",
+                         "prior": prior_json(prior)}), now)
+                    rl.counts["auto_resolved"] += 1
+                    rl.counts["corrected_by_person"] += 1
+                    rl.ids["auto_resolved"].append(cid)
+                    continue
                 rl.counts["sent_to_inbox"] += 1
                 rl.ids["inbox"].append(cid)
         self.db.write_sync(write)
@@ -447,9 +502,10 @@ class Pipeline:
             rl.counts["facts_corroborated"] += 1
 
     def _conflict(self, conn: Any, rl: RunLog, old: FactView, new: FactView, verdict: str,
-                  now: float, person: bool = False) -> None:
+                  now: float, person: bool = False, corrected: bool = False) -> None:
         """Record a disagreement; settle it by policy, or (``person``, or when the policy
-        cannot) leave it in the Inbox."""
+        cannot) leave it in the Inbox. ``corrected``: the newer fact is the person's own
+        correction of the older, which settles it (unless they had confirmed the older)."""
         rows = self.rows
         a, b = (old, new) if old.occurred_at <= new.occurred_at else (new, old)
         reason = "update over time" if verdict == "update" else "facts disagree"
@@ -464,6 +520,9 @@ class Pipeline:
         loser: int | None
         if person:
             winner, loser, rule = None, None, ""
+        elif corrected and b is new and not a.user_validated:
+            winner, loser, rule = b.id, a.id, "the person corrected it in their own words"
+            rl.counts["corrected_by_person"] += 1
         elif verdict == "update" and not a.user_validated:
             winner, loser, rule = b.id, a.id, "the newer statement is a stated change"
         else:

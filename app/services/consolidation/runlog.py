@@ -43,6 +43,9 @@ class RunLog:
     # Episodes whose facts met an older fact as an update or contradiction in this run: their
     # turns are not paired again (said_change), so one change is not reported twice.
     conflicted: set[int] = field(default_factory=set)
+    # The person's own turns that correct something ("sorry, I meant Thursday"): what their
+    # facts contradict is settled for them at once (issue 23 item 5).
+    corrections: set[int] = field(default_factory=set)
     # said_change's earlier turns by scope: id -> (speaker, occurred_at), and the speakers read.
     said_by: dict[tuple[str, str | None], tuple[dict[int, tuple[str, float]], set[str]]] = \
         field(default_factory=dict)
