@@ -152,6 +152,17 @@ class Skipped:
         return f"{self.count:,} {self.what} skipped{shown}{more}"
 
 
+def merge_skipped(*groups: tuple[Skipped, ...]) -> tuple[Skipped, ...]:
+    """Skips of the same kind added up (first names kept), in the order first seen."""
+    out: dict[str, Skipped] = {}
+    for group in groups:
+        for s in group:
+            was = out.get(s.what)
+            out[s.what] = s if was is None else Skipped(
+                s.what, was.count + s.count, (was.names + s.names)[:5])
+    return tuple(out.values())
+
+
 @dataclass(frozen=True, slots=True)
 class ImportReport:
     turns: int

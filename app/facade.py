@@ -54,6 +54,7 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     RunReport,
     RunSummary,
     SettingValue,
+    Skipped,
     Turn,
     UndoReport,
     VaultAPI,
@@ -341,9 +342,19 @@ class Vault:
         from app.services.llm import consent_text, is_loopback
         return None if is_loopback(url) else consent_text(url)
 
+    def _never_store(self) -> set[str]:
+        from app.services import sensitive
+        return sensitive.parse(self.setting("privacy.never_store"))
+
     def remember(self, draft: Draft) -> Result[MemoryId]:
         d = self.validate_draft(draft)
         self._check_unlocked()
+        from app.services import sensitive
+        category = sensitive.blocked(d.text, self._never_store())
+        if category is not None:
+            raise ValidationError(
+                f"Not stored: it is about {category.replace('_', ' ')}, which you chose never "
+                "to store (setting privacy.never_store).")
         mid = self._ingest.remember(d)
         self._emit(MEMORY_CHANGES)
         return Result(mid, MEMORY_CHANGES)
@@ -369,6 +380,18 @@ class Vault:
             raise ImportInvalid(errors)
         now = self.clock.now()
         self._check_unlocked()
+        from app.services import sensitive
+        never = self._never_store()
+        held_back: dict[str, int] = {}
+        if never:
+            kept = []
+            for t in turns:
+                category = sensitive.blocked(t.text, never)
+                if category is None:
+                    kept.append(t)
+                else:
+                    held_back[category] = held_back.get(category, 0) + 1
+            turns = kept
         todo = self._ingest.new_turns(turns)
         tally = ingestion.ImportTally()
         try:
@@ -385,7 +408,10 @@ class Vault:
         # ``short_term`` turn has none, and was reported as "Imported 0 turn(s)").
         report = ImportReport(turns=len(turns), added=tally.done,
                               skipped_duplicates=len(turns) - len(todo),
-                              sessions=len({t.session for t in turns}), ids=tuple(tally.added))
+                              sessions=len({t.session for t in turns}), ids=tuple(tally.added),
+                              skipped=tuple(Skipped(f"turns about {c.replace('_', ' ')} "
+                                                    "(never stored, your setting)", n)
+                                            for c, n in sorted(held_back.items())))
         changes = MEMORY_CHANGES if tally.done else NO_CHANGES
         self._emit(changes)
         return Result(report, changes)
@@ -734,6 +760,11 @@ class Vault:
             subject=fact.subject.strip(), predicate=predicate, object=fact.value.strip(),
             statement=statement, confidence=fact.confidence, valid_from=fact.valid_from,
             source_ids=tuple(int(i) for i in fact.source_ids))
+        from app.services.fact_check import problem
+        why = problem(candidate)
+        if why is not None:
+            raise ValidationError(f"Not saved: {why} (a fact needs a named holder and a "
+                                  "whole value, such as subject 'Ana', value 'Lisbon').")
         report = self.consolidation.store_assistant_fact(candidate, (agent, None),
                                                          self.clock.now())
         created = report.ids.get("created") or []

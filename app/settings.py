@@ -35,6 +35,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extraction.llm_model", str, "", "Model name at that endpoint"),
     Setting("extraction.cloud_consent", str, "", "Endpoint the person consented to send to"),
     Setting("extraction.redact", bool, True, "Redact names, emails and phone numbers"),
+    Setting("privacy.never_send", str, "credentials,government_ids",
+            "Never sent to an LLM endpoint (credentials, government_ids, finances, health, "
+            "address)"),
+    Setting("privacy.never_store", str, "",
+            "Never stored at all (the same categories)"),
     Setting("backup.folder", str, "", "Scheduled backups: folder"),
     Setting("backup.schedule", str, "off", "Scheduled backups: off, daily or weekly"),
     Setting("backup.keep", int, 7, "Scheduled backups: keep the last N"),

@@ -51,10 +51,12 @@ from app.api import (
     RunReport,
     RunSummary,
     SettingValue,
+    Skipped,
     Turn,
     UndoReport,
     VaultAPI,
     VaultStatus,
+    merge_skipped,
 )
 from app.changes import NO_CHANGES, Result
 from app.domain.memory import Draft, Memory, MemoryId
@@ -333,6 +335,7 @@ class RemoteVault:
             size += n
         added, skipped, changes, done = 0, 0, NO_CHANGES, 0
         ids: list[MemoryId] = []
+        left_out: tuple[Skipped, ...] = ()
         for chunk in chunks:
             if not chunk:
                 continue
@@ -340,13 +343,15 @@ class RemoteVault:
                        self._call("import_turns", turns=tuple(chunk), batch=batch))
             added += res.value.added
             skipped += res.value.skipped_duplicates
+            left_out = merge_skipped(left_out, res.value.skipped)
             ids += res.value.ids
             changes = changes.merge(res.changes)
             done += len(chunk)
             if progress is not None:
                 progress(done, len(turns))
         report = ImportReport(turns=len(turns), added=added, skipped_duplicates=skipped,
-                              sessions=len({t.session for t in turns}), ids=tuple(ids))
+                              sessions=len({t.session for t in turns}), ids=tuple(ids),
+                              skipped=left_out)
         return Result(report, changes)
 
     def get(self, mid: int) -> Memory:

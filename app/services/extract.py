@@ -622,17 +622,70 @@ _PROJECT = re.compile(r"\b(?:project|launch of|working on the) (?P<o>[A-Z][\w\-]
 _COMPANY = re.compile(r"\b(?:work(?:ing|s)? (?:at|for)|job at|joined) (?P<o>[A-Z][\w&\-]+(?: [A-Z][\w&\-]+)?)")
 
 
+# Entities are typed from the words around a name (issue 23 item 4): pets, places,
+# organisations, works (a book, a film, a song), projects; a person otherwise.
+_PET_WORDS = (r"(?:dog|cat|puppy|pup|kitten|kitty|hamster|rabbit|bunny|parrot|bird|horse|pony|"
+              r"turtle|tortoise|fish|guinea pig|lizard|snake|ferret|doggo)")
+_NAMED = r"(?P<o>[A-Z][\w'\-]+(?: [A-Z][\w'\-]+)?)"
+_PET = re.compile(r"(?i:\b(?:my|our|his|her|their|the|a) (?:new |little |old )?" + _PET_WORDS
+                  + r"s?,? (?:named |called )?)" + _NAMED + r"|\b(?P<o2>[A-Z][\w'\-]+),? "
+                  r"(?i:(?:my|our|his|her|their) (?:new |little |old )?" + _PET_WORDS + r")\b")
+_PLACE = re.compile(r"(?i:\b(?:live[sd]? in|living in|based in|moved to|moving to|move to|"
+                    r"trip to|flew to|flying to|drove to|travel(?:l)?ed to|went to|going to|back "
+                    r"(?:to|in)|visit(?:ed|ing)?|from|near|grew up in|born in|holiday in|"
+                    r"vacation in|weekend in|stay(?:ed|ing)? in) )" + _NAMED)
+_PLACE_SUFFIX = re.compile(r"\b(?:[A-Z][\w'\-]+ )+(?:Street|St|Road|Rd|Avenue|Ave|Park|Beach|"
+                           r"Lake|Mountain|Hill|Bay|River|Square|Station|Airport|City|Town|"
+                           r"Island|Valley|Heights|Village)\b")
+_ORG_SUFFIX = re.compile(r"\b(?:[A-Z][\w'&\-]+ )+(?:Inc|Ltd|LLC|Labs?|Bank|Corp|Group|Studios?|"
+                         r"Café|Cafe|Coffee|Gym|Fitness|Clinic|Hospital|School|University|"
+                         r"College|Bakery|Restaurant|Bar|Pub|Foods|Company|Agency|Partners|Media|"
+                         r"Games|Tech|Systems|Club|Centre|Center|Library|Museum|Theatre|"
+                         r"Theater)\b")
+_WORK = re.compile(r"(?i:\b(?:reading|read|reread|finished|started|watching|watched|"
+                   r"rewatching|bingeing|binged|listening to|the book|the novel|the film|the "
+                   r"movie|the show|the series|the song|the album|the podcast|the game|playing) )"
+                   r"(?P<o>\"[^\"]{2,60}\"|“[^”]{2,60}”|(?:The |A )?[A-Z][\w'\-]*(?: (?:of|the|"
+                   r"and|in|a|to|on|for|[A-Z][\w'\-]*)){0,6})")
+_LEADING = frozenset("""joined started visited went love loved met called at in to from we i
+our my""".split())
+_MONTH_OR_DAY = frozenset(m.capitalize() for m in _MONTH_NAMES) | {
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+
+
 def mentions(text: str) -> dict[str, str]:
-    """Names mentioned in a text, with a kind guess: person, company or project."""
+    """Names mentioned in a text, with their kind: person, pet, place, company (an
+    organisation), project or work (a book, a film, a song), from the words around them."""
     out: dict[str, str] = {}
+
+    def put(name: str | None, kind: str) -> None:
+        words = (name or "").strip("\"“” ,.").removesuffix("'s").split()
+        while len(words) > 1 and (words[0].lower() in _LEADING or kind != "work"
+                                  and words[0] in _NOT_NAMES):
+            words = words[1:]  # "Joined Ironworks Gym": the sentence's first word is no name
+        name = " ".join(words)
+        head = words[0] if words else ""
+        if name and (kind == "work" or head not in _NOT_NAMES) and name not in _MONTH_OR_DAY \
+                and name not in out:
+            out[name] = kind
+    for m in _WORK.finditer(text):
+        put(m.group("o"), "work")
     for m in _COMPANY.finditer(text):
-        out[m.group("o")] = "company"
+        put(m.group("o"), "company")
+    for m in _ORG_SUFFIX.finditer(text):
+        put(m.group(0), "company")
+    for m in _PET.finditer(text):
+        put(m.group("o") or m.group("o2"), "pet")
+    for m in _PLACE_SUFFIX.finditer(text):
+        put(m.group(0), "place")
+    for m in _PLACE.finditer(text):
+        put(m.group("o"), "place")
     for m in _PROJECT.finditer(text):
-        out[m.group("o")] = "project"
+        put(m.group("o"), "project")
     for m in _CAP.finditer(text):
         name = m.group(1)
         first = name.split()[0]
-        if first in _NOT_NAMES or name in out:
+        if first in _NOT_NAMES or name in out or any(name in k for k in out):
             continue
         out[name] = "person"
     return out

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from app.api import ImportReport, Skipped, Turn
+from app.api import ImportReport, Skipped, Turn, merge_skipped
 from app.errors import ValidationError
 from app.facade import validate_turn
 from app.services.importer import ImportInvalid, LineError, parse_line
@@ -220,13 +220,15 @@ def import_batches(plan: ImportPlan, write: Callable[[Sequence[Turn]], ImportRep
     transaction a batch, duplicates by (session, ref) skipped), so memory stays one batch."""
     seen = added = skipped = 0
     chunk: list[Turn] = []
+    left_out: tuple[Skipped, ...] = plan.skipped
 
     def flush() -> None:
-        nonlocal seen, added, skipped
+        nonlocal seen, added, skipped, left_out
         r = write(chunk)
         seen += len(chunk)
         added += r.added
         skipped += r.skipped_duplicates
+        left_out = merge_skipped(left_out, r.skipped)
         chunk.clear()
         if progress is not None:
             progress(seen, plan.turns)
@@ -238,7 +240,7 @@ def import_batches(plan: ImportPlan, write: Callable[[Sequence[Turn]], ImportRep
     if chunk:
         flush()
     return ImportReport(turns=seen, added=added, skipped_duplicates=skipped,
-                        sessions=plan.sessions, skipped=plan.skipped)
+                        sessions=plan.sessions, skipped=left_out)
 
 
 def _items(path: Path, fmt: Format) -> Iterator[Item]:

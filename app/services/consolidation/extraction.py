@@ -46,11 +46,24 @@ def llm_extractor(p: Pipeline, rl: RunLog) -> Extractor:
                     redact=bool(setting("extraction.redact")))
     llm = LlmExtractor(cfg)
     names_of: dict[Scope, list[str]] = {}
+    from app.services import sensitive
+    never = sensitive.parse(setting("privacy.never_send") if setting("privacy.never_send")
+                            is not None else sensitive.NEVER_SEND_DEFAULT)
 
     def in_scope(mid: int, scope: Scope) -> bool:
         return p.db.read(lambda c: rows.scope_of(c, mid)) == scope
 
     def run(eps: list[EpisodeView], scope: Scope) -> list[FactCandidate]:
+        # What the person chose never to send (privacy.never_send) is read by the rules.
+        kept_back = [e for e in eps if sensitive.blocked(e.text, never)]
+        if kept_back:
+            rl.counts["kept_from_llm"] += len(kept_back)
+            eps = [e for e in eps if e not in kept_back]
+            if not eps:
+                return rules(kept_back, scope)
+        return run_llm(eps, scope) + (rules(kept_back, scope) if kept_back else [])
+
+    def run_llm(eps: list[EpisodeView], scope: Scope) -> list[FactCandidate]:
         if scope not in names_of:  # people this scope may know: never another agent's
             names_of[scope] = p.db.read(lambda c: rows.known_people(c, scope[0]))
         names = names_of[scope]

@@ -37,7 +37,7 @@ from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
-from app.services import memory_words, owner, para, said_change, scoring
+from app.services import fact_check, memory_words, owner, para, said_change, scoring
 from app.services.consolidation import extraction
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
@@ -325,6 +325,10 @@ class Pipeline:
 
         def write(conn: Any) -> None:
             for f in facts:
+                reads_only = f.predicate == "corrects"
+                if not reads_only and fact_check.problem(f) is not None:
+                    rl.counts["facts_refused"] += 1  # malformed: never enters (issue 23)
+                    continue
                 views = self._fact_views(conn, f.subject, scope)
                 shared = (self._fact_views(conn, f.subject, ("global", None))
                           if with_global and scope != ("global", None) else [])
@@ -333,6 +337,19 @@ class Pipeline:
                                     occurred, derived_confidence(f.confidence, len(f.source_ids),
                                                                  occurred, now),
                                     False, f.negated, f.change)
+                if reads_only:
+                    # "It's KPMG, not Deloitte": compared with the facts it corrects, never
+                    # stored as a sentence of its own; what it corrects is settled against
+                    # the turn that said it.
+                    if f.source_ids:
+                        said = replace(new_view, id=max(f.source_ids))
+                        for v, _ in views:
+                            if classify(v, new_view) == "contradiction":
+                                self._conflict(conn, rl, v, said, "contradiction", now,
+                                               corrected=bool(set(f.source_ids)
+                                                              & rl.corrections))
+                                rl.conflicted.update(f.source_ids)
+                    continue
                 dup = next((v for v, _ in views if classify(v, new_view) == "duplicate"), None)
                 if dup is not None:
                     self._corroborate(conn, rl, dup, f, now)
