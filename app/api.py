@@ -741,7 +741,8 @@ class MemoryRecord:
 
 # --- the facade ------------------------------------------------------------------------------
 
-DEFAULT_ENTITY_KINDS = ("person", "company", "project", "area", "resource", "archive")
+DEFAULT_ENTITY_KINDS = ("person", "pet", "place", "company", "project", "area", "resource",
+                        "work", "archive")
 
 
 class VaultAPI(Protocol):

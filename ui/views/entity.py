@@ -16,8 +16,9 @@ from app.api import MemoryQuery
 from ui import theme
 from ui.views.page import Page
 
-KIND_NAMES = {"person": "Person", "company": "Company", "project": "Project", "area": "Area",
-              "resource": "Resource", "archive": "Archived"}
+KIND_NAMES = {"person": "Person", "pet": "Pet", "place": "Place", "company": "Organisation",
+              "project": "Project", "area": "Area", "resource": "Resource",
+              "work": "Book, film or song", "archive": "Archived"}
 FACTS_SHOWN = 50
 NO_SUMMARY = ("No summary yet. A summary holds its facts said, learned or read in the last "
               "30 days; the weekly synthesis or Run consolidation now writes it.")
