@@ -755,7 +755,8 @@ class Vault:
         if not 0.0 <= fact.confidence <= 1.0:
             raise ValidationError("'confidence' must be between 0 and 1.")
         self._check_visible(fact.source_ids, agent)
-        predicate = "_".join(fact.attribute.strip().lower().split())
+        from app.services.slots import canonical_predicate
+        predicate = canonical_predicate(fact.attribute)
         candidate = FactCandidate(
             subject=fact.subject.strip(), predicate=predicate, object=fact.value.strip(),
             statement=statement, confidence=fact.confidence, valid_from=fact.valid_from,

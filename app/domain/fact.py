@@ -11,6 +11,15 @@ SINGLE_VALUED = frozenset({
     "from", "partner", "favorite", "deadline", "date_of", "pet_name", "school", "car",
     "count", "time_of",
 })
+# Predicates that hold several values at once (a person likes many things, has been to many
+# places). Any other slot, in open vocabulary ("milk in coffee", "vet", "gym", "team offsite
+# date": what assistants and LLMs name), holds one value at a time (issue 23 item 2).
+MULTI_VALUED = frozenset({
+    "likes", "dislikes", "prefers", "habit", "visited", "allergic_to", "condition", "relation",
+    "reading", "watching", "trait", "lives_with", "possession", "has", "owns", "speaks",
+    "plays", "hobby", "friend", "friends", "interest", "interests", "skill", "skills",
+    "goal", "goals", "corrects",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +43,7 @@ class FactCandidate:
 
     @property
     def single_valued(self) -> bool:
-        return self.predicate in SINGLE_VALUED
+        return self.predicate not in MULTI_VALUED
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Literal
 from rapidfuzz import fuzz
 
 from app import policy
-from app.domain.fact import SINGLE_VALUED
+from app.domain.fact import MULTI_VALUED, SINGLE_VALUED
 
 Verdict = Literal["duplicate", "update", "contradiction", "compatible"]
 SINGLE_RELATIONS = frozenset({"mother", "father", "wife", "husband", "partner", "girlfriend",
@@ -134,7 +134,7 @@ def _single(p: str, qualifier: str | None) -> bool:
         return qualifier is not None
     if p == "relation":
         return (qualifier or "") in SINGLE_RELATIONS
-    return p in SINGLE_VALUED
+    return p in SINGLE_VALUED or p not in MULTI_VALUED  # an open slot: one value at a time
 
 
 # Predicates whose value is a moment: one already past when the newer fact was said is a

@@ -149,3 +149,34 @@ def question_slots(question: str) -> tuple[str, ...]:
         if rx.search(question) and slot not in found:
             found.append(slot)
     return tuple(found)
+
+
+# The names slots are given ("works at", "employer", "job"...) meet: an assistant's attribute and
+# an LLM's predicate are read as one of these (lower case, spaces and dashes as "_").
+PREDICATE_SYNONYMS: dict[str, str] = {
+    **dict.fromkeys(("employer", "company", "workplace", "works_for", "work_at", "work_for",
+                     "working_at", "working_for", "work", "place_of_work", "employed_at",
+                     "employed_by", "office"), "works_at"),
+    **dict.fromkeys(("role", "title", "job_title", "position", "occupation", "profession",
+                     "works_as", "work_as", "career"), "job"),
+    **dict.fromkeys(("home", "city", "address", "lives", "live_in", "living_in", "residence",
+                     "location", "home_city", "based_in", "neighbourhood", "neighborhood"),
+                    "lives_in"),
+    **dict.fromkeys(("spouse", "husband", "wife", "girlfriend", "boyfriend", "significant_other",
+                     "other_half"), "partner"),
+    **dict.fromkeys(("boss", "manager", "line_manager", "reports_to", "supervisor"), "manager"),
+    **dict.fromkeys(("milk", "milk_in_coffee", "coffee_milk", "milk_choice", "milk_preference"),
+                    "milk"),
+    **dict.fromkeys(("vet", "veterinarian", "veterinary", "vet_clinic"), "vet"),
+    **dict.fromkeys(("gym", "gym_membership", "fitness_club"), "gym"),
+    **dict.fromkeys(("current_book", "reading_now", "book"), "current_book"),
+    **dict.fromkeys(("dob", "date_of_birth", "born_on", "bday"), "birthday"),
+    **dict.fromkeys(("diet_type", "eating", "eats"), "diet"),
+}
+
+
+def canonical_predicate(name: str) -> str:
+    """One name per slot: "Works at" -> "works_at", "employer" -> "works_at", "milk in
+    coffee" -> "milk"; an unknown name stays itself, in snake case."""
+    key = "_".join(name.strip().lower().replace("-", " ").split())
+    return PREDICATE_SYNONYMS.get(key, key)

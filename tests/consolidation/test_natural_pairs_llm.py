@@ -95,7 +95,8 @@ def test_a_real_small_models_replies_are_scored_and_its_copied_example_dropped()
     assert raw.count("Porto") >= 10
     assert not [f for ep, facts in seen for f in facts if "porto" in f.object.lower()
                 and "porto" not in (ep.text or "").lower()]
-    # Facts alone (no turn pairing) on the 88 written pairs, as issue 15's note gives it: 15
-    # conflicts found, 4 false alarms (the rules: 44 and 0).
+    # Facts alone (no turn pairing) on the 88 written pairs: issue 15's note gave 15 conflicts
+    # found, 4 false alarms (the rules: 44 and 0); with open slots (issue 23: a predicate the
+    # model names that is not known to hold several values holds one) 19 and still 4.
     conflicts = report["conflicts"]
-    assert (conflicts["tp"], conflicts["fp"]) == (15, 4)
+    assert (conflicts["tp"], conflicts["fp"]) == (19, 4)

@@ -79,3 +79,32 @@ def test_never_stored_when_the_person_chooses(vault_dir: Path, fast_kdf: object)
         assert not any("salary" in t or "owe" in t for t in texts)
     finally:
         v.lock()
+
+
+def test_open_slots_meet_whatever_they_are_called(vault_dir: Path, fast_kdf: object) -> None:
+    """Issue 23 item 2: any slot an assistant names holds one value at a time ("milk in
+    coffee", "vet"), and names of one slot meet ("employer" and "works at")."""
+    from app.api import AssistantFact
+    from app.facade import Vault
+    v = Vault.create(vault_dir, "pw-slots", kdf=fast_kdf, threaded=False,  # type: ignore[arg-type]
+                     use_chroma=False, load_model=False).vault
+    try:
+        v.pair_agent("helper")
+        first = v.remember_fact(AssistantFact(subject="Maya", attribute="milk in coffee",
+                                              value="oat", valid_from=NOW - 86_400 * 30),
+                                agent="helper").value
+        later = v.remember_fact(AssistantFact(subject="Maya", attribute="coffee milk",
+                                              value="soy", valid_from=NOW), agent="helper").value
+        assert first.status == later.status == "saved" and later.contradictions == 1
+        job = v.remember_fact(AssistantFact(subject="Maya", attribute="employer",
+                                            value="Acme"), agent="helper").value
+        other = v.remember_fact(AssistantFact(subject="Maya", attribute="works at",
+                                              value="Globex"), agent="helper").value
+        assert job.status == "saved" and other.contradictions == 1
+        likes = v.remember_fact(AssistantFact(subject="Maya", attribute="likes",
+                                              value="jazz"), agent="helper").value
+        more = v.remember_fact(AssistantFact(subject="Maya", attribute="likes",
+                                             value="hiking"), agent="helper").value
+        assert likes.status == more.status == "saved" and more.contradictions == 0
+    finally:
+        v.lock()

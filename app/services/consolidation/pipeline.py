@@ -37,7 +37,7 @@ from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
-from app.services import fact_check, memory_words, owner, para, said_change, scoring
+from app.services import fact_check, memory_words, owner, para, said_change, scoring, slots
 from app.services.consolidation import extraction
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
@@ -317,6 +317,8 @@ class Pipeline:
         already known, a disagreement always goes to the Inbox for the person."""
         if not facts:
             return
+        # One name per slot, whoever named it ("employer" and "works at" meet).
+        facts = [replace(f, predicate=slots.canonical_predicate(f.predicate)) for f in facts]
         # Embed new statements outside the write transaction.
         texts = list(dict.fromkeys(f.statement for f in facts))
         vecs = self.ingest.embed(texts)
