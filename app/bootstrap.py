@@ -1,12 +1,12 @@
 """Composition root of the app layer: the ONE app module that imports ``storage``.
 Layer: app (composition). Runs on: the caller's thread (blocks: Argon2id, disk, the model).
 
-``create_vault`` / ``open_vault`` unlock a vault (``storage.unlock``), build its storage
-objects (vector index, full-text mirror, embedder) and the services, once per unlock, and
-hand them to :class:`app.facade.Vault`. Front ends reach storage through here only: the CLI
-and ``ui/main.py`` call ``open_vault``/``create_vault`` and the few pre-unlock helpers below
-(does a vault exist, where it lives by default, the self-check); nothing else in ``app/``
-imports ``storage`` (tests/test_layers.py checks it). ``storage`` is imported inside the
+``create_parts`` / ``open_parts`` unlock a vault (``storage.unlock``), build its storage
+objects (vector index, full-text mirror, embedder) and the services, once per unlock, as
+:class:`app.parts.Parts` for ``Vault.create`` / ``Vault.open`` (the one way to open a vault;
+this module never imports the facade). Front ends call those and the few pre-unlock helpers
+below (does a vault exist, where it lives by default, the self-check); nothing else in
+``app/`` imports ``storage`` (tests/test_layers.py checks it). ``storage`` is imported inside the
 functions: importing this module loads no native library, so ``kept self-check`` can still
 report a broken one by name.
 """
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
 
     from app import ports
     from app.api import BackupCheck
-    from app.facade import CreateResult, Vault
+    from app.parts import Parts
     from app.ports import Embedder, KeySession
     from storage.crypto import KdfParams
 
@@ -160,10 +160,12 @@ def load_embedder(load_model: bool) -> tuple[Embedder | None, Path | None]:
         return None, None
 
 
-def create_vault(folder: Path, password: str, *, kdf: ports.KdfParams | None = None,
+def create_parts(folder: Path, password: str, *, kdf: ports.KdfParams | None = None,
                  recovery: bool = False, clock: Clock | None = None, load_model: bool = True,
-                 threaded: bool = True, use_chroma: bool = True) -> CreateResult:
-    from app.facade import CreateResult
+                 threaded: bool = True, use_chroma: bool = True
+                 ) -> tuple[Parts, str | None, float]:
+    """A new vault in ``folder``: its parts, its recovery code (``recovery``), and how long
+    the key derivation took. ``Vault.create`` calls it."""
     from storage.crypto import KdfParams
     from storage.unlock import OpenVault
     if kdf is not None and not isinstance(kdf, KdfParams):
@@ -174,19 +176,19 @@ def create_vault(folder: Path, password: str, *, kdf: ports.KdfParams | None = N
     try:
         code = opened.add_recovery_code() if recovery else None
         embedder, model_dir = load_embedder(load_model)
-        vault = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+        parts = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
                         use_chroma=use_chroma)
         _seed_settings(opened)
     except BaseException:
         opened.lock()
         raise
-    return CreateResult(vault, code, seconds)
+    return parts, code, seconds
 
 
-def open_vault(folder: Path, password: str | None = None, *, recovery_code: str | None = None,
+def open_parts(folder: Path, password: str | None = None, *, recovery_code: str | None = None,
                use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
                threaded: bool = True, use_chroma: bool = True, verify: str = "background",
-               new_password: str | None = None) -> Vault:
+               new_password: str | None = None) -> Parts:
     """``verify="background"`` (threaded only): the page self-test of requirement 2 runs
     while the index loads and the first searches run; no write happens before it has
     passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
@@ -212,11 +214,11 @@ def open_vault(folder: Path, password: str | None = None, *, recovery_code: str 
         if load_model:
             vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, MODEL_NAME)))
         embedder, model_dir = load_embedder(load_model)
-        vault = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
+        parts = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
                         use_chroma=use_chroma, vectors=vectors)
         # Now that the index is in RAM; a write cuts the grace short (storage/db.py).
         opened.db.start_verification(delay=BACKGROUND_GRACE_S if threaded else 0.0)
-        return vault
+        return parts
     except BaseException:
         opened.lock()
         raise
@@ -224,10 +226,10 @@ def open_vault(folder: Path, password: str | None = None, *, recovery_code: str 
 
 def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedder | None,
             model_dir: Path | None, use_chroma: bool = True,
-            vectors: tuple[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Vault:
-    """The storage objects and services of one unlocked vault, built once, and the Vault
-    that owns them. Starts the index load and, on a big vault, the RAM lexicon build."""
-    from app.facade import Parts, Vault
+            vectors: tuple[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Parts:
+    """The storage objects and services of one unlocked vault, built once, for the Vault
+    that will own them. Starts the index load and, on a big vault, the RAM lexicon build."""
+    from app.parts import Parts
     from app.services.browse import BrowseService
     from app.services.consolidation import ConsolidationService
     from app.services.context import ContextService
@@ -247,16 +249,16 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     recall = RecallService(db, index, embedder, lexicon=lexicon, rows=repo)
     consolidation = ConsolidationService(db, clock, index, ingest, rows=consolidation_rows,
                                          runlog=runlog, inbox=inbox)
-    vault = Vault(Parts(
+    parts = Parts(
         session=opened, clock=clock, index=index, lexicon=lexicon, embedder=embedder,
         model_dir=model_dir, rows=repo, lifecycle=lifecycle, schema_version=schema_version,
         ingest=ingest, recall=recall, consolidation=consolidation,
         context=ContextService(db, recall, rows=repo),
         forget=ForgetService(db, index, rows=lifecycle),
-        browse=BrowseService(db, clock, rows=browse), agents=agents))
+        browse=BrowseService(db, clock, rows=browse), agents=agents)
     _load_index(opened, index, embedder, vectors)
     _start_lexicon(opened, index, lexicon, embedder)
-    return vault
+    return parts
 
 
 def _seed_settings(opened: KeySession) -> None:

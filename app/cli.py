@@ -123,6 +123,7 @@ def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: boo
     an owner runs."""
     from app import bootstrap
     from app.errors import VaultBusy, VaultNotFound
+    from app.facade import Vault
     folder = vault_dir(args)
     owner = _owner(folder)
     if owner is not None:
@@ -138,8 +139,8 @@ def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: boo
     if not bootstrap.vault_exists(folder):  # say so before asking for a password
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
                             "another folder with --vault.")
-    return bootstrap.open_vault(folder, password(args), load_model=load_model, threaded=False,
-                                use_chroma=False)
+    return Vault.open(folder, password(args), load_model=load_model, threaded=False,
+                      use_chroma=False)
 
 
 def _prove(owner: RemoteVault, pw: str, tries: int = 4) -> None:
@@ -204,6 +205,7 @@ def _print_json(obj: Any) -> None:
 def cmd_init(args: argparse.Namespace) -> int:
     from app import bootstrap
     from app.errors import VaultExists
+    from app.facade import Vault
     folder = vault_dir(args)
     if bootstrap.vault_exists(folder):  # both said before any password prompt; create rechecks
         raise VaultExists()
@@ -214,8 +216,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     kdf = None
     if args.kdf_memory_mib:
         kdf = bootstrap.kdf_params(args.kdf_memory_mib * 1024, args.kdf_time or 3)
-    res = bootstrap.create_vault(folder, pw, kdf=kdf, recovery=args.recovery_code,
-                                 load_model=False, threaded=False)
+    res = Vault.create(folder, pw, kdf=kdf, recovery=args.recovery_code,
+                       load_model=False, threaded=False)
     st = res.vault.status()
     res.vault.lock()
     print(f"Created vault {st.vault_id} at {folder}")
@@ -250,6 +252,7 @@ def _passwd_with_recovery_code(args: argparse.Namespace) -> int:
     """Forgotten password: the recovery code, then a new password (twice at a prompt)."""
     from app import bootstrap
     from app.errors import VaultNotFound
+    from app.facade import Vault
     folder = vault_dir(args)
     if not bootstrap.vault_exists(folder):
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
@@ -258,8 +261,8 @@ def _passwd_with_recovery_code(args: argparse.Namespace) -> int:
     bootstrap.check_recovery_code(folder, code)  # said before the new password is asked
     new = new_password(args)
     refuse_weak_password(new, args)
-    bootstrap.open_vault(folder, recovery_code=code, new_password=new, load_model=False,
-                         threaded=False, use_chroma=False).lock()
+    Vault.open(folder, recovery_code=code, new_password=new, load_model=False,
+               threaded=False, use_chroma=False).lock()
     print("New password set with the recovery code; use it from now on. The recovery code "
           "still opens the vault: run `kept recovery-code` for a new one if anyone may have "
           "seen it.")
@@ -903,6 +906,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app import bootstrap
     from app.clock import SystemClock
     from app.errors import VaultNotFound
+    from app.facade import Vault
     from app.ipc.server import OwnerServer
     from app.jobs import Jobs, build_scheduler, shutdown
     folder = vault_dir(args)
@@ -912,9 +916,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if _owner(folder) is not None:
         raise ValidationError(f"Kept already serves {folder}.")
     if args.device:
-        vault = bootstrap.open_vault(folder, use_device=True)
+        vault = Vault.open(folder, use_device=True)
     else:
-        vault = bootstrap.open_vault(folder, password(args))
+        vault = Vault.open(folder, password(args))
     stop = threading.Event()
     server = OwnerServer(vault, strict=True if args.strict else None)
     jobs = Jobs(vault, SystemClock())

@@ -43,10 +43,11 @@ def create_demo_vault(folder: Path, *, threaded: bool = False) -> VaultAPI:
     that way across restarts (re-importing the turns on every start brought a forgotten
     memory back). ``reset_demo_vault`` is the explicit way back to the original."""
     from app import bootstrap
+    from app.facade import Vault
     if bootstrap.vault_exists(folder):
-        return bootstrap.open_vault(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
-    vault = bootstrap.create_vault(folder, DEMO_PASSWORD, kdf=bootstrap.kdf_params(65_536, 3),
-                                   threaded=threaded, use_chroma=False).vault
+        return Vault.open(folder, DEMO_PASSWORD, threaded=threaded, use_chroma=False)
+    vault = Vault.create(folder, DEMO_PASSWORD, kdf=bootstrap.kdf_params(65_536, 3),
+                         threaded=threaded, use_chroma=False).vault
     try:
         vault.import_turns(demo_turns())
         # A living example: facts, people, a habit, and one contradiction for the inbox.
@@ -67,9 +68,10 @@ def reset_demo_vault(folder: Path, *, threaded: bool = False) -> VaultAPI:
     import shutil
 
     from app import bootstrap
+    from app.facade import Vault
     if bootstrap.vault_exists(folder):
-        bootstrap.open_vault(folder, DEMO_PASSWORD, load_model=False, threaded=False,
-                             use_chroma=False).lock()
+        Vault.open(folder, DEMO_PASSWORD, load_model=False, threaded=False,
+                   use_chroma=False).lock()
         shutil.rmtree(folder)
     return create_demo_vault(folder, threaded=threaded)
 

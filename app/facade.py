@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import ports
 from app.agent_scope import check_agent_name
-from app.api import (  # noqa: F401  (re-exported: the old import paths)
+from app.api import (
     DEFAULT_ENTITY_KINDS,
     AgentRow,
     AssistantFact,
@@ -62,75 +62,22 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
 )
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
 from app.clock import Clock
-from app.domain.memory import Draft, Memory, MemoryId, Store
+from app.domain.memory import Draft, Memory, MemoryId
 from app.errors import AgentNotPaired, NotFound, StorageFull, ValidationError, VaultLocked
+from app.parts import Parts
 from app.services import ingest as ingestion
-from app.validation import (  # noqa: F401  (re-exported for callers of the facade)
-    MAX_LABEL,
-    MAX_TEXT,
-    check_string,
-    check_text,
-    check_time,
-    parse_time,
-)
+from app.validation import check_string, check_text, check_time, validate_turn
 
 if TYPE_CHECKING:
-
     from app.services.backup import BackupService
-    from app.services.browse import BrowseService
     from app.services.consolidation import ConsolidationService
-    from app.services.context import ContextService
-    from app.services.forget import ForgetService
     from app.services.recall import RecallService
 
 log = logging.getLogger(__name__)
 READS_FLUSH_S = 1.0  # assistants' reads are written at most this long after they happen
 
-# What ``from app.facade import ...`` offers: the facade and, for the old import paths, the
-# contract's types (app/api.py) and the validation helpers.
-__all__ = [
-    "MAX_LABEL", "MAX_TEXT", "CancelToken", "Context", "ContradictionItem", "CreateResult",
-    "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport", "History", "Hit",
-    "ImportReport", "InboxPage", "Insights", "KdfInfo", "MemoryQuery", "Page", "Parts",
-    "RunReport", "RunSummary", "Turn", "UndoReport", "Vault", "VaultStatus", "check_string",
-    "check_text", "check_time", "parse_time", "validate_turn",
-]
+__all__ = ["Vault"]
 
-
-
-def validate_turn(t: Turn) -> None:
-    """Every field of an import turn, as ``validate_draft`` checks a memory."""
-    check_string(t.session, "'session'")
-    if not t.session:
-        raise ValidationError("'session' is empty.")
-    check_string(t.speaker, "'speaker'")
-    check_text(t.text, "'text'")
-    check_string(t.ref, "'ref'")
-    check_time(t.at, "'at'")
-    if t.store is Store.WORKING:
-        raise ValidationError("'store' cannot be working memory.")
-
-
-@dataclass(frozen=True, slots=True)
-class Parts:
-    """What ``app/bootstrap.py`` composed for one unlocked vault: the storage objects (as
-    ports), the storage modules the facade itself reads through, and the services."""
-    session: ports.KeySession
-    clock: Clock
-    index: ports.VectorIndex
-    lexicon: ports.Lexicon
-    embedder: ports.Embedder | None
-    model_dir: Path | None
-    rows: ports.MemoryRows
-    lifecycle: ports.Lifecycle
-    schema_version: Callable[[ports.Connection], str]
-    ingest: ingestion.IngestService
-    recall: RecallService
-    context: ContextService
-    forget: ForgetService
-    browse: BrowseService
-    consolidation: ConsolidationService
-    agents: ports.AgentRows
 
 
 class Vault:
@@ -177,24 +124,26 @@ class Vault:
     def create(cls, folder: Path, password: str, *, kdf: ports.KdfParams | None = None,
                recovery: bool = False, clock: Clock | None = None, load_model: bool = True,
                threaded: bool = True, use_chroma: bool = True) -> CreateResult:
-        """A new vault in ``folder`` (``bootstrap.create_vault``)."""
+        """A new vault in ``folder``, composed by ``bootstrap.create_parts``."""
         from app import bootstrap
-        return bootstrap.create_vault(folder, password, kdf=kdf, recovery=recovery,
-                                      clock=clock, load_model=load_model, threaded=threaded,
-                                      use_chroma=use_chroma)
+        parts, code, seconds = bootstrap.create_parts(
+            folder, password, kdf=kdf, recovery=recovery, clock=clock, load_model=load_model,
+            threaded=threaded, use_chroma=use_chroma)
+        return CreateResult(cls(parts), code, seconds)
 
     @classmethod
     def open(cls, folder: Path, password: str | None = None, *, recovery_code: str | None = None,
              use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
              threaded: bool = True, use_chroma: bool = True, verify: str = "background",
              new_password: str | None = None) -> Vault:
-        """Unlock the vault in ``folder``: ``bootstrap.open_vault`` (which documents
-        ``verify`` and the recovery-code path)."""
+        """Unlock the vault in ``folder``, composed by ``bootstrap.open_parts`` (which
+        documents ``verify`` and the recovery-code path). The one way to open a vault."""
         from app import bootstrap
-        return bootstrap.open_vault(folder, password, recovery_code=recovery_code,
-                                    use_device=use_device, clock=clock, load_model=load_model,
-                                    threaded=threaded, use_chroma=use_chroma, verify=verify,
-                                    new_password=new_password)
+        return cls(bootstrap.open_parts(folder, password, recovery_code=recovery_code,
+                                        use_device=use_device, clock=clock,
+                                        load_model=load_model, threaded=threaded,
+                                        use_chroma=use_chroma, verify=verify,
+                                        new_password=new_password))
 
     def watch_integrity(self, on_corrupt: Callable[[], None]) -> None:
         """``on_corrupt()`` (from the check's thread) if the background self-test fails, at

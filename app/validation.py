@@ -4,7 +4,13 @@ SQLCipher (``kept self-check`` must still run when a native part is broken)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from app.domain.memory import Store
 from app.errors import ValidationError
+
+if TYPE_CHECKING:
+    from app.api import Turn
 
 # A memory's text, whether remembered, corrected, edited or imported.
 MAX_TEXT = 100_000
@@ -71,3 +77,16 @@ def parse_time(text: object, what: str = "The time") -> float:
     except (ValueError, OverflowError) as exc:
         raise ValidationError(f"{what} is not an ISO 8601 time: {shown!r}.") from exc
     return check_time(ts, f"{what} {shown!r}")
+
+
+def validate_turn(t: Turn) -> None:
+    """Every field of an import turn, as ``validate_draft`` checks a memory."""
+    check_string(t.session, "'session'")
+    if not t.session:
+        raise ValidationError("'session' is empty.")
+    check_string(t.speaker, "'speaker'")
+    check_text(t.text, "'text'")
+    check_string(t.ref, "'ref'")
+    check_time(t.at, "'at'")
+    if t.store is Store.WORKING:
+        raise ValidationError("'store' cannot be working memory.")

@@ -250,8 +250,9 @@ def cache_dir(args: argparse.Namespace) -> Path:
 def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
+    from app.api import Turn
     from app.domain.memory import Store
-    from app.facade import Turn, Vault
+    from app.facade import Vault
     from storage.crypto import KdfParams
     cdir = cache_dir(args)
     done = cdir / "build.json"

@@ -179,7 +179,7 @@ def settle(app: Any, seconds: float = 1.0) -> None:
 
 # --- (a) import and consolidation ---------------------------------------------------------------
 def synthetic_turns(n: int, seed: int = 7) -> list[Any]:
-    from app.facade import Turn
+    from app.api import Turn
     rng = random.Random(seed)
     t0 = 1_700_000_000.0
     out = []

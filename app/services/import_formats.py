@@ -64,9 +64,8 @@ from typing import BinaryIO, Literal
 
 from app.api import ImportReport, Skipped, Turn, merge_skipped
 from app.errors import ValidationError
-from app.facade import validate_turn
 from app.services.importer import ImportInvalid, LineError, parse_line
-from app.validation import MAX_TEXT, check_time, parse_time
+from app.validation import MAX_TEXT, check_time, parse_time, validate_turn
 
 Format = Literal["jsonl", "chatgpt", "claude", "notes"]
 FORMAT_NAMES: dict[str, str] = {"jsonl": "Kept JSON Lines", "chatgpt": "a ChatGPT export",

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.api import Turn
 from app.domain.memory import Store
 from app.errors import ValidationError
-from app.facade import Turn, check_string, check_text, parse_time, validate_turn
+from app.validation import check_string, check_text, parse_time, validate_turn
 
 MAX_LINE = 1_000_000  # characters; a text of MAX_TEXT characters fits even \u-escaped
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, MemoryId, Store
-from app.facade import Turn, Vault
+from app.facade import Vault
 
 PW = "pw"
 T0 = parse_iso("2026-06-01T12:00:00Z")  # a Monday

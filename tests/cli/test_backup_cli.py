@@ -116,9 +116,8 @@ def test_forget_without_backups_is_unchanged(vault: Path) -> None:
 
 @pytest.fixture
 def owner(vault: Path) -> Iterator[object]:
-    from app import bootstrap
     from app.ipc.server import OwnerServer
-    v = bootstrap.open_vault(vault, PW, load_model=False, use_chroma=False)
+    v = Vault.open(vault, PW, load_model=False, use_chroma=False)
     server = OwnerServer(v)
     server.start()
     try:

@@ -299,8 +299,9 @@ def test_remember_and_correct_cap_every_field(vault: Path, password_env: None,
 def test_facade_refuses_bad_turns_before_any_write(tmp_path: Path) -> None:
     """A caller that skips ``parse_import`` (the demo, the window, future IPC) still cannot
     write part of a batch: ``import_turns`` validates every turn first."""
+    from app.api import Turn
     from app.errors import ValidationError
-    from app.facade import Turn, Vault
+    from app.facade import Vault
     folder = make_vault(tmp_path / "vault")
     vault = Vault.open(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:

@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 
 from app.api import MemoryQuery
+from app.facade import Vault
 from tests.cli.conftest import PW, kept_in_process, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +34,9 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Sam's vault: turns on four days, consolidated (entities Sam and Ana, facts, Lisbon
     superseded by Porto, an open contradiction), a fact corrected (one superseded version
     in Sam's file), an episode archived, an assistant paired. Read-only for the tests."""
+    from app.api import Turn
     from app.clock import FixedClock, parse_iso
-    from app.facade import Turn, Vault
+    from app.facade import Vault
     from storage.crypto import KdfParams
     folder = tmp_path_factory.mktemp("export") / "vault"
     v = Vault.create(folder, PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
@@ -65,8 +67,7 @@ def _find(v: object, text: str, store: str) -> int:
 
 
 def _counts(folder: Path) -> dict[str, object]:
-    from app import bootstrap
-    v = bootstrap.open_vault(folder, PW, load_model=False, threaded=False, use_chroma=False)
+    v = Vault.open(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:
         return v.db.read(lambda c: {
             "by_store": dict(c.execute("SELECT store, count(*) FROM memory GROUP BY store")),
@@ -295,12 +296,11 @@ def test_a_non_empty_folder_an_existing_file_and_the_vault_folder_are_refused(
 # --- through a running owner ----------------------------------------------------------------------
 
 def test_export_through_a_running_owner(vault: Path, tmp_path: Path) -> None:
-    from app import bootstrap
     from app.errors import PasswordNeeded
     from app.ipc.client import RemoteVault
     from app.ipc.server import OwnerServer
     truth = _counts(vault)
-    server = OwnerServer(bootstrap.open_vault(vault, PW, load_model=False, use_chroma=False))
+    server = OwnerServer(Vault.open(vault, PW, load_model=False, use_chroma=False))
     server.start()
     try:
         # Every memory whole is the person's read: a connection must prove the password.
@@ -327,10 +327,9 @@ def test_export_through_a_running_owner(vault: Path, tmp_path: Path) -> None:
 def test_export_pages_stay_small(vault: Path) -> None:
     """Pages by id, never the whole vault: a page stops at ``limit`` memories, or earlier
     once its texts pass the budget (one message of the owner's socket)."""
-    from app import bootstrap
     from storage import browse
     total = sum(_counts(vault)["by_store"].values())  # type: ignore[union-attr]
-    v = bootstrap.open_vault(vault, PW, load_model=False, threaded=False, use_chroma=False)
+    v = Vault.open(vault, PW, load_model=False, threaded=False, use_chroma=False)
     try:
         seen: list[int] = []
         after = 0

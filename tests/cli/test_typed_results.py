@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.api import ContradictionItem
+from app.api import ContradictionItem, Turn
 from app.clock import parse_iso, to_iso
-from app.facade import Turn, Vault
+from app.facade import Vault
 from storage.crypto import KdfParams
 from tests.cli.conftest import PW, run_cli
 

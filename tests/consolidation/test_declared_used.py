@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from app import policy
+from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.domain.fact import EpisodeView
 from app.domain.memory import Draft
-from app.facade import Turn, Vault
+from app.facade import Vault
 from app.services import scoring
 from app.services.extract import extract
 from app.settings import SETTINGS

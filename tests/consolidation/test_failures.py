@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.errors import ValidationError
-from app.facade import Turn, Vault
+from app.facade import Vault
 from app.services.consolidation import BatchFailure
 
 NOW = parse_iso("2026-07-02T00:00:00Z")

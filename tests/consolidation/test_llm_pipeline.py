@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.api import Turn
 from app.clock import parse_iso
-from app.facade import Turn, Vault
+from app.facade import Vault
 from app.services.recall import Filters
 from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
 

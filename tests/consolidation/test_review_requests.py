@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.errors import ValidationError
-from app.facade import Turn, Vault
+from app.facade import Vault
 from app.services.recall import Filters
 from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import sqlcipher3
 
+from app.api import Turn
 from app.clock import FixedClock, parse_iso
-from app.facade import Turn, Vault
+from app.facade import Vault
 from app.services.recall import Filters
 from storage import lifecycle
 from tests.forget.pagescan import scan_decrypted, scan_raw

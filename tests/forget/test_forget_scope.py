@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, Store
-from app.facade import Turn, Vault
+from app.facade import Vault
 from storage import lifecycle
 from tests.forget.pagescan import scan_decrypted
 

@@ -61,9 +61,9 @@ class Raw:
 
 
 def _owner(folder: Path, **kw: Any) -> Any:
-    from app import bootstrap
+    from app.facade import Vault
     from app.ipc.server import OwnerServer
-    vault = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False)
+    vault = Vault.open(folder, PW, load_model=False, use_chroma=False)
     server = OwnerServer(vault, **kw)
     server.start()
     return server
@@ -184,6 +184,7 @@ def test_strict_mode_refuses_everything_until_the_password(folder: Path) -> None
 
 TERMINAL = r"""
 import json, os, subprocess, sys
+from app.facade import Vault
 os.setsid()                                   # a new session: the pty becomes its terminal
 fd = os.open(sys.argv[1], os.O_RDWR)
 assert os.tcgetpgrp(fd) == os.getpgrp()

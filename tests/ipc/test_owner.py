@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from app.facade import Vault
 from app.ipc import protocol as p
 from tests.cli.conftest import PW, hashes, kept_in_process, make_vault
 
@@ -134,10 +135,9 @@ def test_idle_auto_lock_stops_serving(tmp_path: Path) -> None:
 
 @pytest.fixture
 def owner(tmp_path: Path) -> Iterator[object]:
-    from app import bootstrap
     from app.ipc.server import OwnerServer
     folder = make_vault(tmp_path / "v", ("Ana moved to Lisbon",))
-    vault = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False)
+    vault = Vault.open(folder, PW, load_model=False, use_chroma=False)
     server = OwnerServer(vault)
     server.start()
     try:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from app.facade import Vault
 from app.ipc import protocol as p
 from tests.cli.conftest import PW, hashes, make_vault
 
@@ -25,11 +26,10 @@ HARMLESS = {p.PING, p.SESSION, p.HELLO, p.ELEVATE}
 
 @pytest.fixture(scope="module")
 def owner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from app import bootstrap
     from app.ipc.server import OwnerServer
     folder = make_vault(tmp_path_factory.mktemp("fuzz") / "v",
                         ("Ana moved to Lisbon in May", "Bruno likes green tea"))
-    vault = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False,
+    vault = Vault.open(folder, PW, load_model=False, use_chroma=False,
                                  verify="sync")
     vault.pair_agent("a")  # so hello has something to refuse against
     server = OwnerServer(vault)

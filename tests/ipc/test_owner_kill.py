@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.facade import Vault
 from tests.mcp.conftest import PW, seed_vault, start_serve, stop_serve
 
 CLIENT_TIMEOUT = 5.0  # seconds a client waits for an answer: a hang fails the test
@@ -74,9 +75,8 @@ def _one_kill(folder: Path, keys: dict[str, str], before_kill: int) -> dict[int,
 
 
 def _check_vault(folder: Path, acked: dict[int, tuple[str, str]]) -> int:
-    from app import bootstrap
     from app.api import MemoryQuery
-    vault: Any = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False)
+    vault: Any = Vault.open(folder, PW, load_model=False, use_chroma=False)
     try:
         for mid, (scope, text) in acked.items():
             m = vault.get(mid)

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from app.errors import AgentNotPaired, PasswordNeeded, RemoteRefused, WrongKey
+from app.facade import Vault
 from tests.cli.conftest import PW, kept_in_process, make_vault
 
 
 @pytest.fixture
 def owner(tmp_path: Path) -> Iterator[object]:
-    from app import bootstrap
     from app.ipc.server import OwnerServer
     folder = make_vault(tmp_path / "v", ("Ana moved to Lisbon", "Bruno likes green tea"))
-    vault = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False)
+    vault = Vault.open(folder, PW, load_model=False, use_chroma=False)
     server = OwnerServer(vault)
     server.start()
     try:
@@ -134,13 +134,12 @@ def test_cli_refuses_key_changes_while_an_owner_serves(owner: object) -> None:
 
 
 def test_a_vault_deeper_than_a_socket_address_is_served(tmp_path: Path) -> None:
-    from app import bootstrap
     from app.ipc.client import RemoteVault
     from app.ipc.server import OwnerServer
     deep = tmp_path / ("a-long-folder-name-" * 4) / ("another-long-folder-name-" * 3) / "v"
     assert len(str(deep / "kept.sock").encode()) > 108  # too long for sockaddr_un
     folder = make_vault(deep, ("Ana moved to Lisbon",))
-    vault = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False)
+    vault = Vault.open(folder, PW, load_model=False, use_chroma=False)
     server = OwnerServer(vault)
     server.start()
     try:

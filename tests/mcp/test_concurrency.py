@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from app.facade import Vault
 from tests.mcp.conftest import (
     PW,
     ROOT,
@@ -78,9 +79,8 @@ def test_two_assistants_and_the_cli_write_at_once(tmp_path: Path) -> None:
     assert failures == []
     assert min(written.values()) >= PER_ASSISTANT
     assert len(acked) == sum(written.values()) + CLI_RUNS  # no id given twice
-    from app import bootstrap
     from app.api import MemoryQuery
-    vault: Any = bootstrap.open_vault(seeded.folder, PW, load_model=False, use_chroma=False)
+    vault: Any = Vault.open(seeded.folder, PW, load_model=False, use_chroma=False)
     try:
         for mid, (scope, text) in acked.items():
             m = vault.get(mid)

@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 from app import mcp_install
+from app.facade import Vault
 from tests.cli.conftest import PW, make_vault, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,8 +194,7 @@ def test_write_vscode_keeps_inputs_and_creates_missing_file(home: Path,
 
 
 def _agents(folder: Path) -> list[str]:
-    from app import bootstrap
-    v = bootstrap.open_vault(folder, PW, load_model=False, threaded=False, use_chroma=False)
+    v = Vault.open(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:
         return [a.name for a in v.agents()]
     finally:

@@ -33,16 +33,17 @@ def dump():
         json.dump(sorted(sys.modules), f)
 atexit.register(dump)
 from app.cli import main
+from app.facade import Vault
 sys.exit(main(sys.argv[2:]))
 """
 
 
 @pytest.fixture
 def owner(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    from app import bootstrap
+    from app.facade import Vault
     from app.ipc.server import OwnerServer
     folder = make_vault(tmp_path / "v", ("Ana moved to Lisbon in May",))
-    vault = bootstrap.open_vault(folder, PW, load_model=False, use_chroma=False)
+    vault = Vault.open(folder, PW, load_model=False, use_chroma=False)
     key = vault.pair_agent("bench").value
     server = OwnerServer(vault)
     server.start()

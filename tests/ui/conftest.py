@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from app.facade import Vault
+
 
 @pytest.fixture(scope="session")
 def demo_template(tmp_path_factory: pytest.TempPathFactory, session_embedder: Any) -> Path:
@@ -30,12 +32,11 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory, session_embedder: An
 
 @pytest.fixture
 def demo_vault(tmp_path: Path, demo_template: Path, shared_model: None) -> Iterator[Any]:
-    from app import bootstrap
     from app.demo import DEMO_PASSWORD
     shutil.copytree(demo_template, tmp_path / "v")
     # The page self-test runs before this returns, so no background work is left over that a
     # freshly created vault would not have had.
-    vault = bootstrap.open_vault(tmp_path / "v", DEMO_PASSWORD, threaded=True, use_chroma=False,
+    vault = Vault.open(tmp_path / "v", DEMO_PASSWORD, threaded=True, use_chroma=False,
                                  verify="sync")
     assert vault.status().semantic_search and not vault.background_work()
     yield vault

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from app.facade import Vault
+
 pytestmark = pytest.mark.gui
 WAIT = 60_000
 DATA = Path(__file__).resolve().parents[1] / "data" / "import"
@@ -123,7 +125,7 @@ def test_back_up_now_then_restore_refuses_a_vault_and_restores_into_a_new_folder
     rd.folder.setText(str(new))
     assert window.files.restore_from(rd, ask_open=False)
     _said(qtbot, window, "Restored")
-    restored = bootstrap.open_vault(new, DEMO_PASSWORD, threaded=False, use_chroma=False,
+    restored = Vault.open(new, DEMO_PASSWORD, threaded=False, use_chroma=False,
                                     load_model=False)
     try:
         assert _count(restored) == _count(vault)

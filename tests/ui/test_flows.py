@@ -46,9 +46,10 @@ def drain() -> None:
 def make_vault(folder: Path, kdf: Any, *, turns: int = 0, facts: tuple[str, ...] = ()) -> Any:
     """A real threaded vault with ``turns`` conversation turns (two memories each: the turn
     and its episode), then ``facts`` as semantic memories, all at fixed times."""
+    from app.api import Turn
     from app.clock import FixedClock
     from app.domain.memory import Draft, Store
-    from app.facade import Turn, Vault
+    from app.facade import Vault
     vault = Vault.create(folder, PASSWORD, kdf=kdf, load_model=False, use_chroma=False,
                          clock=FixedClock(T0)).vault
     if turns:

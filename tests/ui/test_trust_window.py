@@ -33,9 +33,10 @@ def _iso_day(ts: float) -> str:
 def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     """An imported history from three years back (learned at T0), archived by a decay run a
     year and more later; today's notes about the harbour; Maya's two homes."""
+    from app.api import Turn
     from app.clock import FixedClock, parse_iso
     from app.domain.memory import Draft, Store
-    from app.facade import Turn, Vault
+    from app.facade import Vault
     v = Vault.create(tmp_path / "v", "pw", kdf=fast_kdf, load_model=False, use_chroma=False,
                      clock=FixedClock(T0)).vault
     v.import_turns([Turn(session="old", speaker="Leo", ref="old:1", at=OLD,
