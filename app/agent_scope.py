@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from app.api import (
     AssistantFact,
@@ -34,12 +35,12 @@ from app.api import (
 )
 from app.domain.memory import Draft, MemoryId
 from app.errors import NotFound, ValidationError
+from app.operations import operations
 
-# What an assistant's connection may call (the owner refuses everything else).
-AGENT_METHODS = frozenset({
-    "remember", "remember_fact", "recall", "context", "explain", "contradictions", "status",
-    "request_forget", "pending_forgets", "semantic_search", "locked", "folder",
-})
+# What an assistant's connection may call (the owner refuses everything else): the members
+# of ``VaultAPI`` marked ``agent`` (``app/operations.py``). ``AgentSession`` wraps each one
+# (``check_wrapped``).
+AGENT_METHODS = frozenset(n for n, o in operations(VaultAPI).items() if o.agent)
 
 # Caps, whatever the client asks (MCP.md R7: no "read everything").
 MAX_K = 50
@@ -63,6 +64,10 @@ class AgentSession:
     def __init__(self, vault: VaultAPI, agent: str) -> None:
         self._vault = vault
         self.agent = agent
+
+    @property
+    def folder(self) -> Path:
+        return self._vault.folder
 
     @property
     def locked(self) -> bool:
@@ -145,3 +150,13 @@ class AgentSession:
                         agent: str | None = None, limit: int = MAX_PENDING
                         ) -> list[PendingForget]:
         return self._vault.pending_forgets(status, self.agent, max(1, min(limit, MAX_PENDING)))
+
+
+def check_wrapped(cls: type = AgentSession) -> None:
+    """Every operation marked ``agent`` on ``VaultAPI`` has its wrapper on ``cls``, which fixes
+    its scope: the owner checks this before it serves (``OwnerServer``), so a new agent
+    operation without one stops the owner at start, not an assistant's call at run time."""
+    missing = sorted(n for n in AGENT_METHODS if n not in vars(cls))
+    if missing:
+        raise TypeError(f"AgentSession does not wrap {', '.join(missing)}: each operation an "
+                        "assistant may call fixes its scope there (app/agent_scope.py)")

@@ -113,28 +113,26 @@ def vault_dir(args: argparse.Namespace) -> Path:
     return folder
 
 
-def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: bool = False,
+def open_vault(args: argparse.Namespace, *, load_model: bool = True,
                local: str | None = None) -> VaultAPI:
     """The vault's owner (the window or ``kept serve``) when one answers on its socket: no
     password, no unlock, no model load, and ``vault.lock()`` only closes the connection. The
-    person's decisions (``person``: forget, correct, resolve, pairing...) prove the password
-    to the owner first. Otherwise the vault, unlocked in this process. ``local`` names a
-    command that only runs on an unlocked vault in this process (key changes): refused while
-    an owner runs."""
+    person's decisions (the operations marked person on ``VaultAPI``: forget, correct,
+    resolve, pairing...), and every call in strict mode, prove the password to the owner
+    first: the client asks for it the first time the owner needs it. Otherwise the vault,
+    unlocked in this process. ``local`` names a command that only runs on an unlocked vault in
+    this process (key changes): refused while an owner runs."""
     from app import bootstrap
     from app.errors import VaultBusy, VaultNotFound
     from app.facade import Vault
     folder = vault_dir(args)
-    owner = _owner(folder)
+    owner = _owner(folder, lambda: password(args, f"Password of the Kept vault in {folder}: "))
     if owner is not None:
         if local is not None:
             owner.lock()
             raise VaultBusy(f"Kept is open for this vault (the window or `kept serve`): "
                             f"{local} needs it closed.",
                             hint="Do it in the window, or stop `kept serve` first.")
-        if person or not owner.may_read():  # strict mode: the password first, once per
-            # terminal session
-            _prove(owner, password(args, f"Password of the Kept vault in {folder}: "))
         return owner
     if not bootstrap.vault_exists(folder):  # say so before asking for a password
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
@@ -143,30 +141,14 @@ def open_vault(args: argparse.Namespace, *, load_model: bool = True, person: boo
                       use_chroma=False)
 
 
-def _prove(owner: RemoteVault, pw: str, tries: int = 4) -> None:
-    """The password to the owner; when it is busy checking others (several ``kept`` at once),
-    wait and try again, a few times."""
-    import time
-
-    from app.errors import PasswordBusy
-    for attempt in range(tries):
-        try:
-            owner.verify_password(pw)
-            return
-        except PasswordBusy:
-            if attempt == tries - 1:
-                raise
-            time.sleep(0.5 + attempt)
-
-
-def _owner(folder: Path) -> RemoteVault | None:
+def _owner(folder: Path, ask: Callable[[], str] | None = None) -> RemoteVault | None:
     """A client of the process serving ``folder``, if one answers (issue 14)."""
     from app.ipc.protocol import socket_path
     if not socket_path(folder).exists():
         return None
     from app.errors import OwnerNotRunning
     from app.ipc.client import RemoteVault
-    remote = RemoteVault(folder)
+    remote = RemoteVault.at(folder, password=ask)
     try:
         remote.ping()
     except OwnerNotRunning:
@@ -331,7 +313,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
                                    agent=args.agent, context=args.context, ref=args.ref))
     # Every field checked first: bad input never waits for a password. Kept open elsewhere
     # takes a memory in an assistant's scope only from a connection that proved the password.
-    vault = open_vault(args, person=d.agent != "global")
+    vault = open_vault(args)
     try:
         res = vault.remember(d)
     finally:
@@ -549,7 +531,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         return pending_forgets(args, confirm=args.pending or None, decline=args.decline)
     if not (args.query or args.id or args.entity):
         raise ValidationError("Say what to forget: a QUERY, --id ID... or --entity NAME.")
-    vault = open_vault(args, person=True)
+    vault = open_vault(args)
     try:
         plan = vault.forget_plan(ids=args.id or (), query=args.query, entity=args.entity,
                                  include_sources=not args.keep_sources)
@@ -608,7 +590,7 @@ def _print_remade(plan: ForgetPlan, remade: tuple[BackupRemade, ...]) -> None:
 
 
 def cmd_correct(args: argparse.Namespace) -> int:
-    vault = open_vault(args, person=True)
+    vault = open_vault(args)
     try:
         new = vault.correct(args.id, args.text).value
     finally:
@@ -639,7 +621,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    vault = open_vault(args, load_model=False, person=True)
+    vault = open_vault(args, load_model=False)
     try:
         (vault.restore if args.restore else vault.archive)(args.id)
     finally:
@@ -683,7 +665,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     target = export.check_target(Path(args.target), args.format, vault_dir(args))
     if not _confirm_export(args, target, export.cloud_service(target)):
         return 3
-    vault = open_vault(args, load_model=False, person=True)
+    vault = open_vault(args, load_model=False)
     try:
         write = export.write_markdown if args.format == "markdown" else export.write_json
         report = write(vault, target, now=time.time(), progress=_progress("Exporting"))
@@ -734,7 +716,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     if args.backup_command == "create":
         target = _backup_file(args.file, new=True)
         own = _backup_password(args) if args.own_password or args.backup_password_file else None
-        vault = open_vault(args, load_model=False, person=True)
+        vault = open_vault(args, load_model=False)
         try:
             rec = vault.backup(target, own, progress=_progress("Backing up")).value
         finally:
@@ -747,7 +729,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
                                   "change does not change it)."))
         return 0
     if args.backup_command == "list":
-        vault = open_vault(args, load_model=False, person=True)
+        vault = open_vault(args, load_model=False)
         try:
             recs = vault.backups()
         finally:
@@ -841,7 +823,7 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    vault = open_vault(args, person=True)
+    vault = open_vault(args)
     try:
         if args.reopen:
             vault.reopen(args.id)
@@ -872,7 +854,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    vault = open_vault(args, person=True)
+    vault = open_vault(args)
     try:
         undone = vault.undo_run(args.run_id).value
     finally:

@@ -80,7 +80,7 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
         mcp_install.check_writable(inst)  # a broken file or no `claude`: before pairing
     if args.pair:
         from app.cli import open_vault
-        vault = open_vault(args, load_model=False, person=True)
+        vault = open_vault(args, load_model=False)
         try:
             key = vault.pair_agent(agent).value
         finally:
@@ -134,7 +134,7 @@ def cmd_mcp_doctor(args: argparse.Namespace) -> int:
         return 2
     print("reachable: yes")
     try:
-        with RemoteVault(folder, timeout=10) as remote:
+        with RemoteVault.at(folder, timeout=10) as remote:
             locked = remote.session().locked
     except (VaultLocked, OwnerNotRunning):
         locked = True
@@ -146,7 +146,7 @@ def cmd_mcp_doctor(args: argparse.Namespace) -> int:
               f"{client} --agent {agent} --pair --write (or set KEPT_AGENT_KEY).")
         return 2
     try:
-        with RemoteVault(folder, agent=agent, key=key, timeout=10) as remote:
+        with RemoteVault.at(folder, agent=agent, key=key, timeout=10) as remote:
             remote.status()
     except AgentNotPaired:
         print(f"paired: no. The key is not {agent}'s current key, or {agent} was revoked: "
@@ -167,7 +167,7 @@ def cmd_agents_pair(args: argparse.Namespace) -> int:
     from app.agent_scope import check_agent_name
     from app.cli import open_vault
     check_agent_name(args.name)
-    vault = open_vault(args, load_model=False, person=True)
+    vault = open_vault(args, load_model=False)
     try:
         key = vault.pair_agent(args.name).value
     finally:
@@ -195,7 +195,7 @@ def cmd_agents_list(args: argparse.Namespace) -> int:
 
 def cmd_agents_revoke(args: argparse.Namespace) -> int:
     from app.cli import open_vault
-    vault = open_vault(args, load_model=False, person=True)
+    vault = open_vault(args, load_model=False)
     try:
         vault.revoke_agent(args.name)
     finally:
@@ -213,8 +213,7 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
     """List assistants' forget requests; or confirm one (its plan first, then a question);
     or decline one. ``kept forget --pending [ID]`` and ``kept pending-forgets`` call this."""
     from app.cli import _print_plan, forget_confirmed, open_vault
-    vault = open_vault(args, load_model=False,
-                       person=confirm is not None or decline is not None)
+    vault = open_vault(args, load_model=False)
     try:
         if decline is not None:
             vault.close_pending_forget(decline, None)

@@ -274,7 +274,7 @@ class Vault:
         """Pure, no vault access: a JSON Lines file of turns, every line checked before
         anything is written (``ImportInvalid`` names the bad lines; an unreadable file is a
         ``ValidationError``). Front ends call it off the GUI thread, then ``import_turns``."""
-        from app.services.importer import read_import
+        from app.services.import_formats import read_import
         return read_import(path)
 
     @staticmethod

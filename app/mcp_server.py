@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -31,9 +31,16 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from app.agent_scope import MAX_BUDGET, MAX_K  # the owner's caps, published in the schemas
+from app.api import VaultAPI
+from app.operations import Access, operations
 
 if TYPE_CHECKING:
-    pass
+    from app.api import MemoryView
+
+T = TypeVar("T")
+# The tool table: each tool serves one operation marked ``tool=`` on ``VaultAPI``
+# (``app/operations.py``); its name and read-only hint come from that mark.
+TOOLS = {o.name: o for o in operations(VaultAPI).values() if o.tool is not None}
 
 log = logging.getLogger(__name__)
 
@@ -157,15 +164,15 @@ class Connection:
     next call tries again (Kept may have been opened or unlocked in between)."""
 
     def __init__(self, agent: str, folder: Path | None, key: str | None,
-                 factory: Callable[[], Any] | None = None) -> None:
+                 factory: Callable[[], VaultAPI] | None = None) -> None:
         self.agent = agent
         self.folder = folder
         self.key = key
         self._factory = factory or self._connect
-        self._backend: Any = None
+        self._backend: VaultAPI | None = None
         self._lock = threading.Lock()
 
-    def _connect(self) -> Any:
+    def _connect(self) -> VaultAPI:
         from app.errors import AgentNotPaired
         if not self.key:
             raise AgentNotPaired(
@@ -174,9 +181,9 @@ class Connection:
                      "config (`kept mcp install`).")
         folder = self.folder or _default_folder()
         from app.ipc.client import RemoteVault
-        return RemoteVault(folder, agent=self.agent, key=self.key)
+        return RemoteVault.at(folder, agent=self.agent, key=self.key)
 
-    def backend(self) -> Any:
+    def backend(self) -> VaultAPI:
         with self._lock:
             if self._backend is None:
                 self._backend = self._factory()
@@ -198,13 +205,13 @@ def _default_folder() -> Path:
     return bootstrap.default_vault_dir()
 
 
-async def _call(conn: Connection, fn: Callable[[Any], Any]) -> Any:
+async def _call(conn: Connection, fn: Callable[[VaultAPI], T]) -> T:
     """Run ``fn(backend)`` off the event loop; Kept's errors become readable tool errors."""
     import anyio
 
     from app.errors import AppError
 
-    def run() -> Any:
+    def run() -> T:
         return fn(conn.backend())
     try:
         return await anyio.to_thread.run_sync(run)
@@ -259,18 +266,26 @@ def _time(text: str | None, what: str) -> float | None:
 
 # --- the server -------------------------------------------------------------------------------
 
-def _ann(title: str, *, read_only: bool, idempotent: bool) -> ToolAnnotations:
-    """Honest hints (MCP.md R8): nothing here destroys data; the world is Kept only."""
-    return ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=False,
-                           idempotent_hint=idempotent, open_world_hint=False)
+def _tool(server: MCPServer, made: set[str], operation: str, title: str, *, idempotent: bool
+          ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the tool that serves ``operation``: its name and read-only hint are the
+    operation's mark (a KeyError for an operation not marked ``tool=``). Honest hints (MCP.md
+    R8): nothing here destroys data; the world is Kept only."""
+    o = TOOLS[operation]
+    assert o.tool is not None
+    made.add(o.tool)
+    return server.tool(name=o.tool, annotations=ToolAnnotations(
+        title=title, read_only_hint=o.access is Access.READ, destructive_hint=False,
+        idempotent_hint=idempotent, open_world_hint=False))
 
 
 def build_server(conn: Connection) -> MCPServer:
     from app import __version__
     server = MCPServer("kept", instructions=INSTRUCTIONS, version=__version__)
     agent = conn.agent
+    made: set[str] = set()
 
-    @server.tool(annotations=_ann("Remember a note or turn", read_only=False, idempotent=False))
+    @_tool(server, made, "remember", "Remember a note or turn", idempotent=False)
     async def remember(
             text: Annotated[str, Field(min_length=1, max_length=20000,
                                        description="one self-contained statement or turn")],
@@ -288,7 +303,7 @@ def build_server(conn: Connection) -> MCPServer:
         result = await _call(conn, lambda b: b.remember(draft))
         return RememberResult(id=int(result.value), saved=True)
 
-    @server.tool(annotations=_ann("Remember a fact", read_only=False, idempotent=True))
+    @_tool(server, made, "remember_fact", "Remember a fact", idempotent=True)
     async def remember_fact(
             subject: Annotated[str, Field(min_length=1, max_length=200)],
             attribute: Annotated[str, Field(min_length=1, max_length=100,
@@ -310,7 +325,7 @@ def build_server(conn: Connection) -> MCPServer:
         return FactResult(id=None if o.id is None else int(o.id), status=o.status,
                           contradictions=o.contradictions, sent_to_inbox=list(o.sent_to_inbox))
 
-    @server.tool(annotations=_ann("Search memories", read_only=True, idempotent=True))
+    @_tool(server, made, "recall", "Search memories", idempotent=True)
     async def recall(
             query: Annotated[str, Field(min_length=1, max_length=2000)],
             k: Annotated[int, Field(ge=1, le=MAX_K)] = 8,
@@ -328,7 +343,7 @@ def build_server(conn: Connection) -> MCPServer:
                    status=h.status, score=round(h.score, 4), **_standing(h.currency))
             for h in hits if h.score >= min_score][:k])
 
-    @server.tool(annotations=_ann("Load a briefing", read_only=True, idempotent=True))
+    @_tool(server, made, "context", "Load a briefing", idempotent=True)
     async def context(
             query: Annotated[str, Field(min_length=1, max_length=2000,
                                         description="what the conversation is about")],
@@ -343,7 +358,7 @@ def build_server(conn: Connection) -> MCPServer:
                                                 **_standing(i.currency))
                                     for i in ctx.items])
 
-    @server.tool(annotations=_ann("Explain a memory", read_only=True, idempotent=True))
+    @_tool(server, made, "explain", "Explain a memory", idempotent=True)
     async def explain(memory_id: Annotated[int, Field(ge=1)],
                       query: Annotated[str | None, Field(max_length=2000)] = None
                       ) -> ExplainResult:
@@ -355,23 +370,23 @@ def build_server(conn: Connection) -> MCPServer:
             sources=[Source(id=int(s.id), store=s.store, text=_cut(s.text), when=s.occurred_at)
                      for s in e.sources[:20]], **_standing(e.currency))
 
-    @server.tool(annotations=_ann("List disagreements", read_only=True, idempotent=True))
+    @_tool(server, made, "contradictions", "List disagreements", idempotent=True)
     async def list_contradictions(
             limit: Annotated[int, Field(ge=1, le=20)] = 5) -> ContradictionsResult:
         """List facts in Kept that disagree and wait for the person. Read-only: only the person settles them in Kept; tell them what you see."""
         items = await _call(conn, lambda b: b.contradictions("open"))
 
-        def mem(v: Any) -> Memory:
+        def mem(v: MemoryView) -> Memory:
             return Memory(id=int(v.id), store=None, text=_cut(v.text),
                           when=_iso(v.occurred_at), status=v.status)
         return ContradictionsResult(items=[
             Contradiction(id=i.id, a=mem(i.a), b=mem(i.b), reason=i.reason, kind=i.kind)
             for i in items[:limit]])
 
-    @server.tool(annotations=_ann("Kept status", read_only=True, idempotent=True))
+    @_tool(server, made, "status", "Kept status", idempotent=True)
     async def status() -> StatusResult:
         """Say whether Kept is reachable and how much it holds. Use when a tool failed or the person asks about Kept."""
-        def run(b: Any) -> StatusResult:
+        def run(b: VaultAPI) -> StatusResult:
             st = b.status()
             return StatusResult(agent=agent, memories=dict(st.totals),
                                 semantic_search=st.semantic_search,
@@ -380,8 +395,8 @@ def build_server(conn: Connection) -> MCPServer:
         result: StatusResult = await _call(conn, run)
         return result
 
-    @server.tool(annotations=_ann("Ask the person to forget (confirmed in Kept)",
-                                  read_only=False, idempotent=False))
+    @_tool(server, made, "request_forget", "Ask the person to forget (confirmed in Kept)",
+           idempotent=False)
     async def request_forget(
             reason: Annotated[str, Field(min_length=1, max_length=1000,
                                          description="the person's words")],
@@ -401,6 +416,9 @@ def build_server(conn: Connection) -> MCPServer:
             tell_the_person=(f"I asked Kept to forget {n} memor{'y' if n == 1 else 'ies'}. "
                              "Nothing is gone yet: please confirm or decline in Kept."))
 
+    missing = sorted({str(o.tool) for o in TOOLS.values()} - made)
+    if missing:  # an operation marked tool= on VaultAPI with no tool written here
+        raise TypeError(f"MCP tools declared on VaultAPI but not made: {', '.join(missing)}")
     return server
 
 

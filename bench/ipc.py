@@ -248,7 +248,7 @@ async def _served(n: int, a: argparse.Namespace, serve: subprocess.Popen[str], s
         t0 = time.monotonic()
         if local.lexicon._thread is not None:  # built from lexicon.MIN_ROWS rows only
             local.lexicon.wait_ready(1800)
-        with RemoteVault(served) as probe:
+        with RemoteVault.at(served) as probe:
             _wait(lambda: local.status().index == want == probe.status().index, 1800,
                   f"the {want} index on both sides")
         background_s = round(time.monotonic() - t0, 1)
@@ -262,8 +262,8 @@ async def _served(n: int, a: argparse.Namespace, serve: subprocess.Popen[str], s
         env["KEPT_AGENT_KEY"] = key
         params = StdioServerParameters(command=str(KEPT), env=env, cwd=str(ROOT), args=[
             "--vault", str(served), "mcp", "--agent", AGENT])
-        agent = RemoteVault(served, agent=AGENT, key=key)
-        person = RemoteVault(served)
+        agent = RemoteVault.at(served, agent=AGENT, key=key)
+        person = RemoteVault.at(served)
         in_agent = AgentSession(local, AGENT)
         scope = Filters(agent=AGENT)
         async with stdio_client(params) as (r, w), ClientSession(r, w) as mcp:

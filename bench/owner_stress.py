@@ -96,10 +96,10 @@ def stalled(folder: Path, key: str) -> dict[str, object]:
     time.sleep(0.3)
     try:
         t0 = time.perf_counter()
-        RemoteVault(folder).recall("Lisbon")
+        RemoteVault.at(folder).recall("Lisbon")
         person = time.perf_counter() - t0
         t0 = time.perf_counter()
-        RemoteVault(folder, agent="a", key=key).recall("Lisbon")
+        RemoteVault.at(folder, agent="a", key=key).recall("Lisbon")
         agent = time.perf_counter() - t0
     finally:
         for s in socks:

@@ -9,63 +9,46 @@ raise ``RemoteRefused``.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from app import errors
 from app.api import (
-    DEFAULT_ENTITY_KINDS,
-    AgentRow,
-    AssistantFact,
     BackupRecord,
-    BackupRemade,
-    CancelToken,
-    Context,
-    ContradictionItem,
-    EntityRow,
-    Explanation,
-    FactOutcome,
     Filters,
-    ForgetPlan,
-    ForgetReport,
-    History,
     Hit,
     ImportReport,
-    InboxPage,
-    InboxStatus,
-    Insights,
-    Listener,
-    MemoryQuery,
-    MemoryRead,
-    MemoryRecord,
-    Page,
-    PendingForget,
-    PendingStatus,
     Progress,
-    ResolveChoice,
-    RunReport,
-    RunSummary,
-    SettingValue,
     Skipped,
     Turn,
-    UndoReport,
     VaultAPI,
-    VaultStatus,
     merge_skipped,
 )
 from app.changes import NO_CHANGES, Result
-from app.domain.memory import Draft, Memory, MemoryId
-from app.errors import AppError, OwnerNotRunning, RemoteRefused, VaultLocked
+from app.domain.memory import MemoryId
+from app.errors import (
+    AppError,
+    OwnerNotRunning,
+    PasswordBusy,
+    PasswordNeeded,
+    RemoteRefused,
+    VaultLocked,
+)
 from app.ipc import protocol as p
+from app.operations import Access
 
 __all__ = ["RemoteVault", "connect", "owner_running"]
 
-T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 LOCKED_MESSAGE = "The vault is locked: unlock Kept."
 _IMPORT_FRAME = p.MAX_FRAME // 2  # bytes of turns per import request (half the frame limit)
 
@@ -75,7 +58,7 @@ def owner_running(folder: Path, timeout: float = 1.0) -> bool:
     if not p.socket_path(folder).exists():
         return False
     try:
-        with RemoteVault(folder, timeout=timeout) as remote:
+        with RemoteVault.at(folder, timeout=timeout) as remote:
             remote.ping()
         return True
     except AppError:
@@ -83,9 +66,9 @@ def owner_running(folder: Path, timeout: float = 1.0) -> bool:
 
 
 def connect(folder: Path, *, agent: str | None = None, key: str | None = None,
-            timeout: float = 30.0) -> RemoteVault:
+            timeout: float = 30.0, password: Callable[[], str] | None = None) -> RemoteVault:
     """A connected client (``OwnerNotRunning`` at once when nothing serves ``folder``)."""
-    remote = RemoteVault(folder, timeout=timeout, agent=agent, key=key)
+    remote = RemoteVault.at(folder, timeout=timeout, agent=agent, key=key, password=password)
     remote.ping()
     return remote
 
@@ -110,11 +93,23 @@ def _error(kind: str, message: str, hint: str | None, exit_code: int) -> AppErro
     return exc
 
 
-class RemoteVault:
-    """``VaultAPI`` over the owner's socket. Lazy: connects on the first call."""
+if TYPE_CHECKING:
+    _Contract = VaultAPI  # mypy reads every generated method from the contract itself
+else:
+    _Contract = object
+
+
+class RemoteVault(_Contract):
+    """``VaultAPI`` over the owner's socket. Lazy: connects on the first call.
+
+    Its operations are made from the contract (``_remote``, below the class): none is written
+    here but the few that do more than one request. For mypy the class derives from
+    ``VaultAPI``, so every call is checked against the contract's signature; build one with
+    ``RemoteVault.at`` (mypy counts the contract's members as abstract on a direct call).
+    ``password``, when given, is asked for the first time the owner needs it."""
 
     def __init__(self, folder: Path, *, timeout: float = 30.0, agent: str | None = None,
-                 key: str | None = None) -> None:
+                 key: str | None = None, password: Callable[[], str] | None = None) -> None:
         self._folder = Path(folder)
         self.path = p.socket_path(self._folder)
         self.timeout = timeout
@@ -123,6 +118,13 @@ class RemoteVault:
         self._ids = itertools.count(1)
         self._guard = threading.Lock()
         self._session: p.SessionInfo | None = None
+        self._password = password
+        self._proved = False
+
+    @classmethod
+    def at(cls, folder: Path, *, timeout: float = 30.0, agent: str | None = None,
+           key: str | None = None, password: Callable[[], str] | None = None) -> RemoteVault:
+        return cls(folder, timeout=timeout, agent=agent, key=key, password=password)
 
     # --- connection ----------------------------------------------------------------------
     def _connect(self) -> socket.socket:
@@ -147,6 +149,7 @@ class RemoteVault:
                 sock.close()
                 raise
         self._sock = sock
+        self._proved = False  # a proof belongs to one connection
         return sock
 
     def close(self) -> None:
@@ -221,15 +224,16 @@ class RemoteVault:
                         sock.settimeout(self.timeout)
             raise AssertionError("unreachable")
 
-    def _call_slow(self, method: str, **args: object) -> object:
-        return self._call(method, slow=True, **args)
-
     def ping(self) -> int:
-        return cast(dict[str, int], self._call(p.PING))["version"]
+        reply = self._call(p.PING)
+        assert isinstance(reply, dict)
+        return int(reply["version"])
 
     def session(self) -> p.SessionInfo:
         if self._session is None:
-            self._session = cast(p.SessionInfo, self._call(p.SESSION))
+            info = self._call(p.SESSION)
+            assert isinstance(info, p.SessionInfo)
+            self._session = info
         return self._session
 
     def may_read(self) -> bool:
@@ -242,7 +246,44 @@ class RemoteVault:
         """Drop what this connection proved, and its terminal session's ticket."""
         self._call(p.LOGOUT)
 
-    # --- session -------------------------------------------------------------------------
+    # --- the operations: one generic call each, made from the contract ------------------
+    def _invoke(self, name: str, args: Mapping[str, object]) -> object:
+        """One operation of ``VaultAPI`` (its arguments bound by ``_operation``). The
+        person's decisions prove the password first when this client can ask for it
+        (``password``); an answer "this needs your password" (strict mode, or an argument
+        only the person may give) is met the same way, once."""
+        op = p.OPERATIONS[name]
+        if op.access.person and not self._proved and self._password is not None:
+            self._prove()
+        try:
+            return self._call(name, slow=op.slow, **args)
+        except PasswordNeeded:
+            if self._password is None:
+                raise
+            self._prove()
+            return self._call(name, slow=op.slow, **args)
+
+    def _prove(self, tries: int = 4) -> None:
+        """The password to the owner; when it is busy checking others (several ``kept`` at
+        once), wait and try again, a few times."""
+        assert self._password is not None
+        pw = self._password()
+        for attempt in range(tries):
+            try:
+                self.verify_password(pw)
+                return
+            except PasswordBusy:
+                if attempt == tries - 1:
+                    raise
+                time.sleep(0.5 + attempt)
+
+    def verify_password(self, password: str) -> None:
+        """Prove the password to the owner: this connection may then make the person's
+        decisions (forget, resolve, pairing...). ``WrongKey`` when it is not the password."""
+        self._call(p.ELEVATE, password=password)
+        self._proved = True
+
+    # --- session: learnt at connect -----------------------------------------------------
     @property
     def folder(self) -> Path:
         return self._folder
@@ -258,67 +299,15 @@ class RemoteVault:
     def semantic_search(self) -> bool:
         return self.session().semantic_search
 
-    def subscribe(self, listener: Listener) -> None:
-        raise RemoteRefused(f"subscribe: {p.REFUSED['subscribe']}.")
-
-    def watch_integrity(self, on_corrupt: Callable[[], None]) -> None:
-        raise RemoteRefused(f"watch_integrity: {p.REFUSED['watch_integrity']}.")
-
     def background_work(self) -> list[str]:
-        return []  # the owner's, not this process's
+        return []  # the owner's jobs, not this process's
 
     def lock(self) -> Result[None]:
         """Close this client's connection (the owner stays unlocked)."""
         self.close()
         return Result(None, NO_CHANGES)
 
-    # --- keys: never remote -------------------------------------------------------------
-    def _refuse(self, name: str) -> AppError:
-        return RemoteRefused(f"{name} cannot be done through Kept's local connection: "
-                             f"{p.REFUSED[name]}.")
-
-    def change_password(self, old: str, new: str) -> Result[None]:
-        raise self._refuse("change_password")
-
-    def rotate_data_key(self, password: str) -> Result[str | None]:
-        raise self._refuse("rotate_data_key")
-
-    def add_recovery_code(self, password: str | None = None) -> str:
-        raise self._refuse("add_recovery_code")
-
-    def remember_device(self) -> Result[None]:
-        raise self._refuse("remember_device")
-
-    def forget_device(self) -> Result[None]:
-        raise self._refuse("forget_device")
-
-    def status(self, *, agent: str | None = None) -> VaultStatus:
-        return cast(VaultStatus, self._call("status", agent=agent))
-
-    # --- ingestion and reading: local helpers, then remote calls ----------------------
-    @staticmethod
-    def validate_draft(d: Draft) -> Draft:
-        from app.facade import Vault
-        return Vault.validate_draft(d)
-
-    @staticmethod
-    def read_import(path: Path) -> list[Turn]:
-        from app.facade import Vault
-        return Vault.read_import(path)
-
-    @staticmethod
-    def check_endpoint(url: str) -> str:
-        from app.facade import Vault
-        return Vault.check_endpoint(url)
-
-    @staticmethod
-    def consent_text(url: str) -> str | None:
-        from app.facade import Vault
-        return Vault.consent_text(url)
-
-    def remember(self, draft: Draft) -> Result[MemoryId]:
-        return cast(Result[MemoryId], self._call("remember", draft=draft))
-
+    # --- operations with more to them than one request ----------------------------------
     def import_turns(self, turns: Sequence[Turn], *, progress: Progress | None = None,
                      batch: int = 256) -> Result[ImportReport]:
         """In requests of at most half a frame each; each request is the owner's
@@ -336,11 +325,11 @@ class RemoteVault:
         added, skipped, changes, done = 0, 0, NO_CHANGES, 0
         ids: list[MemoryId] = []
         left_out: tuple[Skipped, ...] = ()
+        send = self._operation(VaultAPI.import_turns)
         for chunk in chunks:
             if not chunk:
                 continue
-            res = cast(Result[ImportReport],
-                       self._call("import_turns", turns=tuple(chunk), batch=batch))
+            res = send(tuple(chunk), batch=batch)
             added += res.value.added
             skipped += res.value.skipped_duplicates
             left_out = merge_skipped(left_out, res.value.skipped)
@@ -354,188 +343,64 @@ class RemoteVault:
                               skipped=left_out)
         return Result(report, changes)
 
-    def get(self, mid: int) -> Memory:
-        return cast(Memory, self._call("get", mid=mid))
-
-    def refs(self, ids: Iterable[int]) -> Mapping[MemoryId, list[str]]:
-        return cast(Mapping[MemoryId, list[str]], self._call("refs", ids=list(ids)))
-
-    # --- recall ------------------------------------------------------------------------
-    def recall(self, query: str, *, k: int = 10, now: float | None = None,
-               filters: Filters | None = None, touch: bool = True) -> list[Hit]:
-        return cast(list[Hit], self._call("recall", query=query, k=k, now=now,
-                                          filters=filters, touch=touch))
-
     def recall_batch(self, queries: Sequence[tuple[str, str, float | None]], *, k: int = 10,
                      filters: Filters | None = None, progress: Progress | None = None
                      ) -> list[tuple[str, list[Hit]]]:
+        """64 queries a request, so a long batch reports progress and fits a frame."""
         out: list[tuple[str, list[Hit]]] = []
+        send = self._operation(VaultAPI.recall_batch)
         step = 64
         for start in range(0, len(queries), step):
-            part = list(queries[start:start + step])
-            out += cast(list[tuple[str, list[Hit]]],
-                        self._call("recall_batch", queries=part, k=k, filters=filters))
+            out += send(list(queries[start:start + step]), k=k, filters=filters)
             if progress is not None:
                 progress(len(out), len(queries))
         return out
 
-    def context(self, query: str, *, budget: int | None = None, now: float | None = None,
-                filters: Filters | None = None) -> Context:
-        return cast(Context, self._call("context", query=query, budget=budget, now=now,
-                                        filters=filters))
-
-    def explain(self, mid: int, query: str | None = None, now: float | None = None
-                ) -> Explanation:
-        return cast(Explanation, self._call("explain", mid=mid, query=query, now=now))
-
-    # --- forget, correct, history, archive ------------------------------------------------
-    def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
-                    entity: str | None = None, include_sources: bool = True) -> ForgetPlan:
-        return cast(ForgetPlan, self._call("forget_plan", ids=list(ids), query=query,
-                                           entity=entity, include_sources=include_sources))
-
-    def forget(self, plan: ForgetPlan) -> Result[ForgetReport]:
-        return cast(Result[ForgetReport], self._call("forget", plan=plan))
-
-    def correct(self, mid: int, text: str) -> Result[MemoryId]:
-        return cast(Result[MemoryId], self._call("correct", mid=mid, text=text))
-
-    def confirm(self, mid: int) -> Result[None]:
-        return cast(Result[None], self._call("confirm", mid=mid))
-
-    def history(self, mid: int) -> History:
-        return cast(History, self._call("history", mid=mid))
-
-    def archive(self, mid: int) -> Result[None]:
-        return cast(Result[None], self._call("archive", mid=mid))
-
-    def restore(self, mid: int) -> Result[None]:
-        return cast(Result[None], self._call("restore", mid=mid))
-
-    # --- consolidation and the inbox ---------------------------------------------------
-    def consolidate(self, *, now: float | None = None, cancel: CancelToken | None = None,
-                    progress: Progress | None = None, kind: str = "consolidation",
-                    steps: tuple[str, ...] | None = None) -> Result[RunReport]:
-        raise self._refuse("consolidate")
-
-    def contradictions(self, status: InboxStatus | None = "open"
-                       ) -> list[ContradictionItem]:
-        return cast(list[ContradictionItem], self._call("contradictions", status=status))
-
-    def inbox_page(self, status: InboxStatus, page: int = 0, size: int = 25) -> InboxPage:
-        return cast(InboxPage, self._call("inbox_page", status=status, page=page, size=size))
-
-    def inbox_items(self, ids: Sequence[int]) -> list[ContradictionItem]:
-        return cast(list[ContradictionItem], self._call("inbox_items", ids=list(ids)))
-
-    def inbox_count(self) -> int:
-        return cast(int, self._call("inbox_count"))
-
-    def resolve(self, cid: int, keep: ResolveChoice, text: str | None = None
-                ) -> Result[MemoryId | None]:
-        return cast(Result[MemoryId | None], self._call("resolve", cid=cid, keep=keep,
-                                                        text=text))
-
-    def reopen(self, cid: int) -> Result[None]:
-        return cast(Result[None], self._call("reopen", cid=cid))
-
-    def undo_run(self, run_id: int) -> Result[UndoReport]:
-        return cast(Result[UndoReport], self._call("undo_run", run_id=run_id))
-
-    def runs(self, limit: int = 20) -> list[RunSummary]:
-        return cast(list[RunSummary], self._call("runs", limit=limit))
-
-    # --- settings ------------------------------------------------------------------------
-    def setting(self, key: str) -> SettingValue | None:
-        return cast(SettingValue | None, self._call("setting", key=key))
-
-    def set_setting(self, key: str, value: SettingValue) -> Result[None]:
-        return cast(Result[None], self._call("set_setting", key=key, value=value))
-
-    # --- browsing ------------------------------------------------------------------------
-    def page_memories(self, query: MemoryQuery, after: tuple[float, int] | None = None,
-                      limit: int = 200) -> Page:
-        return cast(Page, self._call("page_memories", query=query, after=after, limit=limit))
-
-    def count_memories(self, query: MemoryQuery) -> int:
-        return cast(int, self._call("count_memories", query=query))
-
-    def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]:
-        return cast(list[EntityRow], self._call("entities", kinds=kinds))
-
-    def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]:
-        return cast(list[tuple[str, int]], self._call("timeline_days", limit=limit))
-
-    def insights(self) -> Insights:
-        return cast(Insights, self._call("insights"))
-
-    def export_memories(self, query: MemoryQuery, after: int = 0, limit: int = 200
-                        ) -> list[MemoryRecord]:
-        return cast(list[MemoryRecord], self._call("export_memories", query=query,
-                                                   after=after, limit=limit))
-
-    # --- assistants (issue 14) ----------------------------------------------------------
-    def pair_agent(self, name: str) -> Result[str]:
-        return cast(Result[str], self._call("pair_agent", name=name))
-
-    def revoke_agent(self, name: str) -> Result[None]:
-        return cast(Result[None], self._call("revoke_agent", name=name))
-
-    def agents(self) -> list[AgentRow]:
-        return cast(list[AgentRow], self._call("agents"))
-
-    def verify_agent(self, name: str, key: str) -> AgentRow:
-        raise self._refuse("verify_agent")
-
-    def remember_fact(self, fact: AssistantFact, *, agent: str = "global"
-                      ) -> Result[FactOutcome]:
-        return cast(Result[FactOutcome], self._call("remember_fact", fact=fact, agent=agent))
-
-    def request_forget(self, *, agent: str, ids: Sequence[int] = (), query: str | None = None,
-                       reason: str = "") -> Result[PendingForget]:
-        return cast(Result[PendingForget], self._call(
-            "request_forget", agent=agent, ids=list(ids), query=query, reason=reason))
-
-    def pending_forgets(self, status: PendingStatus | None = "pending",
-                        agent: str | None = None, limit: int = 50) -> list[PendingForget]:
-        return cast(list[PendingForget], self._call("pending_forgets", status=status,
-                                                    agent=agent, limit=limit))
-
-    def pending_forget_plan(self, pid: int) -> ForgetPlan:
-        return cast(ForgetPlan, self._call("pending_forget_plan", pid=pid))
-
-    def close_pending_forget(self, pid: int, plan: ForgetPlan | None
-                             ) -> Result[ForgetReport | None]:
-        return cast(Result[ForgetReport | None], self._call("close_pending_forget", pid=pid,
-                                                            plan=plan))
-
-    def memory_reads(self, mid: int) -> list[MemoryRead]:
-        return cast(list[MemoryRead], self._call("memory_reads", mid=mid))
-
-    def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None:
-        raise self._refuse("note_reads")
-
-    def verify_password(self, password: str) -> None:
-        """Prove the password to the owner: this connection may then make the person's
-        decisions (forget, resolve, pairing...). ``WrongKey`` when it is not the password."""
-        self._call(p.ELEVATE, password=password)
-
-    # --- backups (issue 16) --------------------------------------------------------------
     def backup(self, path: Path, password: str | None = None, *,
                progress: Progress | None = None) -> Result[BackupRecord]:
         """The owner writes the file: the path goes absolute (its working folder differs)."""
-        return cast(Result[BackupRecord],
-                    self._call_slow("backup", path=Path(os.path.abspath(path)),
-                                    password=password))
+        return self._operation(VaultAPI.backup)(Path(os.path.abspath(path)), password)
 
-    def backups(self) -> list[BackupRecord]:
-        return cast(list[BackupRecord], self._call("backups"))
-
-    def remake_backups(self, ids: Sequence[int], *, progress: Progress | None = None
-                       ) -> Result[tuple[BackupRemade, ...]]:
-        return cast(Result[tuple[BackupRemade, ...]],
-                    self._call_slow("remake_backups", ids=list(ids)))
+    def _operation(self, fn: Callable[Concatenate[Any, P], R]) -> Callable[P, R]:
+        """The remote call of one ``VaultAPI`` method, typed as the contract declares it."""
+        return partial(_remote(fn), self)  # type: ignore[return-value]
 
 
-# mypy checks here that the client is a VaultAPI.
-_: type[VaultAPI] = RemoteVault
+def _remote(fn: Callable[..., R]) -> Callable[..., R]:
+    """The generic method for operation ``fn`` of ``VaultAPI``: its arguments bound by the
+    contract's own signature (defaults filled, callbacks and tokens left here, iterables
+    made lists), sent, and the reply decoded to the declared type by the protocol."""
+    name = fn.__name__
+    sig = inspect.signature(fn)
+    op = p.OPERATIONS[name]
+
+    if op.access is Access.HELPER:
+        def helper(self: RemoteVault, *args: object, **kwargs: object) -> R:
+            from app.facade import Vault
+            local: Callable[..., R] = getattr(Vault, name)
+            return local(*args, **kwargs)
+        return helper
+
+    if not op.access.remote:
+        def refused(self: RemoteVault, *args: object, **kwargs: object) -> R:
+            raise RemoteRefused(f"{name} cannot be done through Kept's local connection: "
+                                f"{op.why}.")
+        return refused
+
+    def call(self: RemoteVault, *args: object, **kwargs: object) -> R:
+        bound = sig.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        sent = {k: (list(v) if isinstance(v, Iterable) and not isinstance(v, str | bytes |
+                                                                       tuple | Mapping)
+                    else v)
+                for k, v in bound.arguments.items() if k not in p.LOCAL_ARGS}
+        return cast(R, self._invoke(name, sent))
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = fn.__doc__
+    return call
+
+
+# Every operation of the contract the class does not define itself gets its generic method.
+for _name in p.OPERATIONS:
+    if _name not in vars(RemoteVault) and p.OPERATIONS[_name].access is not Access.SESSION:
+        setattr(RemoteVault, _name, _remote(getattr(VaultAPI, _name)))

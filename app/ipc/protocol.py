@@ -11,7 +11,8 @@ a codec driven by their type hints (``to_wire`` / ``from_wire``): the decoder is
 raises one ``ProtocolError`` for anything that is not exactly the declared type.
 
 Only the methods in ``METHODS`` can be called remotely; ``REFUSED`` lists the ``VaultAPI``
-members left out on purpose, with the reason.
+members left out on purpose, with the reason. Both are read from the ``@op`` marks on
+``VaultAPI`` (``app/operations.py``).
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from pathlib import Path
 from typing import Literal, Union
 
 from app import api
-from app.agent_scope import AGENT_METHODS as _AGENT_METHODS
 from app.changes import Changes, Result
 from app.errors import AppError
+from app.operations import Access, Op, operations
 
 __all__ = [
-    "MAX_FRAME", "METHODS", "REFUSED", "SOCKET_NAME", "VERSION", "MethodSpec", "ProtocolError",
+    "AGENT_METHODS", "MAX_FRAME", "METHODS", "OPERATIONS", "REFUSED", "SOCKET_NAME", "VERSION", "MethodSpec", "ProtocolError",
     "Reply", "Request", "decode_reply", "decode_request", "encode", "encode_error",
     "encode_request", "encode_result", "frame", "from_wire", "read_frame", "socket_path",
     "to_wire",
@@ -338,44 +339,19 @@ class MethodSpec:
     person: bool = False           # needs ``elevate`` first; never an assistant's
 
 
-# Read methods run in parallel in the owner; write methods too, serialised by the Database.
-_READS = ("status", "recall", "recall_batch", "context", "explain", "get", "refs", "history",
-          "contradictions", "inbox_page", "inbox_items", "inbox_count", "forget_plan",
-          "setting", "runs", "page_memories", "count_memories", "entities", "timeline_days",
-          "insights", "agents", "pending_forgets", "pending_forget_plan", "memory_reads")
-_WRITES = ("remember", "import_turns", "remember_fact", "request_forget")
-# The person's decisions: served only on a connection that proved the password (``elevate``),
-# never on an assistant's. ``kept forget``, ``kept resolve``... ask for it when Kept is open.
-_PERSON = ("forget", "close_pending_forget", "correct", "confirm", "resolve", "reopen",
-           "archive", "restore", "undo_run", "set_setting", "pair_agent", "revoke_agent",
-           "backup", "remake_backups")
-# Reads only the person makes, on a connection that proved the password: every memory whole,
-# for ``kept export`` (a plaintext copy of everything is the person's decision).
-_PERSON_READS = ("export_memories", "backups")
-# What a connection scoped to an agent (``hello`` with an agent) may call; the owner runs it
-# through ``app.agent_scope.AgentSession``, which fixes the scope whatever the request says.
-AGENT_METHODS = frozenset(_AGENT_METHODS) & frozenset(_READS + _WRITES)
+# Everything below is read from the marks on ``VaultAPI`` (``app/operations.py``): reads and
+# writes run in parallel in the owner (writes serialised by the Database); the person's
+# decisions and reads are served only on a connection that proved the password (``elevate``),
+# never on an assistant's; an assistant's connection may call what is marked ``agent`` (the
+# owner runs it through ``app.agent_scope.AgentSession``, which fixes the scope).
+OPERATIONS: Mapping[str, Op] = operations(api.VaultAPI)
+AGENT_METHODS = frozenset(n for n, o in OPERATIONS.items() if o.agent and o.access.remote)
 # Never over the socket: the reason, per member of VaultAPI.
 REFUSED: Mapping[str, str] = {
-    "lock": "the owner locks (auto-lock, the window); a client only closes its connection",
-    "change_password": "needs the password; only the owner's person types it",
-    "rotate_data_key": "needs the password; rewrites every page",
-    "add_recovery_code": "shows a secret",
-    "remember_device": "keychain of the owner's session",
-    "forget_device": "keychain of the owner's session",
-    "consolidate": "long background work: the owner's scheduler runs it",
-    "subscribe": "callbacks do not cross processes",
-    "watch_integrity": "callbacks do not cross processes",
-    "read_import": "local helper: the client reads its own files",
-    "check_endpoint": "local helper (no I/O needed in the owner)",
-    "consent_text": "local helper",
-    "validate_draft": "local helper (static, no I/O): the client validates before sending",
-    "verify_agent": "the owner checks an assistant's key at hello",
-    "note_reads": "the owner records its assistants' reads itself",
-    "verify_password": "sent as the protocol's elevate",
-}
+    n: (o.why if o.access is Access.LOCAL else "local helper: the client runs it itself")
+    for n, o in OPERATIONS.items() if o.access in (Access.LOCAL, Access.HELPER)}
 # Arguments that cannot cross (callbacks, tokens): dropped by the client, never decoded.
-_LOCAL_ARGS = frozenset({"progress", "cancel", "self"})
+LOCAL_ARGS = frozenset({"progress", "cancel", "self"})
 # Pseudo-methods of the protocol itself.
 PING = "ping"        # -> {"version": 1}
 ELEVATE = "elevate"  # {password} -> {"version": 1}: the person's decisions on this connection
@@ -399,17 +375,15 @@ def _spec(name: str, write: bool, person: bool = False) -> MethodSpec:
     fn = getattr(api.VaultAPI, name)
     hints = typing.get_type_hints(fn, vars(api))
     sig = inspect.signature(fn)
-    params = {p: t for p, t in hints.items() if p != "return" and p not in _LOCAL_ARGS}
+    params = {p: t for p, t in hints.items() if p != "return" and p not in LOCAL_ARGS}
     required = frozenset(p.name for p in sig.parameters.values()
                          if p.name in params and p.default is inspect.Parameter.empty)
     return MethodSpec(name, params, required, hints["return"], write, person)
 
 
 METHODS: Mapping[str, MethodSpec] = {
-    **{n: _spec(n, False) for n in _READS},
-    **{n: _spec(n, True) for n in _WRITES},
-    **{n: _spec(n, True, person=True) for n in _PERSON},
-    **{n: _spec(n, False, person=True) for n in _PERSON_READS},
+    **{n: _spec(n, o.access.writes, o.access.person) for n, o in OPERATIONS.items()
+       if o.access.remote},
     ELEVATE: MethodSpec(ELEVATE, {"password": str}, frozenset({"password"}), dict[str, int],
                         False),
     PING: MethodSpec(PING, {}, frozenset(), dict[str, int], False),

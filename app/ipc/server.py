@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from app.agent_scope import AgentSession
+from app.agent_scope import AgentSession, check_wrapped
 from app.api import VaultAPI
 from app.errors import (
     AgentNotPaired,
@@ -132,6 +132,7 @@ class OwnerServer:
                  frame_deadline: float = FRAME_DEADLINE_S, idle_timeout: float = IDLE_TIMEOUT_S,
                  max_elevations: int = MAX_ELEVATIONS,
                  throttle: PasswordThrottle | None = None) -> None:
+        check_wrapped()  # every agent operation fixes its scope in AgentSession
         self.vault = vault
         self.path = path or p.socket_path(vault.folder)
         self.rate, self.burst, self.max_connections = rate, burst, max_connections
@@ -447,12 +448,12 @@ class OwnerServer:
         if req.method == "remember":
             draft = args["draft"]
             if getattr(draft, "agent", "global") != "global":
-                raise RemoteRefused("This connection writes as you (global memory), never as "
-                                    "an assistant: prove your password to name a scope.")
+                raise PasswordNeeded("This connection writes as you (global memory): "
+                                     "prove your password to name an assistant's scope.")
             args["draft"] = replace(draft, user_validated=False)  # type: ignore[type-var]
         elif req.method == "remember_fact" and args.get("agent", "global") != "global":
-            raise RemoteRefused("This connection writes as you (global memory), never as an "
-                                "assistant: prove your password to name a scope.")
+            raise PasswordNeeded("This connection writes as you (global memory): prove your "
+                                 "password to name an assistant's scope.")
         elif req.method == "request_forget":
             raise RemoteRefused("Forget requests come from an assistant's own connection; "
                                 "you can forget directly (`kept forget`).")

@@ -64,7 +64,7 @@ from typing import BinaryIO, Literal
 
 from app.api import ImportReport, Skipped, Turn, merge_skipped
 from app.errors import ValidationError
-from app.services.importer import ImportInvalid, LineError, parse_line
+from app.services.importer import ImportInvalid, LineError, parse_import, parse_line
 from app.validation import MAX_TEXT, check_time, parse_time, validate_turn
 
 Format = Literal["jsonl", "chatgpt", "claude", "notes"]
@@ -718,3 +718,18 @@ def _note(p: Path) -> Turn | None:
     except ValidationError as exc:
         raise _Bad("", exc.user_message) from exc
     return turn
+
+
+def read_import(path: Path) -> list[Turn]:
+    """Every turn of an import file, checked, as one list: Kept's JSON Lines read by
+    ``parse_import`` (bytes that are not UTF-8 are reported with their line number: a strict
+    decode would stop at the first with no line to name); the other formats
+    (this module, detected from the content) read in two passes.
+    ``kept import`` streams instead (``import_formats.import_batches``)."""
+    if detect(path) != "jsonl":
+        return read_all(path)
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return parse_import(fh)
+    except OSError as exc:
+        raise ValidationError(f"Cannot read {path}: {exc.strerror or exc}.") from exc

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from app.api import Turn
 from app.domain.memory import Store
@@ -116,19 +115,3 @@ def parse_import(lines: Iterable[str]) -> list[Turn]:
     if errors:
         raise ImportInvalid(errors)
     return turns
-
-
-def read_import(path: Path) -> list[Turn]:
-    """Every turn of an import file, checked, as one list: Kept's JSON Lines read by
-    ``parse_import`` (bytes that are not UTF-8 are reported with their line number: a strict
-    decode would stop at the first with no line to name); the other formats
-    (``app/services/import_formats.py``, detected from the content) read in two passes.
-    ``kept import`` streams instead (``import_formats.import_batches``)."""
-    from app.services.import_formats import detect, read_all
-    if detect(path) != "jsonl":
-        return read_all(path)
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            return parse_import(fh)
-    except OSError as exc:
-        raise ValidationError(f"Cannot read {path}: {exc.strerror or exc}.") from exc

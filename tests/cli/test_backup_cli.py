@@ -131,7 +131,7 @@ def test_create_goes_through_the_owner(owner: object, vault: Path, tmp_path: Pat
     from app.ipc.client import RemoteVault
     target = tmp_path / "through-owner.bak"
     with pytest.raises(PasswordNeeded):
-        RemoteVault(vault).backup(target)  # the person's decision: password first
+        RemoteVault.at(vault).backup(target)  # the person's decision: password first
     assert not target.exists()
     r = kept_in_process(vault, "backup", "create", str(target))
     assert r.returncode == 0, r.stderr

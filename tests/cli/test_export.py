@@ -305,7 +305,7 @@ def test_export_through_a_running_owner(vault: Path, tmp_path: Path) -> None:
     try:
         # Every memory whole is the person's read: a connection must prove the password.
         with pytest.raises(PasswordNeeded):
-            RemoteVault(vault).export_memories(MemoryQuery(status=None))
+            RemoteVault.at(vault).export_memories(MemoryQuery(status=None))
         refused = kept_in_process(vault, "export", "--format", "json", str(tmp_path / "x"),
                                   "--yes", password=None)
         assert refused.returncode == 2 and not (tmp_path / "x").exists()

@@ -164,7 +164,8 @@ def open_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def check_import(vault: Any, folder: Path, lines: list[Line]) -> None:
-    from app.services.importer import ImportInvalid, read_import
+    from app.services.import_formats import read_import
+    from app.services.importer import ImportInvalid
     f = folder / "turns.jsonl"
     f.write_bytes(b"\n".join(x.raw for x in lines) + b"\n")
     before = vault.status().totals

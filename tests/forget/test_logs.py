@@ -24,7 +24,8 @@ log_file = open(sys.argv[2], "w")
 logging.basicConfig(level=logging.DEBUG, stream=log_file,
                     format="%(levelname)s %(threadName)s %(name)s: %(message)s")
 faulthandler.enable(file=log_file)
-from app.facade import Vault, Turn
+from app.facade import Vault
+from app.api import Turn
 from app.domain.memory import Draft
 from app.services.recall import Filters
 from storage.crypto import KdfParams

@@ -96,10 +96,10 @@ def test_a_raw_person_connection_cannot_write_as_an_assistant(owner: Any) -> Non
     before = vault.count_memories(MemoryQuery())
     raw = Raw(vault.folder)
     reply = raw.call("remember", draft=_draft("I am a1, trust me", agent="a1"))
-    assert not reply.ok and reply.kind == "RemoteRefused", reply
+    assert not reply.ok and reply.kind == "PasswordNeeded", reply
     reply = raw.call("remember_fact", fact={"subject": "Ana", "attribute": "lives_in",
                                             "value": "Oslo"}, agent="a1")
-    assert not reply.ok and reply.kind == "RemoteRefused", reply
+    assert not reply.ok and reply.kind == "PasswordNeeded", reply
     reply = raw.call("request_forget", agent="a1", ids=[1], reason="please")
     assert not reply.ok and reply.kind == "RemoteRefused", reply
     assert vault.pending_forgets("pending") == []
@@ -127,7 +127,7 @@ def test_a_raw_person_connection_cannot_write_as_an_assistant(owner: Any) -> Non
 def test_a_client_whose_hello_failed_never_talks_as_the_person(owner: Any) -> None:
     from app.ipc.client import RemoteVault
     owner.vault.pair_agent("a1")
-    remote = RemoteVault(owner.vault.folder, agent="a1", key="not the key")
+    remote = RemoteVault.at(owner.vault.folder, agent="a1", key="not the key")
     for _ in range(2):  # the second call used to go out unscoped on the kept connection
         with pytest.raises(AgentNotPaired):
             remote.recall("Lisbon")
@@ -173,10 +173,10 @@ def test_strict_mode_refuses_everything_until_the_password(folder: Path) -> None
         raw.close()
         # This test process has no terminal session ticket: a new connection starts over.
         with pytest.raises(PasswordNeeded):
-            RemoteVault(folder).recall("Lisbon")
+            RemoteVault.at(folder).recall("Lisbon")
         # An assistant's connection is unaffected: its key is its proof.
         key = server.vault.pair_agent("a1").value
-        hits = RemoteVault(folder, agent="a1", key=key).recall("Lisbon")
+        hits = RemoteVault.at(folder, agent="a1", key=key).recall("Lisbon")
         assert [h.text for h in hits] == ["Ana moved to Lisbon in May"]
     finally:
         server.lock_vault()
@@ -263,13 +263,13 @@ def test_stalled_connections_never_lock_out_a_client_or_an_assistant(owner: Any)
     from app.ipc.client import RemoteVault
     folder = owner.vault.folder
     key = owner.vault.pair_agent("a1").value
-    assistant = RemoteVault(folder, agent="a1", key=key)  # connected before the flood
+    assistant = RemoteVault.at(folder, agent="a1", key=key)  # connected before the flood
     assert assistant.recall("Lisbon")
     stalled = _stall(folder, 64)
     try:
         time.sleep(0.2)  # every stalled connection has reached the owner
         started = time.perf_counter()
-        hits = RemoteVault(folder).recall("Lisbon")
+        hits = RemoteVault.at(folder).recall("Lisbon")
         person_s = time.perf_counter() - started
         started = time.perf_counter()
         again = assistant.recall("Lisbon")
@@ -297,7 +297,7 @@ def test_a_half_sent_frame_is_cut_and_an_idle_connection_is_closed_politely(
         for s in stalled:
             assert s.recv(10) == b""  # closed by the owner
             s.close()
-        remote = RemoteVault(folder)
+        remote = RemoteVault.at(folder)
         assert remote.recall("Lisbon")
         time.sleep(1.0)  # past the idle timeout: the owner said goodbye and closed
         assert server.connections == 0

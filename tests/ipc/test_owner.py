@@ -151,7 +151,7 @@ def test_locked_vault_refuses_with_clear_message(owner: object) -> None:
     from app.ipc.client import RemoteVault
     from app.ipc.server import OwnerServer
     assert isinstance(owner, OwnerServer)
-    remote = RemoteVault(owner.vault.folder)
+    remote = RemoteVault.at(owner.vault.folder)
     assert remote.recall("Lisbon", k=3)[0].text == "Ana moved to Lisbon"
     owner.vault.lock()  # locked under a live socket: every call refuses clearly
     with pytest.raises(VaultLocked, match="The vault is locked: unlock Kept."):
@@ -161,7 +161,7 @@ def test_locked_vault_refuses_with_clear_message(owner: object) -> None:
     with pytest.raises(OwnerNotRunning, match="locked"):
         remote.status()
     with pytest.raises(OwnerNotRunning):
-        RemoteVault(owner.vault.folder).status()
+        RemoteVault.at(owner.vault.folder).status()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another uid")

@@ -152,7 +152,7 @@ def _one(server: Any, data: bytes) -> None:
                                           "ValidationError", "RateLimited",
                                           "PasswordNeeded"), reply
         assert reply.kind != "InternalError", reply
-    with RemoteVault(server.vault.folder, timeout=10) as remote:
+    with RemoteVault.at(server.vault.folder, timeout=10) as remote:
         assert remote.ping() == p.VERSION
     assert _state(server) == before
 

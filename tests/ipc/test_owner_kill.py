@@ -32,8 +32,8 @@ def _one_kill(folder: Path, keys: dict[str, str], before_kill: int) -> dict[int,
     errors: dict[str, BaseException] = {}
 
     def writer(scope: str) -> None:
-        remote = (RemoteVault(folder, timeout=CLIENT_TIMEOUT) if scope == "global" else
-                  RemoteVault(folder, agent=scope, key=keys[scope], timeout=CLIENT_TIMEOUT))
+        remote = (RemoteVault.at(folder, timeout=CLIENT_TIMEOUT) if scope == "global" else
+                  RemoteVault.at(folder, agent=scope, key=keys[scope], timeout=CLIENT_TIMEOUT))
         n = 0
         try:
             while n < 100_000:
@@ -70,7 +70,7 @@ def _one_kill(folder: Path, keys: dict[str, str], before_kill: int) -> dict[int,
         assert "Kept is not running" in exc.user_message
     # A new client: the stale socket file is there, nothing answers; clear and immediate.
     with pytest.raises(OwnerNotRunning):
-        RemoteVault(folder, timeout=CLIENT_TIMEOUT).status()
+        RemoteVault.at(folder, timeout=CLIENT_TIMEOUT).status()
     return acked
 
 

@@ -38,7 +38,7 @@ def test_decisions_need_the_password_on_that_connection(owner: object) -> None:
     from app.ipc.client import RemoteVault
     server = _server(owner)
     folder = server.vault.folder
-    remote = RemoteVault(folder)
+    remote = RemoteVault.at(folder)
     plan = remote.forget_plan(query="Lisbon")
     assert [i.text for i in plan.items if i.role == "matched"] == ["Ana moved to Lisbon"]
     with pytest.raises(PasswordNeeded):
@@ -52,7 +52,7 @@ def test_decisions_need_the_password_on_that_connection(owner: object) -> None:
     assert remote.forget(plan).value.memories == 1
     # Another connection has proved nothing.
     with pytest.raises(PasswordNeeded):
-        RemoteVault(folder).revoke_agent("claude")
+        RemoteVault.at(folder).revoke_agent("claude")
     assert server.vault.count_memories(_all()) == 1
 
 
@@ -66,7 +66,7 @@ def test_an_assistant_cannot_prove_a_password_or_decide(owner: object) -> None:
     from app.ipc.client import RemoteVault
     server = _server(owner)
     key = server.vault.pair_agent("claude").value
-    agent = RemoteVault(server.vault.folder, agent="claude", key=key)
+    agent = RemoteVault.at(server.vault.folder, agent="claude", key=key)
     for call in (lambda: agent.verify_password(PW),
                  lambda: agent.forget_plan(query="Lisbon"),
                  lambda: agent.pair_agent("other"),
@@ -86,7 +86,7 @@ def test_reads_are_logged_by_id_and_time_and_go_with_the_memory(owner: object) -
     server = _server(owner)
     vault = server.vault
     key = vault.pair_agent("claude").value
-    agent = RemoteVault(vault.folder, agent="claude", key=key)
+    agent = RemoteVault.at(vault.folder, agent="claude", key=key)
     hit = agent.recall("green tea", k=1)[0]
     agent.explain(hit.id)
     import time
@@ -95,7 +95,7 @@ def test_reads_are_logged_by_id_and_time_and_go_with_the_memory(owner: object) -
         time.sleep(0.02)  # note_reads writes in the background
     reads = vault.memory_reads(hit.id)
     assert [(r.agent, r.via) for r in reads] == [("claude", "explain"), ("claude", "recall")]
-    assert RemoteVault(vault.folder).memory_reads(hit.id) == reads  # the person's view
+    assert RemoteVault.at(vault.folder).memory_reads(hit.id) == reads  # the person's view
     vault.forget(vault.forget_plan(ids=[hit.id]))
     rows = vault.db.read(lambda c: c.execute("SELECT count(*) FROM memory_read").fetchone()[0])
     assert rows == 0
@@ -107,7 +107,7 @@ def test_cli_through_the_owner_confirms_an_assistants_forget(owner: object) -> N
     vault = server.vault
     folder = vault.folder
     key = vault.pair_agent("claude").value
-    agent = RemoteVault(folder, agent="claude", key=key)
+    agent = RemoteVault.at(folder, agent="claude", key=key)
     req = agent.request_forget(agent="claude", query="Bruno", reason="forget my tea habit").value
     listed = kept_in_process(folder, "forget", "--pending", password=None)
     assert listed.returncode == 0 and f"[{req.id}] claude asks to forget" in listed.stdout
@@ -144,7 +144,7 @@ def test_a_vault_deeper_than_a_socket_address_is_served(tmp_path: Path) -> None:
     server.start()
     try:
         assert (folder / "kept.sock").is_socket()
-        assert RemoteVault(folder).recall("Lisbon", k=1)[0].text == "Ana moved to Lisbon"
+        assert RemoteVault.at(folder).recall("Lisbon", k=1)[0].text == "Ana moved to Lisbon"
     finally:
         server.lock_vault()
     assert not (folder / "kept.sock").exists()

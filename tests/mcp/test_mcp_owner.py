@@ -133,7 +133,7 @@ def test_every_tool_through_kept_serve(served: Seeded) -> None:
     out = with_mcp(mcp_params(served.folder, "a", served.keys["a"]), body)
     # The person's view through the owner: written in a's scope, nothing forgotten.
     from app.ipc.client import RemoteVault
-    with RemoteVault(served.folder, timeout=10) as person:
+    with RemoteVault.at(served.folder, timeout=10) as person:
         assert person.get(out["turn"]).agent == "a"
         assert person.get(out["fact"]).agent == "a"
         [req] = [r for r in person.pending_forgets("pending") if r.id == out["request"]]
@@ -203,7 +203,7 @@ def test_a_key_revoked_while_connected(served: Seeded) -> None:
         structured(tools, "status", await s.call_tool("status", {}))
 
         def revoke() -> None:
-            with RemoteVault(served.folder, timeout=10) as person:
+            with RemoteVault.at(served.folder, timeout=10) as person:
                 person.verify_password(PW)
                 person.revoke_agent("c")
         await anyio.to_thread.run_sync(revoke)
@@ -211,7 +211,7 @@ def test_a_key_revoked_while_connected(served: Seeded) -> None:
 
     text = with_mcp(mcp_params(served.folder, "c", served.keys["c"]), body)
     assert "not paired" in text and "kept agents pair" in text
-    with RemoteVault(served.folder, timeout=10) as person:
+    with RemoteVault.at(served.folder, timeout=10) as person:
         rows = person.page_memories(_everything(), limit=500).rows
         assert rows and all(m.text != "after revoke" for m in rows)
 
@@ -230,7 +230,7 @@ def test_no_key_or_a_wrong_key_gets_a_readable_refusal(served: Seeded, key: str 
         return await _every_tool_fails_readably(s)
 
     from app.ipc.client import RemoteVault
-    with RemoteVault(served.folder) as person:
+    with RemoteVault.at(served.folder) as person:
         before = person.count_memories(_everything())
         texts = with_mcp(mcp_params(served.folder, "a", key), body)
         assert person.count_memories(_everything()) == before

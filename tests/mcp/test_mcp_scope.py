@@ -155,7 +155,7 @@ def test_b_never_reaches_a_through_any_tool(served: Seeded) -> None:
     fr = with_mcp(mcp_params(served.folder, "a", served.keys["a"]), body)
 
     from app.ipc.client import RemoteVault
-    with RemoteVault(served.folder, timeout=10) as person:
+    with RemoteVault.at(served.folder, timeout=10) as person:
         for mid in b_ids:
             assert person.get(mid).agent == "b"  # nothing of b's changed
         pending = {r.agent: r for r in person.pending_forgets("pending")}
@@ -180,8 +180,8 @@ def test_scope_arguments_are_overwritten_on_the_socket(served: Seeded) -> None:
     from app.errors import AgentNotPaired, NotFound, RemoteRefused
     from app.ipc.client import RemoteVault
     b_ids = set(served.ids["b"])
-    a = RemoteVault(served.folder, agent="a", key=served.keys["a"], timeout=10)
-    person = RemoteVault(served.folder, timeout=10)
+    a = RemoteVault.at(served.folder, agent="a", key=served.keys["a"], timeout=10)
+    person = RemoteVault.at(served.folder, timeout=10)
     try:
         # The queries do find b's memories for the person (so their absence below means
         # something).

@@ -33,7 +33,6 @@ def dump():
         json.dump(sorted(sys.modules), f)
 atexit.register(dump)
 from app.cli import main
-from app.facade import Vault
 sys.exit(main(sys.argv[2:]))
 """
 

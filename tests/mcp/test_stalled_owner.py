@@ -40,7 +40,7 @@ def test_an_mcp_call_and_a_cli_read_answer_past_64_stalled_connections(tmp_path:
                 assert [h["text"] for h in got["memories"]] == ["Ana moved to Lisbon in May"]
                 started = time.perf_counter()
                 hits = await anyio.to_thread.run_sync(
-                    lambda: RemoteVault(seeded.folder).recall("Lisbon"))
+                    lambda: RemoteVault.at(seeded.folder).recall("Lisbon"))
                 times["person_recall_s"] = time.perf_counter() - started
                 assert [h.text for h in hits] == ["Ana moved to Lisbon in May"]
             finally:

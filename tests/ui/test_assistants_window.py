@@ -77,7 +77,7 @@ def owner(make_owner: Any) -> Any:
 
 def remote(folder: Path, agent: str | None = None, key: str | None = None) -> Any:
     from app.ipc.client import RemoteVault
-    return RemoteVault(folder, timeout=10.0, agent=agent, key=key)
+    return RemoteVault.at(folder, timeout=10.0, agent=agent, key=key)
 
 
 def paired(vault: Any, name: str = AGENT) -> Any:

@@ -9,17 +9,21 @@ person's inbox.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app.domain.fact import EpisodeView, FactCandidate
 from app.errors import AppError
+from app.ports import Clock, ConsolidationRows, Database, InboxRows, Scope
 from app.services.extract import extract
 
 if TYPE_CHECKING:
-    from app.services.consolidation.pipeline import Extractor, Pipeline, Scope
     from app.services.consolidation.runlog import RunLog
 
 log = logging.getLogger(__name__)
+
+# One scope's batch of episodes in, fact candidates out.
+Extractor = Callable[[list[EpisodeView], Scope], list[FactCandidate]]
 
 MATCH_RATIO = 80  # rapidfuzz token_set_ratio for a DELETE's statement to name a fact
 
@@ -29,17 +33,17 @@ def rules(eps: list[EpisodeView], _scope: Scope) -> list[FactCandidate]:
     return [f for e in eps for f in extract(e)]
 
 
-def llm_extractor(p: Pipeline, rl: RunLog) -> Extractor:
+def llm_extractor(db: Database, rows: ConsolidationRows, inbox: InboxRows, clock: Clock,
+                  rl: RunLog) -> Extractor:
     """The optional LLM extractor. When it cannot help (no consent for a cloud endpoint,
     the endpoint is down, a reply stays malformed after one retry: its raw text is kept
     encrypted in llm_reply), the batch falls back to the rules, so consolidation always
     progresses; the run report lists those batches by the error's class
     (``llm_fallbacks``), so a broken endpoint shows in the window and the CLI."""
     from app.services.llm import LlmConfig, LlmExtractor
-    rows = p.rows
 
     def setting(key: str) -> Any:
-        return p.db.read(lambda c: rows.get_setting(c, key))
+        return db.read(lambda c: rows.get_setting(c, key))
     cfg = LlmConfig(base_url=setting("extraction.llm_base_url") or "",
                     model=setting("extraction.llm_model") or "",
                     consent=setting("extraction.cloud_consent") or "",
@@ -51,7 +55,7 @@ def llm_extractor(p: Pipeline, rl: RunLog) -> Extractor:
                             is not None else sensitive.NEVER_SEND_DEFAULT)
 
     def in_scope(mid: int, scope: Scope) -> bool:
-        return p.db.read(lambda c: rows.scope_of(c, mid)) == scope
+        return db.read(lambda c: rows.scope_of(c, mid)) == scope
 
     def run(eps: list[EpisodeView], scope: Scope) -> list[FactCandidate]:
         # What the person chose never to send (privacy.never_send) is read by the rules.
@@ -65,11 +69,11 @@ def llm_extractor(p: Pipeline, rl: RunLog) -> Extractor:
 
     def run_llm(eps: list[EpisodeView], scope: Scope) -> list[FactCandidate]:
         if scope not in names_of:  # people this scope may know: never another agent's
-            names_of[scope] = p.db.read(lambda c: rows.known_people(c, scope[0]))
+            names_of[scope] = db.read(lambda c: rows.known_people(c, scope[0]))
         names = names_of[scope]
 
         def save_raw(raw: str, error: str) -> None:
-            p.db.write_sync(lambda c: rows.save_llm_reply(c, p.clock.now(), raw, error,
+            db.write_sync(lambda c: rows.save_llm_reply(c, clock.now(), raw, error,
                                                           [e.id for e in eps]))
         try:
             facts, deletes = llm.extract(eps, names, save_raw)
@@ -81,29 +85,29 @@ def llm_extractor(p: Pipeline, rl: RunLog) -> Extractor:
         for d in deletes:
             # An LLM DELETE never deletes: the memory it means goes to the person's inbox.
             target = d.memory_id if d.memory_id is not None else match_fact(
-                p, d.statement, scope)
+                db, rows, d.statement, scope)
             if target is not None and in_scope(target, scope):
-                review_request(p, target, d.reason or "the assistant thinks this is no "
-                               "longer true")
+                review_request(db, inbox, clock, target,
+                               d.reason or "the assistant thinks this is no longer true")
         return facts
     return run
 
 
-def match_fact(p: Pipeline, statement: str, scope: Scope) -> int | None:
+def match_fact(db: Database, rows: ConsolidationRows, statement: str, scope: Scope) -> int | None:
     """The active fact of ``scope`` a free-text statement most likely means, if one
     clearly matches."""
     from rapidfuzz import fuzz
 
     from app.services.recall import query_tokens
     tokens = query_tokens(statement)
-    for mid, text in p.db.read(lambda c: p.rows.fact_texts_matching(c, tokens, scope, 5)):
+    for mid, text in db.read(lambda c: rows.fact_texts_matching(c, tokens, scope, 5)):
         if fuzz.token_set_ratio(text, statement) >= MATCH_RATIO:
             return mid
     return None
 
 
-def review_request(p: Pipeline, mid: int, reason: str) -> None:
+def review_request(db: Database, inbox: InboxRows, clock: Clock, mid: int, reason: str) -> None:
     """A review request of one memory (kind 'review'; ``b`` repeats ``a`` because the
     column is NOT NULL). Never a contradiction of the memory with itself: answering that
     with "keep A" superseded the memory by itself (issue 12)."""
-    p.db.write_sync(lambda c: p.inbox.add_review(c, mid, reason[:200], p.clock.now()))
+    db.write_sync(lambda c: inbox.add_review(c, mid, reason[:200], clock.now()))

@@ -36,9 +36,10 @@ from app.api import CancelToken, RunReport
 from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
-from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
+from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, Scope, VectorIndex
 from app.services import fact_check, memory_words, owner, para, said_change, scoring, slots
 from app.services.consolidation import extraction
+from app.services.consolidation.extraction import Extractor
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
 from app.services.contradiction import FactView, classify, resolve
@@ -57,8 +58,6 @@ SIMILAR_COSINE = 0.93            # near-duplicate facts get a SIMILAR_TO link
 # A memory's scope (DESIGN 4): its agent ("global" is shared) and its context ("hat", or
 # None). What consolidation derives keeps the scope of its sources, and nothing is compared,
 # merged or summarised across two scopes.
-Scope = tuple[str, str | None]
-Extractor = Callable[[list[EpisodeView], Scope], list[FactCandidate]]
 Step = Callable[[RunLog, float, CancelToken], object]
 STEPS = ("extract", "entities", "similar", "procedures", "statistics", "decay", "synthesis")
 
@@ -307,7 +306,7 @@ class Pipeline:
         provider = self.db.read(
             lambda c: self.rows.get_setting(c, "extraction.provider")) or "rules"
         if provider == "llm":
-            return extraction.llm_extractor(self, rl)
+            return extraction.llm_extractor(self.db, self.rows, self.inbox, self.clock, rl)
         return extraction.rules
 
     def _store_facts(self, rl: RunLog, facts: list[FactCandidate], now: float,
