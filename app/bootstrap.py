@@ -230,6 +230,7 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     """The storage objects and services of one unlocked vault, built once, for the Vault
     that will own them. Starts the index load and, on a big vault, the RAM lexicon build."""
     from app.parts import Parts
+    from app.services.agents import AgentService
     from app.services.browse import BrowseService
     from app.services.consolidation import ConsolidationService
     from app.services.context import ContextService
@@ -255,7 +256,8 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         ingest=ingest, recall=recall, consolidation=consolidation,
         context=ContextService(db, recall, rows=repo),
         forget=ForgetService(db, index, rows=lifecycle),
-        browse=BrowseService(db, clock, rows=browse), agents=agents)
+        browse=BrowseService(db, clock, rows=browse),
+        agents=AgentService(db, clock, agents, locked=lambda: opened.locked))
     _load_index(opened, index, embedder, vectors)
     _start_lexicon(opened, index, lexicon, embedder)
     return parts

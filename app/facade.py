@@ -10,7 +10,6 @@ local IPC. The storage objects and the services are built once per unlock by
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -63,7 +62,7 @@ from app.api import (
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
 from app.clock import Clock
 from app.domain.memory import Draft, Memory, MemoryId
-from app.errors import AgentNotPaired, NotFound, StorageFull, ValidationError, VaultLocked
+from app.errors import NotFound, StorageFull, ValidationError, VaultLocked
 from app.parts import Parts
 from app.services import ingest as ingestion
 from app.validation import check_string, check_text, check_time, validate_turn
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
     from app.services.recall import RecallService
 
 log = logging.getLogger(__name__)
-READS_FLUSH_S = 1.0  # assistants' reads are written at most this long after they happen
 
 __all__ = ["Vault"]
 
@@ -102,14 +100,7 @@ class Vault:
         self._consolidation = parts.consolidation
         self._agents = parts.agents
         self._listeners: list[Listener] = []
-        # Assistants (issue 14): keys already checked, valid until the next pair or revoke
-        # (``_agents_gen``); reads waiting to be written in one batch (``READS_FLUSH_S``).
-        self._verified: dict[tuple[str, str], AgentRow] = {}
-        self._agents_gen = 0
-        self._touched: dict[str, float] = {}
-        self._reads: list[tuple[str, tuple[int, ...], str, float]] = []
-        self._reads_guard = threading.Lock()
-        self._reads_timer: threading.Timer | None = None
+        self._agents.on_reads_written = lambda: self._emit(Changes(agents=True))
         self._backups: BackupService | None = None  # built on first use (issue 16)
         self._learn_owner()
 
@@ -189,7 +180,7 @@ class Vault:
     def lock(self) -> Result[None]:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
-            self._flush_reads()  # what assistants read goes in before the keys go
+            self._agents.flush_reads()  # what assistants read goes in before the keys go
             self.lexicon.clear()  # first: its thread may start the Chroma build when done
             self.index.close()
             self._opened.lock()
@@ -636,56 +627,31 @@ class Vault:
     def pair_agent(self, name: str) -> Result[str]:
         """Pair (or re-pair) an assistant; the value is its new key, shown once. Only a
         hash is kept. Re-pairing replaces the old key."""
-        import secrets
         check_agent_name(name)
-        key = "kept_" + secrets.token_urlsafe(32)
-        now = self.clock.now()
-        self.db.write_sync(lambda c: self._agents.put_agent(c, name, _key_hash(key), now))
-        self._forget_verified()
+        self._check_unlocked()
+        key = self._agents.pair(name)
         changes = Changes(agents=True)
         self._emit(changes)
         return Result(key, changes)
 
     def revoke_agent(self, name: str) -> Result[None]:
-        now = self.clock.now()
-        if not self.db.write_sync(lambda c: self._agents.revoke_agent(c, name, now)):
-            raise ValidationError(f"No paired assistant named {name!r}.")
-        self._forget_verified()
+        self._check_unlocked()
+        self._agents.revoke(name)
         changes = Changes(agents=True)
         self._emit(changes)
         return Result(None, changes)
 
     def agents(self) -> list[AgentRow]:
-        return list(self.db.read(self._agents.list_agents))
+        self._check_unlocked()
+        return self._agents.paired()
 
     def verify_agent(self, name: str, key: str) -> AgentRow:
         """The paired assistant ``name`` if ``key`` is its current key; ``AgentNotPaired``
-        otherwise (unknown, revoked or wrong key: one answer, so nothing is learned)."""
-        import hmac
+        otherwise. The owner checks on every call of a connected assistant (a revoked key
+        stops at its next call)."""
         check_agent_name(name)
         self._check_unlocked()
-        # The owner checks on every call of a connected assistant (a revoked key stops at its
-        # next call): a key checked since the last pair or revoke is not read again.
-        hashed = _key_hash(key)
-        row = self._verified.get((name, hashed))
-        if row is None:
-            gen = self._agents_gen
-            stored = self.db.read(lambda c: self._agents.agent_key_hash(c, name))
-            if stored is None or not hmac.compare_digest(stored, hashed):
-                raise AgentNotPaired()
-            row = self.db.read(lambda c: self._agents.get_agent(c, name))
-            assert row is not None
-            if gen == self._agents_gen:  # no pair or revoke meanwhile
-                self._verified[(name, hashed)] = row
-        now = self.clock.now()
-        if now - self._touched.get(name, 0.0) >= 60.0:  # "last seen", at most once a minute
-            self._touched[name] = now
-            self.db.write(lambda c: self._agents.touch_agent(c, name, now))
-        return row
-
-    def _forget_verified(self) -> None:
-        self._agents_gen += 1
-        self._verified.clear()
+        return self._agents.verify(name, key)
 
     def remember_fact(self, fact: AssistantFact, *, agent: str = "global"
                       ) -> Result[FactOutcome]:
@@ -703,7 +669,8 @@ class Vault:
             check_time(fact.valid_from, "'valid_from'")
         if not 0.0 <= fact.confidence <= 1.0:
             raise ValidationError("'confidence' must be between 0 and 1.")
-        self._check_visible(fact.source_ids, agent)
+        self._check_unlocked()
+        self._agents.check_visible(fact.source_ids, agent)
         from app.services.slots import canonical_predicate
         predicate = canonical_predicate(fact.attribute)
         candidate = FactCandidate(
@@ -737,52 +704,37 @@ class Vault:
             check_string(query, "'query'")
         if not ids and not (query and query.strip()):
             raise ValidationError("Give memory ids or a query.")
-        self._check_visible(ids, agent)
+        self._check_unlocked()
+        self._agents.check_visible(ids, agent)
         chosen = [int(mid) for mid in ids]
         if query and query.strip():
             plan = self.forget_plan(query=query, include_sources=False)
             matched = [i.id for i in plan.items if i.role == "matched"]
-            visible = self.db.read(lambda c: self._agents.agents_of(c, matched)) if matched else {}
+            visible = self._agents.scopes_of(matched)
             chosen += [int(m) for m in matched if visible.get(m) in ("global", agent)]
         chosen = list(dict.fromkeys(chosen))
         if not chosen:
             raise ValidationError("Nothing this assistant can see matches; nothing was asked.")
-        now = self.clock.now()
-        pid = self.db.write_sync(lambda c: self._agents.add_pending_forget(
-            c, agent, chosen, query, reason, now))
-        row: PendingForget | None = self.db.read(
-            lambda c: self._agents.get_pending_forget(c, pid))
-        assert row is not None
+        row = self._agents.add_request(agent, chosen, query, reason)
         changes = Changes(agents=True)
         self._emit(changes)
         return Result(row, changes)
 
-    def _check_visible(self, ids: Sequence[int], agent: str) -> None:
-        """``NotFound`` unless every id is a memory ``agent`` can see (global or its own):
-        another assistant's memory gets the same answer as one that does not exist."""
-        if not ids:
-            return
-        wanted = [int(i) for i in ids]
-        scopes = self.db.read(lambda c: self._agents.agents_of(c, wanted))
-        if any(scopes.get(i) not in ("global", agent) for i in wanted):
-            raise NotFound()
-
     def pending_forgets(self, status: PendingStatus | None = "pending",
                         agent: str | None = None, limit: int = 50) -> list[PendingForget]:
-        return list(self.db.read(
-            lambda c: self._agents.pending_forgets(c, status, agent, max(1, min(limit, 500)))))
+        self._check_unlocked()
+        return self._agents.requests(status, agent, limit)
 
     def pending_forget_plan(self, pid: int) -> ForgetPlan:
         """What confirming request ``pid`` would forget (the memories still there)."""
-        req: PendingForget | None = self.db.read(
-            lambda c: self._agents.get_pending_forget(c, pid))
+        self._check_unlocked()
+        req = self._agents.request(pid)
         if req is None or req.status != "pending":
             raise ValidationError(f"No pending forget request {pid}.")
         ids = list(req.memory_ids)
-        left = self.db.read(lambda c: self._agents.agents_of(c, ids))
+        left = self._agents.scopes_of(ids)
         if not left:  # forgotten some other way meanwhile: nothing is left to ask about
-            now = self.clock.now()
-            self.db.write_sync(lambda c: self._agents.decide_pending_forget(c, pid, "done", now))
+            self._agents.decide(pid, "done")
             self._emit(Changes(agents=True))
             raise ValidationError(f"The memories of request {pid} are already forgotten; "
                                   "the request is closed.")
@@ -798,51 +750,20 @@ class Vault:
             self.pending_forget_plan(pid)  # still pending
             result = self.forget(plan)
             report, changes = result.value, result.changes.merge(Changes(agents=True))
-        now = self.clock.now()
-        status = "done" if plan is not None else "declined"
-        if not self.db.write_sync(
-                lambda c: self._agents.decide_pending_forget(c, pid, status, now)):
+        if not self._agents.decide(pid, "done" if plan is not None else "declined"):
             raise ValidationError(f"No pending forget request {pid}.")
         self._emit(changes)
         return Result(report, changes)
 
     def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None:
         """Record that assistant ``agent`` read ``ids`` (the owner does, for its agents'
-        recall, context and explain). Kept in memory (ids and times only) and written in one
-        batch ``READS_FLUSH_S`` later, or at lock: a read never waits on a write."""
-        if not ids:
-            return
-        entry = (agent, tuple(int(i) for i in ids), via, self.clock.now())
-        with self._reads_guard:
-            self._reads.append(entry)
-            if self._reads_timer is None:
-                timer = threading.Timer(READS_FLUSH_S, self._flush_reads)
-                timer.daemon = True
-                self._reads_timer = timer
-                timer.start()
-
-    def _flush_reads(self) -> None:
-        with self._reads_guard:
-            batch, self._reads = self._reads, []
-            timer, self._reads_timer = self._reads_timer, None
-        if timer is not None:
-            timer.cancel()
-        if not batch or self.locked:
-            return
-
-        def write(c: ports.Connection) -> None:
-            for agent, ids, via, at in batch:
-                self._agents.add_reads(c, agent, ids, via, at)
-        try:
-            self.db.write_sync(write)
-        except Exception as exc:  # a read log is not worth failing anything for
-            log.warning("could not record assistants' reads: %s", type(exc).__name__)
-            return
-        self._emit(Changes(agents=True))
+        recall, context and explain), in one batch a moment later (``AgentService``)."""
+        self._agents.note_reads(agent, ids, via)
 
     def memory_reads(self, mid: int) -> list[MemoryRead]:
         """When and by which assistant ``mid`` was read, newest first."""
-        return list(self.db.read(lambda c: self._agents.memory_reads(c, mid)))
+        self._check_unlocked()
+        return self._agents.reads_of(mid)
 
     def verify_password(self, password: str) -> None:
         """``WrongPassword`` unless ``password`` opens this vault (one KDF derive)."""
@@ -883,11 +804,6 @@ class Vault:
         changes = Changes(settings=True)
         self._emit(changes)
         return Result(done, changes)
-
-
-def _key_hash(key: str) -> str:
-    import hashlib
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # mypy checks here that the in-process Vault is a VaultAPI (tests/test_contract.py checks that

@@ -12,6 +12,7 @@ from app import ports
 from app.clock import Clock
 
 if TYPE_CHECKING:
+    from app.services.agents import AgentService
     from app.services.browse import BrowseService
     from app.services.consolidation import ConsolidationService
     from app.services.context import ContextService
@@ -39,4 +40,4 @@ class Parts:
     forget: ForgetService
     browse: BrowseService
     consolidation: ConsolidationService
-    agents: ports.AgentRows
+    agents: AgentService

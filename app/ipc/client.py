@@ -363,7 +363,7 @@ class RemoteVault(_Contract):
 
     def _operation(self, fn: Callable[Concatenate[Any, P], R]) -> Callable[P, R]:
         """The remote call of one ``VaultAPI`` method, typed as the contract declares it."""
-        return partial(_remote(fn), self)  # type: ignore[return-value]
+        return partial(_remote(fn), self)
 
 
 def _remote(fn: Callable[..., R]) -> Callable[..., R]:

@@ -140,7 +140,7 @@ def test_every_tool_through_kept_serve(served: Seeded) -> None:
         assert req.agent == "a" and req.memory_ids == (out["turn"],)
         assert person.get(out["turn"]).text.startswith("Kestrel project deadline")
         # What a read was recorded by id and time (via recall, explain...), in a batch
-        # written within a second (app.facade.READS_FLUSH_S).
+        # written within a second (app.services.agents.READS_FLUSH_S).
         end = time.monotonic() + 10
         while not person.memory_reads(out["fact"]) and time.monotonic() < end:
             time.sleep(0.05)

@@ -19,15 +19,10 @@ and storage/inbox.py, injected through the ``app.ports`` Protocols. The old impo
 from __future__ import annotations
 
 from app.api import BatchFailure, CancelToken, ContradictionItem, InboxPage, RunReport
+from app.ports import Scope
+from app.services.consolidation.extraction import Extractor
 from app.services.consolidation.inbox import RESOLVE_CHOICES
-from app.services.consolidation.pipeline import (
-    BATCH,
-    STEPS,
-    Cancelled,
-    Extractor,
-    Scope,
-    scoring_defaults,
-)
+from app.services.consolidation.pipeline import BATCH, STEPS, Cancelled, scoring_defaults
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog
 from app.services.consolidation.service import ConsolidationService
 
