@@ -13,8 +13,12 @@ import logging
 import logging.handlers
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.owner import OwnerSession
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,8 @@ def demo_folder() -> Path:
 
 
 class Controller:
-    """Owns the open vault, the window and the scheduler; runs the lock/unlock cycle."""
+    """Owns the window and the lock/unlock cycle; the unlocked vault's socket, schedule and
+    lock order are its ``OwnerSession`` (``app/owner.py``), as for ``kept serve``."""
 
     def __init__(self, app: Any, folder: Path, *, demo: bool) -> None:
         from ui.bridge import CoreBridge
@@ -63,10 +68,8 @@ class Controller:
         self.bridge.vault_corrupt.connect(self._on_vault_corrupt)
         self.vault: Any = None
         self.window: Any = None
-        self.scheduler: Any = None
-        self.jobs: Any = None
         self.dialog: Any = None
-        self.server: Any = None  # app.ipc.server.OwnerServer while the vault is unlocked
+        self.session: OwnerSession | None = None  # while the vault is unlocked
         self._return_to: tuple[Path, bool] | None = None  # the vault before File > Open
 
     def start(self) -> None:
@@ -104,7 +107,8 @@ class Controller:
         from ui.main_window import MainWindow
         self.vault = vault
         self._return_to = None
-        idle = float(os.environ.get("KEPT_IDLE_MINUTES") or vault.setting("lock.idle_minutes"))
+        from app.owner import OwnerSession, idle_minutes
+        idle = idle_minutes(vault)
         self.window = MainWindow(vault, self.bridge, idle_minutes=idle,
                                  folder=None if self.demo else self.folder)
         self.window.files.vault_requested.connect(self.switch_vault)
@@ -121,35 +125,20 @@ class Controller:
         # Changes made by scheduler jobs reach the window (list, People & Projects, Inbox
         # count, status bar) through the bridge, on the GUI thread.
         vault.subscribe(self.bridge.listener)
-        self._start_scheduler()
-        self._start_server()
+        # Serve the unlocked vault to assistants and the CLI (``kept.sock`` in its folder) and
+        # run the schedule. Requests and jobs run on their own threads; what they change
+        # reaches the window through ``Vault.subscribe`` and the bridge.
+        self.session = OwnerSession(vault, on_job_done=self.bridge.job_listener,
+                                    on_job_start=self.bridge.job_progress)
+        self.session.start()
+        self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
+        if self.session.serve_error is not None:  # e.g. a folder path too long for a socket
+            self.window.statusBar().showMessage(
+                "Assistants and the kept command cannot connect to this window "
+                f"({self.session.serve_error}); everything else works.", 30_000)
         # The page self-test runs in the background after unlock (storage/db.py): if it
         # fails, nothing has been written and nothing will be; lock and say so.
         vault.watch_integrity(self.bridge.corrupt_listener)
-
-    def _start_server(self) -> None:
-        """Serve the unlocked vault to assistants and the CLI (``kept.sock`` in its folder).
-        Requests run on the server's own threads; what they change reaches the window through
-        ``Vault.subscribe`` and the bridge. If the socket cannot be made (e.g. a folder path
-        too long for a Unix socket), the window works on without it and says so once."""
-        from app.ipc.server import OwnerServer
-        server = OwnerServer(self.vault)
-        try:
-            server.start()
-        except OSError as exc:
-            log.warning("not serving assistants (%s)", type(exc).__name__)
-            if self.window is not None:
-                self.window.statusBar().showMessage(
-                    "Assistants and the kept command cannot connect to this window "
-                    f"({type(exc).__name__}); everything else works.", 30_000)
-            return
-        self.server = server
-
-    def _stop_server(self) -> None:
-        """Before the vault locks: clients see the socket go, never a half-locked vault."""
-        server, self.server = self.server, None
-        if server is not None:
-            server.stop()
 
     def _on_vault_corrupt(self) -> None:
         if self.vault is None:
@@ -160,34 +149,14 @@ class Controller:
             from ui.errors import error_text
             self.dialog.error.setText(error_text(VaultCorrupt()))
 
-    def _start_scheduler(self) -> None:
-        from app.clock import SystemClock
-        from app.jobs import Jobs, build_scheduler
-        self.jobs = Jobs(self.vault, SystemClock(), on_done=self.bridge.job_listener,
-                         on_start=self.bridge.job_progress)
-        self.scheduler = build_scheduler(self.jobs, self.vault.setting)
-        self.scheduler.start()
-        self.bridge.changes_applied.connect(self._on_bridge_changes_applied)
-
     def _on_bridge_changes_applied(self, changes: Any, _initiator: Any) -> None:
         """Changed schedules apply at once; the settings are read off the GUI thread."""
-        if not getattr(changes, "settings", False) or self.scheduler is None:
+        session = self.session
+        if not getattr(changes, "settings", False) or session is None:
             return
-        from app.jobs import reschedule
         from ui.tasks import run_query
-        vault, sched = self.vault, self.scheduler
         if self.window is not None:
-            run_query(self.window, lambda: reschedule(sched, vault.setting), lambda _r: None)
-
-    def _stop_scheduler(self) -> None:
-        from app.jobs import shutdown
-        if self.scheduler is not None:  # connected only while a scheduler runs
-            try:
-                self.bridge.changes_applied.disconnect(self._on_bridge_changes_applied)
-            except (RuntimeError, TypeError):
-                pass
-            shutdown(self.scheduler, self.jobs)
-        self.scheduler = self.jobs = None
+            run_query(self.window, session.reschedule, lambda _r: None)
 
     def _add_reset_demo_action(self) -> None:
         from PySide6.QtGui import QAction
@@ -243,29 +212,39 @@ class Controller:
         self.folder, self.demo = Path(folder), False
         self.ask_unlock()
 
-    def _close_vault(self) -> None:
-        self._stop_server()
-        self._stop_scheduler()
-        if self.window is not None:
-            self.window.clear_for_lock()
-            self.window.hide()
-            self.window.deleteLater()
-            self.window = None
+    def _end_session(self, before_keys: Callable[[], None] | None = None) -> None:
+        """The owner's lock order (socket, jobs, keys); ``before_keys`` drops the window."""
         from PySide6.QtCore import QThreadPool
-        QThreadPool.globalInstance().waitForDone(5000)
+        session, self.session = self.session, None
         vault, self.vault = self.vault, None
-        vault.lock()
+        try:
+            self.bridge.changes_applied.disconnect(self._on_bridge_changes_applied)
+        except (RuntimeError, TypeError):
+            pass
+
+        def drop_window() -> None:
+            if before_keys is not None:
+                before_keys()
+            QThreadPool.globalInstance().waitForDone(5000)
+        if session is not None:
+            session.lock(before_keys=drop_window)
+        elif vault is not None:
+            drop_window()
+            vault.lock()
+
+    def _close_vault(self) -> None:
+        def drop_window() -> None:
+            if self.window is not None:
+                self.window.clear_for_lock()
+                self.window.hide()
+                self.window.deleteLater()
+                self.window = None
+        self._end_session(drop_window)
         import gc
         gc.collect()
 
     def shutdown(self) -> None:
-        from PySide6.QtCore import QThreadPool
-        self._stop_server()
-        self._stop_scheduler()
-        QThreadPool.globalInstance().waitForDone(5000)
-        if self.vault is not None:
-            self.vault.lock()
-            self.vault = None
+        self._end_session()
 
 
 class _Hidden:
@@ -337,14 +316,15 @@ def screen_problem() -> str | None:
 
 def _qt_render() -> str:
     from PySide6 import __version__ as pyside_version
+    from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication, QLabel
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    _app = QApplication.instance() or QApplication(sys.argv[:1])  # held while it renders
     label = QLabel("Kept")
     label.resize(80, 20)
     image = label.grab().toImage()
     if image.isNull():
         raise RuntimeError("a widget did not render")
-    return f"PySide6 {pyside_version}, platform {app.platformName()}"
+    return f"PySide6 {pyside_version}, platform {QGuiApplication.platformName()}"
 
 
 def _qt_probe() -> int:

@@ -111,7 +111,7 @@ def test_window_serves_while_unlocked_and_stops_before_the_lock(
     from app.errors import OwnerNotRunning, VaultLocked
     from app.ipc.protocol import socket_path
     sock = socket_path(demo_vault.folder)
-    assert owner.server is not None and owner.server.serving and sock.is_socket()
+    assert owner.session.server is not None and owner.session.server.serving and sock.is_socket()
     client = remote(demo_vault.folder)
     assert client.status().counts == demo_vault.status().counts
     # The socket goes before the vault locks: no request reaches a vault being locked.
@@ -123,7 +123,7 @@ def test_window_serves_while_unlocked_and_stops_before_the_lock(
         return real_lock()
     monkeypatch.setattr(demo_vault, "lock", lock)
     owner.lock()  # the toolbar's Lock (auto-lock and the corrupt path call the same)
-    assert seen == [False] and demo_vault.locked and owner.server is None
+    assert seen == [False] and demo_vault.locked and owner.session is None
     assert not sock.exists()
     with pytest.raises((OwnerNotRunning, VaultLocked)) as err:
         client.status()  # the connection it had
@@ -141,7 +141,7 @@ def test_window_without_its_socket_says_so_once_and_works(
         raise OSError(36, "File name too long")
     monkeypatch.setattr(OwnerServer, "start", refuse)
     controller = make_owner()
-    assert controller.server is None and controller.window.isVisible()
+    assert controller.session.server is None and controller.window.isVisible()
     assert "cannot connect" in controller.window.statusBar().currentMessage()
     qtbot.waitUntil(lambda: controller.window.browse.model.rowCount() > 0, timeout=WAIT)
     controller.lock()  # no server to stop: locks all the same
