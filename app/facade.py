@@ -516,9 +516,8 @@ class Vault:
                     progress: Progress | None = None, kind: str = "consolidation",
                     steps: tuple[str, ...] | None = None) -> Result[RunReport]:
         """Run the pipeline once; returns the run report (ids and counts only)."""
-        from app.services.consolidation import STEPS
         report = self.consolidation.run(now=now, cancel=cancel, progress=progress, kind=kind,
-                                        steps=STEPS if steps is None else steps)
+                                        steps=steps)
         self._learn_owner()  # the run may have learned the person's name ("I'm Sam")
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
                           index=True, settings=bool(report.counts.get("owner_named")))

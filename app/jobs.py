@@ -23,10 +23,6 @@ from app.errors import AppError
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_STEPS = ("extract", "entities")
-CONSOLIDATION_STEPS = ("extract", "entities", "similar", "procedures", "statistics")
-DECAY_STEPS = ("decay",)
-SYNTHESIS_STEPS = ("synthesis", "statistics")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +46,11 @@ class Jobs:
         self.on_start = on_start  # a job's progress callback (the window shows a bar), or None
         self._running = threading.Lock()  # belt and braces on top of max_instances=1
 
-    def _run(self, job: str, steps: tuple[str, ...]) -> JobOutcome:
+    def _run(self, job: str) -> JobOutcome:
+        """Job ``job``: the consolidation steps that carry it in their schedule
+        (``pipeline.STEP_LIST``)."""
+        from app.services.consolidation.pipeline import job_steps
+        steps = job_steps(job)
         if self.cancel.cancelled or self.vault.locked:
             return JobOutcome(job, False, error="skipped: locked or cancelled")
         with self._running:
@@ -67,16 +67,16 @@ class Jobs:
         return outcome
 
     def heartbeat(self) -> JobOutcome:
-        return self._run("heartbeat", HEARTBEAT_STEPS)
+        return self._run("heartbeat")
 
     def consolidation(self) -> JobOutcome:
-        return self._run("consolidation", CONSOLIDATION_STEPS)
+        return self._run("consolidation")
 
     def decay(self) -> JobOutcome:
-        return self._run("decay", DECAY_STEPS)
+        return self._run("decay")
 
     def synthesis(self) -> JobOutcome:
-        return self._run("synthesis", SYNTHESIS_STEPS)
+        return self._run("synthesis")
 
     def backup(self) -> JobOutcome:
         """A scheduled backup into ``backup.folder``, keeping the last ``backup.keep``

@@ -54,8 +54,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from locomo_recall import DATA, PASSWORD, SCORER, SHARED, turns_of  # noqa: E402
 
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, here and in children)
+from app.services.consolidation.pipeline import STEPS  # noqa: E402  (the one step list)
 
-STEPS = ("extract", "entities", "similar", "procedures", "statistics", "decay", "synthesis")
 DERIVED = ("semantic", "procedural", "implicit")   # what consolidation adds to recall
 # name -> the steps of its run (each after undoing the previous run on the same vault)
 VARIANTS: dict[str, tuple[str, ...]] = {

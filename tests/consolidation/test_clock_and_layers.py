@@ -89,11 +89,20 @@ def test_the_consolidation_services_run_no_sql_and_import_no_storage() -> None:
 def test_the_pipeline_dispatches_from_its_step_table() -> None:
     text = _sources()["pipeline.py"]
     assert 'getattr(self, f"_step_' not in text
-    from app.services.consolidation.pipeline import STEPS, Pipeline
+    from app.services.consolidation.pipeline import STEP_LIST, STEPS, Pipeline, job_steps
     assert tuple(inspect.signature(Pipeline.__init__).parameters)[1:] == (
         "db", "clock", "index", "ingest", "rows", "runlog", "inbox")
     assert STEPS == ("extract", "entities", "similar", "procedures", "statistics", "decay",
                      "synthesis")
+    # Each step carries its schedule: the jobs' step lists are read from the one list.
+    assert all(s.jobs for s in STEP_LIST)
+    assert job_steps("heartbeat") == ("extract", "entities")
+    assert job_steps("consolidation") == ("extract", "entities", "similar", "procedures",
+                                          "statistics")
+    assert job_steps("decay") == ("decay",)
+    assert job_steps("synthesis") == ("statistics", "synthesis")
+    with pytest.raises(ValueError):
+        job_steps("hourly")
 
 
 @pytest.mark.parametrize(("module", "protocol"), [

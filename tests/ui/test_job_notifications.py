@@ -63,7 +63,7 @@ def test_scheduled_job_refreshes_list_people_inbox_and_status(qtbot: Any,
     assert window.inbox_item.text(0) == "Inbox"
 
     with qtbot.waitSignal(window.bridge.job_finished, timeout=WAIT) as job:
-        controller.scheduler.modify_job("consolidation", next_run_time=datetime.now(UTC))
+        controller.session.scheduler.modify_job("consolidation", next_run_time=datetime.now(UTC))
     assert job.args[0].job == "consolidation" and job.args[0].ok
 
     def refreshed() -> bool:

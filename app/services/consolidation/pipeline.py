@@ -28,7 +28,8 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from app import policy
@@ -58,8 +59,7 @@ SIMILAR_COSINE = 0.93            # near-duplicate facts get a SIMILAR_TO link
 # A memory's scope (DESIGN 4): its agent ("global" is shared) and its context ("hat", or
 # None). What consolidation derives keeps the scope of its sources, and nothing is compared,
 # merged or summarised across two scopes.
-Step = Callable[[RunLog, float, CancelToken], object]
-STEPS = ("extract", "entities", "similar", "procedures", "statistics", "decay", "synthesis")
+StepFn = Callable[[RunLog, float, CancelToken], object]
 
 
 # Who asks, for a forget request the person made in conversation (the Inbox says "you").
@@ -118,14 +118,9 @@ class Pipeline:
         self.rows = rows
         self.runlog = runlog
         self.inbox = inbox
-        # An explicit table, checked before anything runs: a misspelt step is an error, not
-        # a silently skipped batch.
-        self.steps: Mapping[str, Step] = {
-            "extract": self._step_extract, "entities": self._step_entities,
-            "similar": self._step_similar, "procedures": self._step_procedures,
-            "statistics": self._step_statistics, "decay": self._step_decay,
-            "synthesis": self._step_synthesis}
-        assert tuple(self.steps) == STEPS
+        # An explicit table (``STEP_LIST``, below the class), checked before anything runs:
+        # a misspelt step is an error, not a silently skipped batch.
+        self.steps: Mapping[str, StepFn] = {s.name: partial(s.run, self) for s in STEP_LIST}
         self.owner_name: str | None = None  # setting owner.name, read at the start of a run
 
     def _read_owner(self) -> None:
@@ -185,8 +180,9 @@ class Pipeline:
 
     # --- the run ---------------------------------------------------------------------
     def run(self, *, now: float | None = None, cancel: CancelToken | None = None,
-            kind: str = "consolidation", steps: tuple[str, ...] = STEPS,
+            kind: str = "consolidation", steps: tuple[str, ...] | None = None,
             progress: Callable[[int, int], None] | None = None) -> RunReport:
+        steps = STEPS if steps is None else steps
         unknown = [s for s in steps if s not in self.steps]
         if unknown:
             raise ValidationError(f"Unknown consolidation step {unknown[0]!r}; the steps are "
@@ -808,3 +804,33 @@ class Pipeline:
                 n += summary is not None
             return n
         return self.db.write_sync(write)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One consolidation step: what it runs, and the scheduled jobs (``app/jobs.py``) that run
+    it. A run of several steps runs them in the order of ``STEP_LIST``."""
+    name: str
+    run: Callable[[Pipeline, RunLog, float, CancelToken], object]
+    jobs: tuple[str, ...]
+
+
+# Every step, once, in run order, with its schedule.
+STEP_LIST: tuple[Step, ...] = (
+    Step("extract", Pipeline._step_extract, ("heartbeat", "consolidation")),
+    Step("entities", Pipeline._step_entities, ("heartbeat", "consolidation")),
+    Step("similar", Pipeline._step_similar, ("consolidation",)),
+    Step("procedures", Pipeline._step_procedures, ("consolidation",)),
+    Step("statistics", Pipeline._step_statistics, ("consolidation", "synthesis")),
+    Step("decay", Pipeline._step_decay, ("decay",)),
+    Step("synthesis", Pipeline._step_synthesis, ("synthesis",)),
+)
+STEPS = tuple(s.name for s in STEP_LIST)
+JOBS = ("heartbeat", "consolidation", "decay", "synthesis")
+
+
+def job_steps(job: str) -> tuple[str, ...]:
+    """The steps scheduled job ``job`` runs, in run order."""
+    if job not in JOBS:
+        raise ValueError(f"unknown job {job!r}")
+    return tuple(s.name for s in STEP_LIST if job in s.jobs)

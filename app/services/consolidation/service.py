@@ -22,7 +22,7 @@ from app.api import (
 from app.domain.fact import FactCandidate
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, VectorIndex
 from app.services.consolidation.inbox import InboxService
-from app.services.consolidation.pipeline import STEPS, Pipeline
+from app.services.consolidation.pipeline import Pipeline
 from app.services.consolidation.runlog import RunLogService
 from app.services.ingest import IngestService
 
@@ -40,7 +40,7 @@ class ConsolidationService:
 
     # --- the pipeline ------------------------------------------------------------------
     def run(self, *, now: float | None = None, cancel: CancelToken | None = None,
-            kind: str = "consolidation", steps: tuple[str, ...] = STEPS,
+            kind: str = "consolidation", steps: tuple[str, ...] | None = None,
             progress: Callable[[int, int], None] | None = None) -> RunReport:
         return self.pipeline.run(now=now, cancel=cancel, kind=kind, steps=steps,
                                  progress=progress)
