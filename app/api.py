@@ -12,6 +12,15 @@ names to numbers, ``Literal``s and the ids of ``app.domain`` (``MemoryId``, ``En
 Where to add something: a new result or argument type goes here, next to its neighbours; the
 service that builds it imports it from here (the old import paths, e.g.
 ``app.services.forget.ForgetPlan``, re-export these names).
+
+One memory, four shapes, each for a reason (issue 24): ``app.domain.memory.Memory`` is the
+record, every column (``get``, the export's ``MemoryRecord``); ``Hit`` is a recall result and
+``MemoryRow`` a list row: projections that carry what their screen needs and what the
+record does not have (a score and its parts, refs, a currency mark; a tier), so a page of 200
+rows or a recall of 50 crosses the socket without 200 whole records; ``app.ports.BrowseRow``
+is the storage row behind ``MemoryRow``, the columns as SQLite holds them, from which the app
+computes the tier (a policy storage does not know). Their ``store``, ``status``, ``tier`` and
+link ``kind`` are the enums of ``app.domain.memory`` wherever they leave storage.
 """
 
 from __future__ import annotations
@@ -28,12 +37,14 @@ from app.changes import Changes, Result
 from app.domain.memory import (
     Draft,
     EntityId,
+    LinkKind,
     Memory,
     MemoryId,
     RunId,
     Scores,
     Status,
     Store,
+    Tier,
 )
 from app.operations import Access, op
 
@@ -64,6 +75,8 @@ RunStatus = Literal["running", "done", "partial", "cancelled", "undone"]
 IndexMode = Literal["chroma", "exact", "off"]
 PlanRole = Literal["matched", "version", "derived", "source", "staying"]
 ContextSection = Literal["procedures", "people", "facts", "timeline", "recent"]
+EntityKind = Literal["person", "pet", "place", "company", "project", "area", "resource", "work",
+                     "archive"]  # storage/migrations/0019_entity_kinds.sql allows these
 
 SECTIONS: tuple[ContextSection, ...] = ("procedures", "people", "facts", "timeline", "recent")
 LIVE = "live"  # MemoryQuery.status: active or archived (what the person has not forgotten)
@@ -194,14 +207,14 @@ class Currency:
 @dataclass(frozen=True, slots=True)
 class Hit:
     id: MemoryId
-    store: str
+    store: Store
     text: str
     score: float
     refs: tuple[str, ...]
     occurred_at: float
     speaker: str | None
     breakdown: dict[str, float]  # the parts of the score, by name (explain shows them)
-    status: str = "active"
+    status: Status = Status.ACTIVE
     agent: str = "global"  # or the assistant that wrote it (the window marks "from NAME")
     currency: Currency | None = None  # current, or earlier / superseded and by what
 
@@ -263,7 +276,7 @@ class Context:
 class SourceView:
     """One memory of a provenance chain, as explain shows it."""
     id: MemoryId
-    store: str
+    store: Store
     text: str
     ref: str | None
     speaker: str | None
@@ -274,17 +287,17 @@ class SourceView:
 class LinkView:
     src: MemoryId
     dst: MemoryId
-    kind: str
+    kind: LinkKind
     weight: float
 
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
     id: MemoryId
-    store: str
+    store: Store
     text: str
-    status: str
-    tier: str
+    status: Status
+    tier: Tier
     scores: dict[str, float]            # importance, recency, ..., confidence, access_count
     breakdown: dict[str, float] | None  # the parts of the score for the query, if one was given
     sources: tuple[SourceView, ...]
@@ -307,8 +320,8 @@ KIND_LABELS = {
 @dataclass(frozen=True, slots=True)
 class PlanItem:
     id: MemoryId
-    store: str
-    status: str
+    store: Store
+    status: Status
     text: str
     role: PlanRole
     # For a matched memory: how it was matched, "id", "entity" or the field the query was
@@ -427,7 +440,7 @@ class ForgetReport:
 class Version:
     id: MemoryId
     text: str
-    status: str
+    status: Status
     created_at: float
     user_validated: bool
     confidence: float
@@ -547,7 +560,7 @@ class MemoryView:
     sources') and the memories it was learned from."""
     id: MemoryId
     text: str
-    status: str
+    status: Status
     occurred_at: float | None
     confidence: float | None
     refs: tuple[str, ...]
@@ -607,15 +620,15 @@ class MemoryQuery:
 @dataclass(frozen=True, slots=True)
 class MemoryRow:
     id: MemoryId
-    store: str
+    store: Store
     text: str
     occurred_at: float
     speaker: str | None
-    status: str
+    status: Status
     composite: float
     confidence: float
     user_validated: bool
-    tier: str
+    tier: Tier
     agent: str = "global"  # or the assistant that wrote it (shown as "from NAME")
     currency: Currency | None = None  # a search result's mark (earlier, superseded)
 
@@ -629,7 +642,7 @@ class Page:
 @dataclass(frozen=True, slots=True)
 class EntityRow:
     id: EntityId
-    kind: str
+    kind: EntityKind
     name: str
     summary: str | None
     mentions: int
@@ -719,10 +732,10 @@ class LinkRecord:
     links a fact to the day file of its source without another read)."""
     src: MemoryId
     dst: MemoryId
-    kind: str
+    kind: LinkKind
     weight: float
     created_at: float
-    dst_store: str
+    dst_store: Store
     dst_occurred_at: float
 
 
@@ -742,8 +755,8 @@ class MemoryRecord:
 
 # --- the facade ------------------------------------------------------------------------------
 
-DEFAULT_ENTITY_KINDS = ("person", "pet", "place", "company", "project", "area", "resource",
-                        "work", "archive")
+DEFAULT_ENTITY_KINDS: tuple[EntityKind, ...] = (
+    "person", "pet", "place", "company", "project", "area", "resource", "work", "archive")
 
 
 class VaultAPI(Protocol):
@@ -873,7 +886,8 @@ class VaultAPI(Protocol):
     @op(Access.READ)
     def count_memories(self, query: MemoryQuery) -> int: ...
     @op(Access.READ)
-    def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]: ...
+    def entities(self, kinds: tuple[EntityKind, ...] = DEFAULT_ENTITY_KINDS
+                 ) -> list[EntityRow]: ...
     @op(Access.READ)
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]: ...
     @op(Access.READ)

@@ -322,7 +322,10 @@ class MemoryBrief(NamedTuple):
 
 
 class BrowseRow(NamedTuple):
-    """One row of a memory list (``storage.browse.page``); ``text`` is cut to 300 chars."""
+    """One row of a memory list (``storage.browse.page``); ``text`` is cut to 300 chars. The
+    columns as SQLite holds them (``store``, ``status`` as text): ``app/services/browse.py``
+    makes the typed ``app.api.MemoryRow`` of it, with the tier it computes (app/api.py says
+    why each shape of a memory exists)."""
 
     id: int
     store: str

@@ -9,7 +9,7 @@ from typing import Any
 
 from app import api
 from app.api import EntityRow, StatisticRow
-from app.domain.memory import EntityId
+from app.domain.memory import EntityId, LinkKind, Store
 from app.ports import BrowseRow, TierInput
 from storage import repo
 from storage.batching import chunks, marks
@@ -148,8 +148,8 @@ def export_page(conn: Connection, *, store: str | None, status: str | None,
                 f"FROM link l JOIN memory d ON d.id = l.dst WHERE l.src IN ({q}) "
                 "ORDER BY l.src, l.dst, l.kind", part):
             links.setdefault(int(r[0]), []).append(api.LinkRecord(
-                api.MemoryId(r[0]), api.MemoryId(r[1]), str(r[2]), float(r[3]), float(r[4]),
-                str(r[5]), float(r[6])))
+                api.MemoryId(r[0]), api.MemoryId(r[1]), LinkKind(r[2]), float(r[3]),
+                float(r[4]), Store(r[5]), float(r[6])))
         for r in conn.execute("SELECT memory_id, at, action, text, detail FROM history "
                               f"WHERE memory_id IN ({q}) ORDER BY memory_id, id", part):
             history.setdefault(int(r[0]), []).append(

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from app.api import MemoryView
-from app.domain.memory import MemoryId
+from app.domain.memory import MemoryId, Status
 from app.ports import InboxEntry, InboxRow
 from storage.batching import chunks as _chunks
 from storage.batching import marks as _marks
@@ -96,8 +96,10 @@ def sides(conn: Connection, mids: Iterable[int]) -> dict[int, MemoryView]:
     for mid in todo:
         m = mem.get(mid)
         chain = prov.get(mid, [])
+        # (m is None cannot happen: a contradiction goes with its memories, ON DELETE CASCADE)
         out[mid] = MemoryView(
-            MemoryId(mid), m[1] if m else "", m[2] if m else "", m[3] if m else None,
+            MemoryId(mid), m[1] if m else "", Status(m[2]) if m else Status.ARCHIVED,
+            m[3] if m else None,
             m[4] if m else None, tuple(dict.fromkeys(refs[c] for c in (mid, *chain) if c in refs)),
             tuple(MemoryId(c) for c in chain))
     return out

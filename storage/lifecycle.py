@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from app.api import HistoryEntry, Version
-from app.domain.memory import MemoryId
+from app.domain.memory import MemoryId, Status
 from app.ports import MemoryBrief
 from storage.batching import SQL_VARIABLES
 from storage.lexicon import mark_fts
@@ -452,9 +452,10 @@ def version_rows(conn: Connection, ids: Iterable[int]) -> list[Version]:
     ids = sorted(set(ids))
     if not ids:
         return []
-    return [Version(MemoryId(r[0]), r[1], r[2], r[3], bool(r[4]), r[5]) for r in conn.execute(
+    rows = conn.execute(
         "SELECT id, text, status, created_at, user_validated, confidence FROM memory "
-        f"WHERE id IN ({_marks(len(ids))}) ORDER BY created_at, id", ids)]
+        f"WHERE id IN ({_marks(len(ids))}) ORDER BY created_at, id", ids)
+    return [Version(MemoryId(r[0]), r[1], Status(r[2]), r[3], bool(r[4]), r[5]) for r in rows]
 
 
 def history_rows(conn: Connection, ids: Iterable[int]) -> list[HistoryEntry]:

@@ -326,8 +326,9 @@ def entity_summaries(conn: Connection, ids: Sequence[int], limit: int) -> list[E
 
 def links_of(conn: Connection, mid: int) -> list[LinkView]:
     """Every link from or to ``mid``."""
-    return [LinkView(MemoryId(r[0]), MemoryId(r[1]), r[2], float(r[3])) for r in conn.execute(
-        "SELECT src, dst, kind, weight FROM link WHERE src = ? OR dst = ?", (mid, mid))]
+    rows = conn.execute("SELECT src, dst, kind, weight FROM link WHERE src = ? OR dst = ?",
+                        (mid, mid))
+    return [LinkView(MemoryId(r[0]), MemoryId(r[1]), LinkKind(r[2]), float(r[3])) for r in rows]
 
 
 def provenance(conn: Connection, ids: Sequence[int]) -> dict[int, list[int]]:

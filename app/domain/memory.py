@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import NewType
 
 MemoryId = NewType("MemoryId", int)
@@ -12,7 +12,7 @@ EntityId = NewType("EntityId", int)
 RunId = NewType("RunId", int)
 
 
-class Store(str, Enum):
+class Store(StrEnum):
     WORKING = "working"          # RAM only, one request
     SHORT_TERM = "short_term"    # conversation turns of a session
     EPISODIC = "episodic"        # events
@@ -29,13 +29,13 @@ class Store(str, Enum):
         return cls(aliases.get(key, key))
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     ARCHIVED = "archived"
 
 
-class LinkKind(str, Enum):
+class LinkKind(StrEnum):
     RELATES_TO = "RELATES_TO"
     PRECEDED_BY = "PRECEDED_BY"
     SIMILAR_TO = "SIMILAR_TO"
@@ -47,7 +47,7 @@ class LinkKind(str, Enum):
     CONTRADICTS = "CONTRADICTS"
 
 
-class Tier(str, Enum):
+class Tier(StrEnum):
     HOT = "hot"
     WARM = "warm"
     COLD = "cold"

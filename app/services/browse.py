@@ -16,14 +16,16 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     StatisticRow,
 )
 from app.clock import Clock
+from app.domain.memory import Status, Store
 from app.ports import BrowseRow, BrowseRows, Connection, Database
 from app.services import scoring
 
 
 def _row(r: BrowseRow, now: float) -> MemoryRow:
     tier = scoring.tier_at(now, r.occurred_at, r.created_at, r.last_accessed_at,
-                           r.access_count).value
-    return MemoryRow(MemoryId(r.id), r.store, r.text, r.occurred_at, r.speaker, r.status,
+                           r.access_count)
+    return MemoryRow(MemoryId(r.id), Store(r.store), r.text, r.occurred_at, r.speaker,
+                     Status(r.status),
                      r.composite, r.confidence, bool(r.user_validated), tier, r.agent)
 
 

@@ -100,19 +100,19 @@ class ContextService:
                                                          "note_not_in_top_200": 1.0}
             mark = hit.currency if hit else None
         tier = scoring.tier_at(now, m.occurred_at, m.created_at, m.last_accessed_at,
-                               m.access_count).value
+                               m.access_count)
 
         def sources(conn: Connection) -> tuple[list[SourceView], list[LinkView]]:
             chain = rows.provenance(conn, [mid])[mid]
             found = rows.get_memories(conn, chain)
-            srcs = [SourceView(s.id, s.store.value, s.text, s.ref, s.speaker,
+            srcs = [SourceView(s.id, s.store, s.text, s.ref, s.speaker,
                                to_iso(s.occurred_at))
                     for s in (found[MemoryId(x)] for x in chain if MemoryId(x) in found)]
             return srcs, rows.links_of(conn, mid)
         srcs, links = self.db.read(sources)
         s = m.scores
         return Explanation(
-            id=m.id, store=m.store.value, text=m.text, status=m.status.value, tier=tier,
+            id=m.id, store=m.store, text=m.text, status=m.status, tier=tier,
             scores={"importance": s.importance, "recency": s.recency, "frequency": s.frequency,
                     "emotional": s.emotional, "social": s.social, "composite": s.composite,
                     "confidence": m.confidence, "access_count": float(m.access_count)},

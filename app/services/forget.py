@@ -24,6 +24,7 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     PlanRole,
     Version,
 )
+from app.domain.memory import Status, Store
 from app.errors import AppError, NotFound, ValidationError
 from app.ports import Connection, Database, ForgetRows, VectorIndex
 
@@ -112,7 +113,8 @@ def _plan(lifecycle: ForgetRows, db: Database, index: VectorIndex, *, ids: tuple
         roles: dict[int, PlanRole] = {
             **{i: "source" for i in sources}, **{i: "derived" for i in derived},
             **{i: "version" for i in vers}, **{i: "matched" for i in matched}}
-        items = tuple(PlanItem(MemoryId(mid), store, status, text, roles[mid], why.get(mid, ""))
+        items = tuple(PlanItem(MemoryId(mid), Store(store), Status(status), text, roles[mid],
+                               why.get(mid, ""))
                       for mid, store, status, text in lifecycle.describe(conn, gone))
         staying = _staying(lifecycle, conn, gone, include_sources)
         rows = lifecycle.dependent_counts(conn, gone, entity_ids)
@@ -169,7 +171,8 @@ def _staying(lifecycle: ForgetRows, conn: Connection, gone: set[int], include_so
             reasons.setdefault(anc, f"source of #{mid}, which stays")
     # In the order found: the versions first, then what else they touch, their sources last.
     order = {mid: n for n, mid in enumerate(reasons)}
-    return tuple(sorted((PlanItem(MemoryId(mid), store, status, text, "staying", reasons[mid])
+    return tuple(sorted((PlanItem(MemoryId(mid), Store(store), Status(status), text, "staying",
+                                  reasons[mid])
                          for mid, store, status, text in lifecycle.describe(conn, reasons)),
                         key=lambda i: order[i.id]))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from app import policy
 from app.api import Currency, Filters, Hit
-from app.domain.memory import MemoryId
+from app.domain.memory import MemoryId, Status, Store
 from app.ports import Database, Embedder, Lexicon, RecallMeta, RecallRows, VectorIndex
 from app.services import currency, scoring, slots
 from app.services.text import STOPWORDS, is_small_talk
@@ -447,8 +447,8 @@ class RecallService:
                 continue
             if r:
                 seen_refs.add(r)
-            hits.append(Hit(MemoryId(i), m.store, head_texts[i], round(scored[i]["final"], 6), r,
-                            m.occurred_at, m.speaker, scored[i], m.status, m.agent,
+            hits.append(Hit(MemoryId(i), Store(m.store), head_texts[i], round(scored[i]["final"], 6), r,
+                            m.occurred_at, m.speaker, scored[i], Status(m.status), m.agent,
                             marks.get(i)))
             if len(hits) >= k:
                 break
