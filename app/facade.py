@@ -567,7 +567,9 @@ class Vault:
 
     def setting(self, key: str) -> SettingValue | None:
         from app.settings import BY_KEY
-        value: SettingValue | None = self.db.read(lambda c: self._rows.get_setting(c, key))
+        value = self.db.read(lambda c: self._rows.get_setting(c, key))
+        if not isinstance(value, bool | int | float | str):  # unset (or not a setting's kind)
+            value = None
         if value is None and key in BY_KEY:
             default: SettingValue = BY_KEY[key].default
             return default

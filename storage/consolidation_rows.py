@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 
 from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores
 from app.ports import (
@@ -25,6 +24,7 @@ from app.ports import (
     EpisodeSignal,
     FactRow,
     HabitEpisode,
+    Json,
     MemoryState,
     MentionSource,
     RelationRow,
@@ -37,11 +37,11 @@ from storage.sqlcipher import Connection
 
 # --- shared with the rest of storage ---------------------------------------------------------
 
-def get_setting(conn: Connection, key: str) -> Any:
+def get_setting(conn: Connection, key: str) -> Json:
     return repo.get_setting(conn, key)
 
 
-def put_setting(conn: Connection, key: str, value: Any) -> None:
+def put_setting(conn: Connection, key: str, value: Json) -> None:
     repo.put_setting(conn, key, value)
 
 

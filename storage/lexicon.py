@@ -31,11 +31,16 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from storage import batching, sqlcipher
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+Reader = Callable[[Callable[["Connection"], None]], None]  # Database.read, for a scan
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +55,13 @@ _dirty: dict[int, set[int]] = {}
 _dirty_lock = threading.Lock()
 
 
-def mark_fts(conn: Any, rowids: Iterable[int]) -> None:
+def mark_fts(conn: Connection, rowids: Iterable[int]) -> None:
     """Record that ``memory_fts`` rows were written on ``conn`` (call next to the write)."""
     with _dirty_lock:
         _dirty.setdefault(id(conn), set()).update(int(r) for r in rowids)
 
 
-def take_fts_marks(conn: Any) -> set[int]:
+def take_fts_marks(conn: Connection) -> set[int]:
     with _dirty_lock:
         return _dirty.pop(id(conn), set())
 
@@ -133,7 +138,7 @@ class Lexicon:
     def building(self) -> bool:
         return self._building
 
-    def build_in_background(self, read: Callable[[Callable[[Any], Any]], Any],
+    def build_in_background(self, read: Reader,
                             then: Callable[[], None] | None = None, delay: float = 0.0) -> None:
         """Build from ``memory_fts`` through ``read`` (the database's reader) on a thread,
         after ``delay`` seconds, then call ``then()`` there (unless cleared meanwhile)."""
@@ -151,14 +156,14 @@ class Lexicon:
         self._thread = threading.Thread(target=run, name="lexicon", daemon=True)
         self._thread.start()
 
-    def build(self, read: Callable[[Callable[[Any], Any]], Any]) -> None:
+    def build(self, read: Reader) -> None:
         with self._lock:
             self._building = True
         self._build(read)
 
-    def _build(self, read: Callable[[Callable[[Any], Any]], Any]) -> None:
+    def _build(self, read: Reader) -> None:
         try:
-            def scan(conn: Any) -> None:
+            def scan(conn: Connection) -> None:
                 last = 0
                 while not self._cancel.is_set():
                     rows = conn.execute(
@@ -187,7 +192,7 @@ class Lexicon:
                 self._building = False
 
     # --- updates ------------------------------------------------------------------------
-    def on_write(self, conn: Any) -> None:
+    def on_write(self, conn: Connection) -> None:
         """Writer thread, after each write transaction (committed or rolled back)."""
         ids = take_fts_marks(conn)
         if not ids:
@@ -204,7 +209,7 @@ class Lexicon:
             log.exception("lexicon refresh failed; full-text search falls back to FTS5")
             self._ready.clear()
 
-    def refresh(self, conn: Any, rowids: Iterable[int]) -> None:
+    def refresh(self, conn: Connection, rowids: Iterable[int]) -> None:
         """Make the mirror match ``memory_fts`` for these rowids, as ``conn`` sees it now."""
         ids = sorted(set(int(r) for r in rowids))
         rows: list[tuple[Any, ...]] = []

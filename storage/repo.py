@@ -14,7 +14,7 @@ import numpy as np
 
 from app.api import LinkView
 from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores, Status, Store
-from app.ports import EntitySummary, RecallMeta, Reinforcement
+from app.ports import EntitySummary, Json, RecallMeta, Reinforcement
 from storage.batching import SQL_VARIABLES
 from storage.embedder import EMBED_DIM
 from storage.lexicon import mark_fts
@@ -451,11 +451,11 @@ def open_contradictions(conn: Connection, agent: str | None = None) -> int:
     return int(row[0])
 
 
-def get_setting(conn: Connection, key: str) -> Any:
+def get_setting(conn: Connection, key: str) -> Json:
     row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
     return json.loads(row[0]) if row else None
 
 
-def put_setting(conn: Connection, key: str, value: Any) -> None:
+def put_setting(conn: Connection, key: str, value: Json) -> None:
     conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
                  (key, json.dumps(value)))

@@ -37,7 +37,16 @@ from app.api import CancelToken, RunReport
 from app.domain.fact import EpisodeView, FactCandidate
 from app.domain.memory import Draft, LinkKind, MemoryId, RunId, Scores, Store
 from app.errors import AppError, ValidationError
-from app.ports import Clock, ConsolidationRows, Database, InboxRows, RunLogRows, Scope, VectorIndex
+from app.ports import (
+    Clock,
+    ConsolidationRows,
+    Database,
+    InboxRows,
+    Json,
+    RunLogRows,
+    Scope,
+    VectorIndex,
+)
 from app.services import fact_check, memory_words, owner, para, said_change, scoring, slots
 from app.services.consolidation import extraction
 from app.services.consolidation.extraction import Extractor
@@ -244,8 +253,8 @@ class Pipeline:
         rows = self.rows
 
         def read(conn: Any) -> list[tuple[EpisodeView, Scope]]:
-            upto = rows.get_setting(conn, WATERMARK) or 0
-            retry = rows.get_setting(conn, RETRY) or []
+            upto = _watermark(rows, conn)
+            retry = _retry_ids(rows, conn)
             found = rows.episodes_after(conn, upto)
             if retry:
                 found = rows.episodes_by_id(conn, retry) + found
@@ -262,8 +271,8 @@ class Pipeline:
         rows = self.rows
 
         def mark(conn: Any) -> None:  # undo rewinds to here, so the episodes are read again
-            rl.change(conn, "watermark", None, old=rows.get_setting(conn, WATERMARK) or 0,
-                      retry=rows.get_setting(conn, RETRY) or [])
+            rl.change(conn, "watermark", None, old=_watermark(rows, conn),
+                      retry=_retry_ids(rows, conn))
         self.db.write_sync(mark)
         retry: list[int] = []
         for start in range(0, len(episodes), BATCH):
@@ -294,9 +303,9 @@ class Pipeline:
             high = max(e.id for e, _scope in window)
 
             def advance(conn: Any, high: int = high) -> None:
-                rows.put_setting(conn, WATERMARK, max(high, rows.get_setting(conn, WATERMARK) or 0))
+                rows.put_setting(conn, WATERMARK, max(high, _watermark(rows, conn)))
             self.db.write_sync(advance)
-        self.db.write_sync(lambda c: rows.put_setting(c, RETRY, retry))
+        self.db.write_sync(lambda c: rows.put_setting(c, RETRY, list[Json](retry)))
 
     def _extractor(self, rl: RunLog) -> Extractor:
         provider = self.db.read(
@@ -805,6 +814,18 @@ class Pipeline:
             return n
         return self.db.write_sync(write)
 
+
+
+def _watermark(rows: ConsolidationRows, conn: Any) -> int:
+    """The id of the last episode extraction read (0 before the first run)."""
+    value = rows.get_setting(conn, WATERMARK)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _retry_ids(rows: ConsolidationRows, conn: Any) -> list[int]:
+    """The episodes of batches that failed, read again next run."""
+    value = rows.get_setting(conn, RETRY)
+    return [int(i) for i in value if isinstance(i, int)] if isinstance(value, list) else []
 
 @dataclass(frozen=True, slots=True)
 class Step:
