@@ -66,12 +66,12 @@ class OwnerSession:
 
     @classmethod
     def open(cls, folder: Path, password: str | None = None, *, device: bool = False,
-             **kwargs: Any) -> OwnerSession:
+             strict: bool | None = None, schedule: bool = True) -> OwnerSession:
         """Unlock the vault in ``folder`` (with its password, or this device's keychain) for
-        this process to own. ``kwargs`` go to the session."""
+        this process to own (``kept serve``)."""
         from app.facade import Vault
         vault = Vault.open(folder, use_device=True) if device else Vault.open(folder, password)
-        return cls(vault, **kwargs)
+        return cls(vault, strict=strict, schedule=schedule)
 
     # --- start -----------------------------------------------------------------------------
     def start(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from app import policy
 from app.api import Currency, Filters, Hit
 from app.domain.memory import MemoryId, Status, Store
-from app.ports import Database, Embedder, Lexicon, RecallMeta, RecallRows, VectorIndex
+from app.ports import Database, Embedder, FloatArray, Lexicon, RecallMeta, RecallRows, VectorIndex
 from app.services import currency, scoring, slots
 from app.services.text import STOPWORDS, is_small_talk
 
@@ -306,7 +306,8 @@ class RecallService:
 
     # --- 2.-3. candidates and ranking ----------------------------------------------------
     def recall(self, query: str, *, k: int = 10, now: float, filters: Filters = Filters(),
-               qvec: Any = None, dedupe: bool = True, current: bool | None = None
+               qvec: FloatArray | None = None, dedupe: bool = True,
+               current: bool | None = None
                ) -> list[Hit]:
         """Best first. ``dedupe=False`` keeps a turn and the episode made from it both (explain
         needs the score of the very memory asked about). ``current``: put the latest answers
