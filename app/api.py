@@ -49,7 +49,7 @@ from app.domain.memory import (
 from app.operations import Access, op
 
 __all__ = [
-    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRow", "AssistantFact", "FactOutcome",
+    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRead", "AgentRow", "AssistantFact", "FactOutcome",
     "MemoryRead", "PendingForget", "PendingStatus", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
     "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
     "Draft", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
@@ -721,6 +721,16 @@ class MemoryRead:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class AgentRead:
+    """A memory one assistant read (``VaultAPI.agent_reads``): when, how, and the memory."""
+    memory_id: MemoryId
+    store: Store
+    text: str  # cut to 300 characters
+    via: Literal["recall", "context", "explain"]
+    at: float
+
+
 # --- export (issue 16: `kept export`) --------------------------------------------------------
 
 EXPORT_PAGE_JSON = 400_000  # characters of JSON text (memories' and history's) per export page
@@ -921,6 +931,8 @@ class VaultAPI(Protocol):
                              ) -> Result[ForgetReport | None]: ...
     @op(Access.READ)
     def memory_reads(self, mid: int) -> list[MemoryRead]: ...
+    @op(Access.READ)
+    def agent_reads(self, name: str, limit: int = 50) -> list[AgentRead]: ...
     @op(Access.LOCAL, why="the owner records its assistants' reads itself")
     def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None: ...
     @op(Access.LOCAL, why="sent as the protocol's elevate")

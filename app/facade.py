@@ -19,6 +19,7 @@ from app import ports
 from app.agent_scope import check_agent_name
 from app.api import (
     DEFAULT_ENTITY_KINDS,
+    AgentRead,
     AgentRow,
     AssistantFact,
     BackupRecord,
@@ -765,6 +766,13 @@ class Vault:
         """When and by which assistant ``mid`` was read, newest first."""
         self._check_unlocked()
         return self._agents.reads_of(mid)
+
+    def agent_reads(self, name: str, limit: int = 50) -> list[AgentRead]:
+        """The memories assistant ``name`` read (recall, context, explain), newest first: what
+        it was told, for the person to see (``kept agents reads NAME``)."""
+        check_agent_name(name)
+        self._check_unlocked()
+        return self._agents.reads_by(name, limit)
 
     def verify_password(self, password: str) -> None:
         """``WrongPassword`` unless ``password`` opens this vault (one KDF derive)."""

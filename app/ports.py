@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.api import (
+    AgentRead,
     AgentRow,
     BackupRecord,
     EntityRow,
@@ -692,3 +693,4 @@ class AgentRows(Protocol):
     def add_reads(self, conn: Connection, agent: str, ids: Sequence[int], via: str,
                   now: float) -> None: ...
     def memory_reads(self, conn: Connection, mid: int) -> list[MemoryRead]: ...
+    def reads_by(self, conn: Connection, agent: str, limit: int) -> list[AgentRead]: ...

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from app.api import AgentRow, MemoryRead, PendingForget
-from app.domain.memory import MemoryId
+from app.api import AgentRead, AgentRow, MemoryRead, PendingForget
+from app.domain.memory import MemoryId, Store
 from storage.batching import chunks, marks
 from storage.sqlcipher import Connection
 
@@ -127,6 +127,15 @@ def memory_reads(conn: Connection, mid: int) -> list[MemoryRead]:
     return [MemoryRead(agent=str(r[0]), via=str(r[1]), at=float(r[2]))  # type: ignore[arg-type]
             for r in conn.execute("SELECT agent, via, at FROM memory_read WHERE memory_id = ? "
                                   "ORDER BY at DESC, id DESC", (mid,))]
+
+
+def reads_by(conn: Connection, agent: str, limit: int) -> list[AgentRead]:
+    """What ``agent`` read, newest first (memories forgotten since are gone with their reads)."""
+    rows = conn.execute(
+        "SELECT r.memory_id, m.store, substr(m.text, 1, 300), r.via, r.at FROM memory_read r "
+        "JOIN memory m ON m.id = r.memory_id WHERE r.agent = ? ORDER BY r.at DESC, r.id DESC "
+        "LIMIT ?", (agent, limit))
+    return [AgentRead(MemoryId(r[0]), Store(r[1]), str(r[2]), r[3], float(r[4])) for r in rows]
 
 
 def agents_of(conn: Connection, ids: Sequence[int]) -> dict[int, str]:

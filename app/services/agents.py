@@ -18,7 +18,7 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 
-from app.api import AgentRow, MemoryRead, PendingForget, PendingStatus
+from app.api import AgentRead, AgentRow, MemoryRead, PendingForget, PendingStatus
 from app.clock import Clock
 from app.errors import AgentNotPaired, NotFound, ValidationError
 from app.ports import AgentRows, Connection, Database
@@ -164,3 +164,6 @@ class AgentService:
 
     def reads_of(self, mid: int) -> list[MemoryRead]:
         return list(self.db.read(lambda c: self.rows.memory_reads(c, mid)))
+
+    def reads_by(self, agent: str, limit: int) -> list[AgentRead]:
+        return self.db.read(lambda c: self.rows.reads_by(c, agent, max(1, min(limit, 1000))))

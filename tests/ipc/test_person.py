@@ -96,9 +96,17 @@ def test_reads_are_logged_by_id_and_time_and_go_with_the_memory(owner: object) -
     reads = vault.memory_reads(hit.id)
     assert [(r.agent, r.via) for r in reads] == [("claude", "explain"), ("claude", "recall")]
     assert RemoteVault.at(vault.folder).memory_reads(hit.id) == reads  # the person's view
+    # What one assistant read, newest first, with the memory (issue 24's operation, added by
+    # its mark on VaultAPI, its implementation and its command only).
+    by_claude = RemoteVault.at(vault.folder).agent_reads("claude")
+    assert [(r.memory_id, r.via, r.text) for r in by_claude] == [
+        (hit.id, "explain", "Bruno likes green tea"), (hit.id, "recall", "Bruno likes green tea")]
+    assert by_claude == vault.agent_reads("claude") and vault.agent_reads("nobody") == []
+    with pytest.raises(RemoteRefused):  # an assistant does not see another's, nor its own log
+        agent.agent_reads("claude")
     vault.forget(vault.forget_plan(ids=[hit.id]))
     rows = vault.db.read(lambda c: c.execute("SELECT count(*) FROM memory_read").fetchone()[0])
-    assert rows == 0
+    assert rows == 0 and vault.agent_reads("claude") == []
 
 
 def test_cli_through_the_owner_confirms_an_assistants_forget(owner: object) -> None:
