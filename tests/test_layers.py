@@ -154,6 +154,25 @@ def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path: Path
     assert len(found.splitlines()) == 6, found
 
 
+CLI_DATA_SERVICES = ("app.services.import_formats", "app.services.export", "app.services.backup")
+
+
+def test_cli_groups_import_only_common() -> None:
+    """``app/cli/`` (CONTRIBUTING, "A CLI command"): a command group imports, of ``app.cli``,
+    only ``app.cli.common`` (so no import circle), and data in and out goes through
+    ``app.transfer`` as the window's does, not through the services."""
+    found = []
+    for path in sorted((ROOT / "app" / "cli").glob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        group = path.name not in ("__init__.py", "__main__.py")
+        for line, mod in imports(ROOT, path):
+            if group and _under(mod, ("app.cli",)) and mod != "app.cli.common":
+                found.append(f"{rel}:{line} imports {mod}: a group imports only app.cli.common")
+            elif _under(mod, CLI_DATA_SERVICES):
+                found.append(f"{rel}:{line} imports {mod}: the CLI calls app.transfer")
+    assert not found, "\n".join(found)
+
+
 def main(argv: list[str]) -> int:
     root = Path(argv[1]).resolve() if len(argv) > 1 else ROOT
     table = edge_table(root)

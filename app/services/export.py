@@ -16,10 +16,11 @@ for facts about no entity, and ``index.md``. Links between files are wiki links
 incrementally: everything Kept holds about the person except secrets (no key, no password,
 no assistant key, no vector).
 
-Both are plaintext by design: the person confirms (``app/cli.py``), the target must be new or
-empty, files are 0600 and folders 0700, and the export is written under a temporary name next
-to the target and renamed into place at the end, so an interrupted export leaves nothing
-behind. ``cloud_service`` names the sync service a path belongs to, for the warning.
+Both are plaintext by design: the person confirms (``app/cli/transfer.py``, the window's
+export dialog), the target must be new or empty, files are 0600 and folders 0700, and the
+export is written under a temporary name next to the target and renamed into place at the
+end, so an interrupted export leaves nothing behind. ``cloud_service`` names the sync service
+a path belongs to, for the warning.
 """
 
 from __future__ import annotations

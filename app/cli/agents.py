@@ -1,8 +1,7 @@
 """The assistant commands of ``kept`` (issue 14): ``kept mcp`` (the stdio MCP server),
-``kept mcp install``, ``kept mcp doctor``, ``kept agents pair|list|revoke`` and
-``kept pending-forgets`` (the person's answer to an assistant's forget request). Layer: app
-(headless front end). Runs on: the main thread. ``app/cli.py`` adds these parsers with
-``add_parsers``; handlers use its helpers (``open_vault``, ``vault_dir``), imported lazily.
+``kept mcp install``, ``kept mcp doctor`` and ``kept agents pair|list|revoke``. Layer: app
+(headless front end). Runs on: the main thread. ``kept mcp`` stays a thin process: nothing
+here imports the model, SQLCipher or the facade when it starts.
 """
 
 from __future__ import annotations
@@ -10,14 +9,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from app.cli.common import Subcommands, open_vault, vault_dir, when
 from app.errors import AppError, ValidationError
 
 
-def add_parsers(sub: Any) -> None:
+def add_parsers(sub: Subcommands) -> None:
     from app.mcp_install import CLIENTS
     s = sub.add_parser("mcp", help="MCP server for an assistant (stdio); install, doctor")
     s.add_argument("--agent", help="the assistant's name, as paired (kept agents pair NAME)")
@@ -47,15 +45,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("name")
     p.set_defaults(fn=cmd_agents_revoke)
 
-    s = sub.add_parser("pending-forgets", help="forget requests from assistants, waiting for you")
-    s.add_argument("--confirm", type=int, metavar="ID", help="show the plan, then forget it")
-    s.add_argument("--decline", type=int, metavar="ID", help="decline the request")
-    s.add_argument("--yes", action="store_true", help="with --confirm: do not ask")
-    s.set_defaults(fn=cmd_pending_forgets)
-
 
 def _folder(args: argparse.Namespace) -> Path | None:
-    from app.cli import vault_dir
     return vault_dir(args) if args.vault else None
 
 
@@ -79,7 +70,6 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
     if args.write:
         mcp_install.check_writable(inst)  # a broken file or no `claude`: before pairing
     if args.pair:
-        from app.cli import open_vault
         vault = open_vault(args, load_model=False)
         try:
             key = vault.pair_agent(agent).value
@@ -159,13 +149,8 @@ def cmd_mcp_doctor(args: argparse.Namespace) -> int:
     return 0 if ok else 2
 
 
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
-
-
 def cmd_agents_pair(args: argparse.Namespace) -> int:
     from app.agent_scope import check_agent_name
-    from app.cli import open_vault
     check_agent_name(args.name)
     vault = open_vault(args, load_model=False)
     try:
@@ -181,61 +166,22 @@ def cmd_agents_pair(args: argparse.Namespace) -> int:
 
 
 def cmd_agents_list(args: argparse.Namespace) -> int:
-    from app.cli import open_vault
     vault = open_vault(args, load_model=False)
     try:
         rows = vault.agents()
     finally:
         vault.lock()
     for a in rows:
-        state = f"revoked {_when(a.revoked_at)}" if a.revoked_at else "paired"
-        print(f"{a.name}\t{state}\tsince {_when(a.created_at)}\tlast seen {_when(a.last_seen_at)}")
+        state = f"revoked {when(a.revoked_at)}" if a.revoked_at else "paired"
+        print(f"{a.name}\t{state}\tsince {when(a.created_at)}\tlast seen {when(a.last_seen_at)}")
     return 0
 
 
 def cmd_agents_revoke(args: argparse.Namespace) -> int:
-    from app.cli import open_vault
     vault = open_vault(args, load_model=False)
     try:
         vault.revoke_agent(args.name)
     finally:
         vault.lock()
     print(f"Revoked {args.name}: its key opens nothing now.")
-    return 0
-
-
-def cmd_pending_forgets(args: argparse.Namespace) -> int:
-    return pending_forgets(args, confirm=args.confirm, decline=args.decline)
-
-
-def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
-                    decline: int | None) -> int:
-    """List assistants' forget requests; or confirm one (its plan first, then a question);
-    or decline one. ``kept forget --pending [ID]`` and ``kept pending-forgets`` call this."""
-    from app.cli import _print_plan, forget_confirmed, open_vault
-    vault = open_vault(args, load_model=False)
-    try:
-        if decline is not None:
-            vault.close_pending_forget(decline, None)
-            print(f"Declined request {decline}; nothing was forgotten.")
-            return 0
-        if confirm is not None:
-            plan = vault.pending_forget_plan(confirm)
-            _print_plan(plan)
-            if not forget_confirmed(args):
-                return 3
-            report = vault.close_pending_forget(confirm, plan).value
-            n = 0 if report is None else report.memories
-            print(f"Forgot {n} memories for good (request {confirm}).")
-            return 0
-        requests = vault.pending_forgets("pending")
-    finally:
-        vault.lock()
-    if not requests:
-        print("No forget requests wait for you.")
-    for r in requests:
-        ids = ", ".join(str(i) for i in r.memory_ids)
-        print(f"[{r.id}] {r.agent} asks to forget {ids} ({_when(r.created_at)}): {r.reason}")
-    if requests:
-        print("Confirm with `kept forget --pending ID`, or `kept forget --decline ID`.")
     return 0
