@@ -7,11 +7,10 @@ server and the consolidation scheduler, which run on their own threads.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from app.cli.common import Subcommands, owner, password, vault_dir
-from app.errors import ValidationError
+from app.errors import AppError, ValidationError
 
 
 def add_parsers(sub: Subcommands) -> None:
@@ -33,51 +32,41 @@ def add_parsers(sub: Subcommands) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Unlock once and serve the vault on its socket until Ctrl-C, SIGTERM or auto-lock (no
-    request for the idle time), running the same consolidation schedule as the window."""
+    request for the idle time), running the same consolidation schedule as the window: the
+    window's ``OwnerSession`` (app/owner.py), in a terminal."""
     import signal
     import threading
-    import time
 
     from app import bootstrap
-    from app.clock import SystemClock
     from app.errors import VaultNotFound
-    from app.facade import Vault
-    from app.ipc.server import OwnerServer
-    from app.jobs import Jobs, build_scheduler, shutdown
+    from app.owner import OwnerSession, idle_minutes
     folder = vault_dir(args)
     if not bootstrap.vault_exists(folder):
         raise VaultNotFound(f"No vault at {folder}. Create one with `kept init`, or name "
                             "another folder with --vault.")
     if owner(folder) is not None:
         raise ValidationError(f"Kept already serves {folder}.")
-    if args.device:
-        vault = Vault.open(folder, use_device=True)
-    else:
-        vault = Vault.open(folder, password(args))
+    session = OwnerSession.open(folder, None if args.device else password(args),
+                                device=args.device, strict=True if args.strict else None,
+                                schedule=not args.no_schedule)
     stop = threading.Event()
-    server = OwnerServer(vault, strict=True if args.strict else None)
-    jobs = Jobs(vault, SystemClock())
-    scheduler = build_scheduler(jobs, vault.setting)
     try:
-        idle_env = os.environ.get("KEPT_IDLE_MINUTES")
-        idle_s = 60.0 * float(idle_env if idle_env else vault.setting("lock.idle_minutes") or 5)
+        idle_s = 60.0 * idle_minutes(session.vault)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        server.start()
-        if not args.no_schedule:
-            scheduler.start()
-        mode = " in strict mode: every program asks for the password" if server.strict else ""
-        print(f"Serving {folder} on {server.path}{mode} (locks after {idle_s / 60:g} idle "
-              "minutes; Ctrl-C to stop).", flush=True)
-        while not stop.wait(min(1.0, idle_s / 4)):
-            if time.monotonic() - server.last_request >= idle_s:
-                print(f"kept: idle for {idle_s / 60:g} minutes: the vault is locked and no "
-                      "longer served.", file=sys.stderr, flush=True)
-                break
+        session.start()
+        if session.server is None:  # serving is the point of `kept serve`
+            raise AppError(f"Kept cannot serve {folder}: its socket could not be made "
+                           f"({session.serve_error}); the vault is locked again.")
+        mode = (" in strict mode: every program asks for the password"
+                if session.server.strict else "")
+        print(f"Serving {folder} on {session.server.path}{mode} (locks after {idle_s / 60:g} "
+              "idle minutes; Ctrl-C to stop).", flush=True)
+        if session.serve_until(stop, idle_s) == "idle":
+            print(f"kept: idle for {idle_s / 60:g} minutes: the vault is locked and no "
+                  "longer served.", file=sys.stderr, flush=True)
     finally:
-        server.stop()  # the socket goes first, then the jobs, then the keys
-        shutdown(scheduler, jobs)
-        vault.lock()
+        session.lock()  # the socket goes first, then the jobs, then the keys
     print("Stopped serving; the vault is locked.", flush=True)
     return 0
 
