@@ -11,7 +11,15 @@ import os
 import sys
 from pathlib import Path
 
-from app.cli.common import Subcommands, open_vault, vault_dir, when
+from app.cli.common import (
+    Subcommands,
+    int_in,
+    open_vault,
+    print_json,
+    printable,
+    vault_dir,
+    when,
+)
 from app.errors import AppError, ValidationError
 
 
@@ -44,6 +52,12 @@ def add_parsers(sub: Subcommands) -> None:
     p = a.add_parser("revoke", help="revoke an assistant's key")
     p.add_argument("name")
     p.set_defaults(fn=cmd_agents_revoke)
+    p = a.add_parser("reads", help="what an assistant read (recall, context, explain), newest "
+                     "first")
+    p.add_argument("name")
+    p.add_argument("--limit", type=lambda t: int_in(t, 1, 1000, "--limit"), default=50)
+    p.add_argument("--json", action="store_true", help="one JSON object a line")
+    p.set_defaults(fn=cmd_agents_reads)
 
 
 def _folder(args: argparse.Namespace) -> Path | None:
@@ -184,4 +198,25 @@ def cmd_agents_revoke(args: argparse.Namespace) -> int:
     finally:
         vault.lock()
     print(f"Revoked {args.name}: its key opens nothing now.")
+    return 0
+
+
+def cmd_agents_reads(args: argparse.Namespace) -> int:
+    """What assistant NAME was told: each memory it read, when and how, newest first."""
+    from dataclasses import asdict
+
+    from app.agent_scope import check_agent_name
+    check_agent_name(args.name)
+    vault = open_vault(args, load_model=False)
+    try:
+        reads = vault.agent_reads(args.name, args.limit)
+    finally:
+        vault.lock()
+    for r in reads:
+        if args.json:
+            print_json(asdict(r))
+        else:
+            print(printable(f"{when(r.at)}\t{r.via}\t[{r.memory_id}] {r.store}: {r.text}"))
+    if not reads and not args.json:
+        print(f"{args.name} has read nothing that is still in Kept.", file=sys.stderr)
     return 0
