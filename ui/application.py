@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import Any
+from types import TracebackType
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QFont
@@ -59,11 +59,12 @@ class KeptApplication(QApplication):
                 w.raise_()
                 w.activateWindow()
 
-    def _excepthook(self, etype: Any, value: BaseException, tb: Any) -> None:
+    def _excepthook(self, etype: type[BaseException], value: BaseException,
+                    tb: TracebackType | None) -> None:
         log.critical("unhandled %s", etype.__name__, exc_info=(etype, value, tb))
         self._relay.error.emit(value)
 
-    def _thread_excepthook(self, args: Any) -> None:
+    def _thread_excepthook(self, args: threading.ExceptHookArgs) -> None:
         log.critical("unhandled %s in thread %s", args.exc_type.__name__,
                      args.thread.name if args.thread else "?")
         self._relay.error.emit(args.exc_value)

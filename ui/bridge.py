@@ -15,9 +15,15 @@ would otherwise reload every shown list; its writes still show within a second.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from app.api import Progress
+from app.changes import Changes
+
+if TYPE_CHECKING:
+    from app.jobs import JobOutcome
 
 COALESCE_MS = 150
 
@@ -36,16 +42,17 @@ class CoreBridge(QObject):
         self._from_thread.connect(self._on_from_thread)
         self._job_from_thread.connect(self.job_finished)
         self._corrupt_from_thread.connect(self.vault_corrupt)
-        self._pending: Any = None  # changes from other threads not yet broadcast (merged)
+        # Changes from other threads not yet broadcast (merged).
+        self._pending: Changes | None = None
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(COALESCE_MS)
         self._flush_timer.timeout.connect(self._flush)
 
-    def apply_changes(self, changes: Any, initiator: Any = None) -> None:
+    def apply_changes(self, changes: Changes, initiator: QObject | None = None) -> None:
         self.changes_applied.emit(changes, initiator)
 
-    def listener(self, changes: Any) -> None:
+    def listener(self, changes: Changes) -> None:
         """For ``Vault.subscribe``: callable from any thread."""
         from ui.tasks import in_task
         if in_task():  # run_op reports it, with its initiator
@@ -56,10 +63,10 @@ class CoreBridge(QObject):
         """For ``Vault.watch_integrity``: callable from any thread."""
         self._corrupt_from_thread.emit()
 
-    def job_listener(self, outcome: Any) -> None:
+    def job_listener(self, outcome: JobOutcome) -> None:
         self._job_from_thread.emit(outcome)
 
-    def job_progress(self, job: str) -> Any:
+    def job_progress(self, job: str) -> Progress:
         """For ``Jobs(on_start=...)``, on the scheduler's thread: a progress box the window
         shows (the signal is queued to the GUI thread), its ``report`` for the job."""
         from ui.progress import ProgressBox
@@ -68,7 +75,7 @@ class CoreBridge(QObject):
         return box.report
 
     @Slot(object)
-    def _on_from_thread(self, changes: Any) -> None:
+    def _on_from_thread(self, changes: Changes) -> None:
         self._pending = changes if self._pending is None else self._pending.merge(changes)
         if not self._flush_timer.isActive():
             self._flush_timer.start()

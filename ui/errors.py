@@ -12,7 +12,6 @@ import logging
 import platform
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
@@ -50,7 +49,7 @@ def show_error(parent: QWidget | None, exc: BaseException) -> QMessageBox:
         box.addButton(QMessageBox.StandardButton.Close)
         text = details(exc)
 
-        def copy_details(*_a: Any) -> None:
+        def copy_details(*_a: object) -> None:
             QApplication.clipboard().setText(text)
         copy.clicked.disconnect()
         copy.clicked.connect(copy_details)

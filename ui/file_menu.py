@@ -11,16 +11,24 @@ other one's password, or creates it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
+from app.api import BackupCheck, BackupRecord
+from app.changes import Changes, Result
 from app.errors import AppError, ValidationError
 from ui import errors
 from ui.tasks import run_op, run_query
+
+if TYPE_CHECKING:
+    from app.transfer import FileImport
+    from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog
+    from ui.main_window import MainWindow
 
 IMPORT_FILTER = ("Chats and notes (*.json *.jsonl *.md *.markdown *.txt *.zip);;"
                  "ChatGPT or Claude export (conversations.json) (*.json);;"
@@ -33,13 +41,13 @@ class FileMenu(QObject):
 
     vault_requested = Signal(object)  # Path: lock this vault, then open or create that one
 
-    def __init__(self, window: Any, folder: Path | None) -> None:
+    def __init__(self, window: MainWindow, folder: Path | None) -> None:
         super().__init__(window)  # no Python reference back to the window: no cycle for
         self.folder = folder      # the GC to break on a worker thread (Qt objects die there)
         self.last_message = ""  # the latest outcome said in the status bar (tests read it)
         menu = window.menuBar().addMenu("&File")
 
-        def act(label: str, slot: Any, key: Any = None) -> QAction:
+        def act(label: str, slot: Callable[[], None], key: str | None = None) -> QAction:
             a = QAction(label, window)
             if key is not None:
                 a.setShortcut(QKeySequence(key))
@@ -60,8 +68,9 @@ class FileMenu(QObject):
         self.menu = menu
 
     @property
-    def window(self) -> Any:
-        return self.parent()
+    def window(self) -> MainWindow:
+        # Made with the window as its Qt parent, and no Python reference back (see __init__).
+        return cast("MainWindow", self.parent())
 
     def _say(self, text: str) -> None:
         self.last_message = text
@@ -128,10 +137,11 @@ class FileMenu(QObject):
         vault = self.window.vault
         box = self.window._begin_work("Importing", "turns")
 
-        def run() -> Any:
-            return _Done(import_file(vault, path, progress=box.report))
+        def run() -> Result[FileImport]:
+            # An import's outcome as a ``Result``: ``run_op`` broadcasts its changes.
+            return Result(import_file(vault, path, progress=box.report), Changes(memories=True))
 
-        def done(result: Any) -> None:
+        def done(result: Result[FileImport]) -> None:
             self.window._end_work()
             r, fmt = result.value.report, result.value.format_name
             self._say(f"Imported {r.added:,} turns from {path.name} (read as {fmt})"
@@ -148,7 +158,7 @@ class FileMenu(QObject):
         if dlg.exec() == ExportDialog.DialogCode.Accepted:
             self.export_from(dlg)
 
-    def export_from(self, dlg: Any) -> bool:
+    def export_from(self, dlg: ExportDialog) -> bool:
         try:
             target = dlg.checked_target()
         except AppError as exc:
@@ -179,7 +189,7 @@ class FileMenu(QObject):
         if dlg.exec() == BackupDialog.DialogCode.Accepted:
             self.backup_from(dlg)
 
-    def backup_from(self, dlg: Any) -> bool:
+    def backup_from(self, dlg: BackupDialog) -> bool:
         try:
             path, own = dlg.checked()
         except AppError as exc:
@@ -192,7 +202,7 @@ class FileMenu(QObject):
         vault = self.window.vault
         box = self.window._begin_work("Backing up", "MB")
 
-        def done(result: Any) -> None:
+        def done(result: Result[BackupRecord]) -> None:
             self.window._end_work()
             rec = result.value
             self._say(f"Backed up {rec.memories:,} memories to {rec.path} "
@@ -207,7 +217,7 @@ class FileMenu(QObject):
         if dlg.exec() == RestoreDialog.DialogCode.Accepted:
             self.restore_from(dlg)
 
-    def restore_from(self, dlg: Any, *, ask_open: bool = True) -> bool:
+    def restore_from(self, dlg: RestoreDialog, *, ask_open: bool = True) -> bool:
         try:
             path, folder, password = dlg.checked()
         except AppError as exc:
@@ -220,7 +230,7 @@ class FileMenu(QObject):
         from app import bootstrap
         self.window._begin_work("Restoring", "MB")
 
-        def done(chk: Any) -> None:
+        def done(chk: BackupCheck) -> None:
             self.window._end_work()
             self._say(f"Restored {chk.memories:,} memories into {folder}; it opens with the "
                       "backup's password")
@@ -234,13 +244,6 @@ class FileMenu(QObject):
 
     @Slot()
     def _on_quit_triggered(self) -> None:
-        QApplication.instance().quit()
-
-
-class _Done:
-    """An import's outcome as a ``Result`` (``run_op`` broadcasts its changes)."""
-
-    def __init__(self, value: Any) -> None:
-        from app.changes import Changes
-        self.value = value
-        self.changes = Changes(memories=True)
+        app = QApplication.instance()
+        if app is not None:
+            app.quit()

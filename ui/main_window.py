@@ -12,10 +12,10 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QLabel,
@@ -29,18 +29,37 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.api import LIVE, MemoryQuery
+from app.api import (
+    LIVE,
+    EntityRow,
+    MemoryQuery,
+    Result,
+    RunReport,
+    RunSummary,
+    VaultAPI,
+    VaultStatus,
+)
 from app.changes import Changes
 from ui import errors, theme
+from ui.bridge import CoreBridge
 from ui.progress import DelayedProgress, ProgressBox
 from ui.tasks import run_op, run_query
 from ui.views.browse import BrowsePage
 from ui.views.page import Page
 from ui.views.registry import page_class
 
+if TYPE_CHECKING:
+    from app.jobs import JobOutcome
+
 log = logging.getLogger(__name__)
 
 NAV_ROLE = Qt.ItemDataRole.UserRole
+# What a navigation item leads to, as its NAV_ROLE data holds it (and as a page's
+# ``navigate_requested`` names an item): ("store", store or None, label), ("entity", id, name),
+# ("day", "YYYY-MM-DD"), ("archive",), ("page", name), or ("none",) for a heading.
+NavKey = (tuple[Literal["store"], str | None, str] | tuple[Literal["entity"], int, str]
+          | tuple[Literal["day"], str] | tuple[Literal["archive"]] | tuple[Literal["page"], str]
+          | tuple[Literal["none"]])
 STORES = (("All memories", None), ("Short-term", "short_term"), ("Episodes", "episodic"),
           ("Facts", "semantic"), ("Procedures", "procedural"), ("Statistics", "implicit"))
 INPUT_EVENTS = {QEvent.Type.KeyPress, QEvent.Type.MouseButtonPress, QEvent.Type.MouseMove,
@@ -63,7 +82,7 @@ class IdleWatcher(QObject):
 class MainWindow(QMainWindow):
     lock_requested = Signal()
 
-    def __init__(self, vault: Any, bridge: Any, *, idle_minutes: float = 5,
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, *, idle_minutes: float = 5,
                  folder: Path | None = None) -> None:
         super().__init__()
         self.vault = vault
@@ -83,7 +102,7 @@ class MainWindow(QMainWindow):
         self.bridge.job_finished.connect(self._on_bridge_job_finished)
         self.bridge.job_started.connect(self._on_bridge_job_started)
         self._start_auto_lock(idle_minutes)
-        self.nav.setCurrentItem(self.nav.topLevelItem(0).child(0))
+        self.nav.setCurrentItem(self.all_memories_item)
         self.refresh_status()
         self.refresh_runs_note()
         self.refresh_pending_note()
@@ -142,7 +161,9 @@ class MainWindow(QMainWindow):
         self.idle_timer.timeout.connect(self._on_idle_timer_timeout)
         self.set_idle_minutes(idle_minutes)
         self._idle_watcher = IdleWatcher(self.idle_timer)
-        QApplication.instance().installEventFilter(self._idle_watcher)
+        app = QApplication.instance()
+        assert app is not None, "a window exists only inside a QApplication"
+        app.installEventFilter(self._idle_watcher)
 
     # --- structure ----------------------------------------------------------------------
     def _build_actions(self) -> None:
@@ -164,7 +185,8 @@ class MainWindow(QMainWindow):
         tb.addAction(self.run_action)
         tb.addAction(self.import_action)
 
-    def _item(self, parent: Any, label: str, key: tuple[Any, ...]) -> QTreeWidgetItem:
+    def _item(self, parent: QTreeWidget | QTreeWidgetItem, label: str, key: NavKey
+              ) -> QTreeWidgetItem:
         item = QTreeWidgetItem(parent, [label])
         item.setData(0, NAV_ROLE, key)
         return item
@@ -172,8 +194,8 @@ class MainWindow(QMainWindow):
     def _build_nav(self) -> None:
         self.nav.clear()
         mem = self._item(self.nav, "Memories", ("none",))
-        for label, store in STORES:
-            self._item(mem, label, ("store", store, label))
+        stores = [self._item(mem, label, ("store", store, label)) for label, store in STORES]
+        self.all_memories_item = stores[0]
         self.people_item = self._item(self.nav, "People & Projects", ("none",))
         self.timeline_item = self._item(self.nav, "Timeline", ("none",))
         self.inbox_item = self._item(self.nav, "Inbox", ("page", "inbox"))
@@ -187,10 +209,10 @@ class MainWindow(QMainWindow):
     def reload_nav_children(self) -> None:
         vault = self.vault
 
-        def load() -> tuple[list[Any], list[tuple[str, int]], int]:
+        def load() -> tuple[list[EntityRow], list[tuple[str, int]], int]:
             return (vault.entities(), vault.timeline_days(120), vault.inbox_count())
 
-        def done(result: tuple[list[Any], list[tuple[str, int]], int]) -> None:
+        def done(result: tuple[list[EntityRow], list[tuple[str, int]], int]) -> None:
             if self._cleared:  # locked while loading: the items are gone
                 return
             ents, days, inbox = result
@@ -206,27 +228,28 @@ class MainWindow(QMainWindow):
 
     # --- navigation ---------------------------------------------------------------------
     @Slot(object, object)
-    def _on_nav_current_item_changed(self, item: QTreeWidgetItem | None, _prev: Any) -> None:
+    def _on_nav_current_item_changed(self, item: QTreeWidgetItem | None,
+                                     _prev: QTreeWidgetItem | None) -> None:
         if item is not None:
             self.navigate(item.data(0, NAV_ROLE))
 
-    def navigate(self, key: tuple[Any, ...]) -> None:
-        kind = key[0]
-        if kind == "store":
-            self.stack.setCurrentWidget(self.browse)
-            self.browse.show_query(key[2], MemoryQuery(store=key[1]))
-        elif kind == "entity":
-            self.stack.setCurrentWidget(self.browse)
-            self.browse.show_query(key[2], MemoryQuery(entity_id=key[1]))
-        elif kind == "day":
-            self.stack.setCurrentWidget(self.browse)
-            # Every memory of that day the person has not forgotten, archived ones too.
-            self.browse.show_query(f"Timeline {key[1]}", MemoryQuery(day=key[1], status=LIVE))
-        elif kind == "archive":
-            self.stack.setCurrentWidget(self.browse)
-            self.browse.show_query("Archive", MemoryQuery(status="archived"))
-        elif kind == "page":
-            self.stack.setCurrentWidget(self.page(key[1]))
+    def navigate(self, key: NavKey) -> None:
+        match key:
+            case ("store", store, label):
+                self.stack.setCurrentWidget(self.browse)
+                self.browse.show_query(label, MemoryQuery(store=store))
+            case ("entity", eid, name):
+                self.stack.setCurrentWidget(self.browse)
+                self.browse.show_query(name, MemoryQuery(entity_id=eid))
+            case ("day", day):
+                self.stack.setCurrentWidget(self.browse)
+                # Every memory of that day the person has not forgotten, archived ones too.
+                self.browse.show_query(f"Timeline {day}", MemoryQuery(day=day, status=LIVE))
+            case ("archive",):
+                self.stack.setCurrentWidget(self.browse)
+                self.browse.show_query("Archive", MemoryQuery(status="archived"))
+            case ("page", name):
+                self.stack.setCurrentWidget(self.page(name))
 
     def page(self, name: str) -> Page:
         """The page ``name`` of ``ui.views.registry``, made on first use."""
@@ -241,7 +264,7 @@ class MainWindow(QMainWindow):
         return self.pages[name]
 
     @Slot(object)
-    def _on_page_navigate_requested(self, key: Any) -> None:
+    def _on_page_navigate_requested(self, key: NavKey) -> None:
         """Select the navigation item of ``key`` (as a click would)."""
         for i in range(self.nav.topLevelItemCount()):
             item = self.nav.topLevelItem(i)
@@ -279,7 +302,7 @@ class MainWindow(QMainWindow):
         vault = self.vault
         run_query(self, vault.status, self._show_status)
 
-    def _show_status(self, st: Any) -> None:
+    def _show_status(self, st: VaultStatus) -> None:
         # The same figure as the "All memories" list (active ones); the rest said apart.
         active = sum(v.get("active", 0) for v in st.counts.values())
         other = sum(st.totals.values()) - active
@@ -297,7 +320,7 @@ class MainWindow(QMainWindow):
         vault = self.vault
         run_query(self, lambda: vault.runs(1), self._show_runs_note)
 
-    def _show_runs_note(self, runs: list[Any]) -> None:
+    def _show_runs_note(self, runs: list[RunSummary]) -> None:
         if self._cleared:  # locked meanwhile
             return
         report = runs[0].report if runs else None
@@ -369,16 +392,16 @@ class MainWindow(QMainWindow):
         self.files.import_file(path)
 
     @Slot(object, object)
-    def _on_bridge_changes_applied(self, changes: Any, _initiator: Any) -> None:
+    def _on_bridge_changes_applied(self, changes: Changes, _initiator: QObject | None) -> None:
         """The window's own parts; each page follows the bridge itself (``Page.on_changes``)."""
-        if getattr(changes, "lock", False):
+        if changes.lock:
             return
         if changes.memories or changes.entities or changes.contradictions:
             self.reload_nav_children()
             self.refresh_status()
         if changes.runs:
             self.refresh_runs_note()
-        if getattr(changes, "agents", False):
+        if changes.agents:
             self.refresh_pending_note()
 
     @Slot(str, object)
@@ -392,7 +415,7 @@ class MainWindow(QMainWindow):
             self.progress.start(box)
 
     @Slot(object)
-    def _on_bridge_job_finished(self, outcome: Any) -> None:
+    def _on_bridge_job_finished(self, outcome: JobOutcome) -> None:
         if self._work is not None and self._work.job == outcome.job:
             self._end_work()
         self.refresh_runs_note()
@@ -409,7 +432,7 @@ class MainWindow(QMainWindow):
         box = self._begin_work("Consolidating", "steps")
         vault = self.vault
 
-        def done(result: Any) -> None:
+        def done(result: Result[RunReport]) -> None:
             self._end_work()
             r = result.value
             self.statusBar().showMessage(
@@ -445,12 +468,17 @@ class MainWindow(QMainWindow):
                 del self.pages[name]
         self.nav.clear()
         self.status_label.clear()
-        QApplication.instance().removeEventFilter(self._idle_watcher)
+        self._stop_idle_watch()
 
-    def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt name)
         self.idle_timer.stop()
-        QApplication.instance().removeEventFilter(self._idle_watcher)
+        self._stop_idle_watch()
         super().closeEvent(event)
+
+    def _stop_idle_watch(self) -> None:
+        app = QApplication.instance()
+        if app is not None:  # None once the application is being torn down
+            app.removeEventFilter(self._idle_watcher)
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ import logging
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import shiboken6
 from PySide6.QtCore import (
@@ -25,8 +25,16 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
+from PySide6.QtWidgets import QWidget
+
+from app.changes import Result
+
+if TYPE_CHECKING:
+    from ui.bridge import CoreBridge
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def assert_gui_thread() -> None:
@@ -48,7 +56,7 @@ class _TaskSignals(QObject):
 
 
 class _Task(QRunnable):
-    def __init__(self, fn: Callable[[], Any], signals: _TaskSignals) -> None:
+    def __init__(self, fn: Callable[[], object], signals: _TaskSignals) -> None:
         super().__init__()
         self.fn = fn
         self.signals = signals
@@ -77,14 +85,14 @@ class _Task(QRunnable):
 class _Receiver(QObject):
     """Lives on the GUI thread; calls back only while ``parent`` is alive."""
 
-    def __init__(self, parent: QObject, on_done: Callable[[Any], None],
+    def __init__(self, parent: QObject, on_done: Callable[[object], None],
                  on_error: Callable[[BaseException], None] | None) -> None:
         super().__init__(parent)
         self._on_done = on_done
         self._on_error = on_error
 
     @Slot(object)
-    def done(self, result: Any) -> None:
+    def done(self, result: object) -> None:
         try:
             if shiboken6.isValid(self.parent()):
                 self._on_done(result)
@@ -99,7 +107,8 @@ class _Receiver(QObject):
             else:
                 from ui.errors import show_error
                 parent = self.parent()
-                show_error(parent if shiboken6.isValid(parent) else None, exc)
+                show_error(parent if isinstance(parent, QWidget) and shiboken6.isValid(parent)
+                           else None, exc)
         finally:
             self._finish()
 
@@ -113,31 +122,35 @@ class _Receiver(QObject):
         self.deleteLater()
 
 
-_released: list[Any] = []
+_released: list[tuple[object, ...]] = []
 
 
-def _release_later(*objs: Any) -> None:
+def _release_later(*objs: object) -> None:
     _released.append(objs)
     QTimer.singleShot(0, _released.clear)
 
 
-def run_query(parent: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None],
+def run_query(parent: QObject, fn: Callable[[], T], on_done: Callable[[T], None],
               on_error: Callable[[BaseException], None] | None = None) -> None:
     """Read-only work: run ``fn`` off the GUI thread, then ``on_done(result)`` on it."""
     assert_gui_thread()
-    receiver = _Receiver(parent, on_done, on_error)
+
+    def deliver(result: object) -> None:
+        # The queued signal carries ``object``; it is the value ``fn`` returned.
+        on_done(cast(T, result))
+    receiver = _Receiver(parent, deliver, on_error)
     signals = _TaskSignals(receiver)
     signals.done.connect(receiver.done)
     signals.failed.connect(receiver.failed)
     QThreadPool.globalInstance().start(_Task(fn, signals))
 
 
-def run_op(parent: QObject, fn: Callable[[], Any], on_done: Callable[[Any], None],
-           bridge: Any = None, on_error: Callable[[BaseException], None] | None = None) -> None:
+def run_op(parent: QObject, fn: Callable[[], Result[T]], on_done: Callable[[Result[T]], None],
+           bridge: CoreBridge | None = None,
+           on_error: Callable[[BaseException], None] | None = None) -> None:
     """A mutation returning a ``Result``; after ``on_done`` the bridge broadcasts its changes."""
-    def done(result: Any) -> None:
+    def done(result: Result[T]) -> None:
         on_done(result)
-        changes = getattr(result, "changes", None)
-        if bridge is not None and changes is not None:
-            bridge.apply_changes(changes, parent)
+        if bridge is not None:
+            bridge.apply_changes(result.changes, parent)
     run_query(parent, fn, done, on_error)

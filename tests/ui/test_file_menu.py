@@ -155,7 +155,7 @@ def test_open_and_new_vault_lock_this_one_and_ask_for_the_other(
         assert files.open_vault(tmp_path / "other")
         assert vault.locked and ctl.window is None
         assert ctl.dialog is not None and ctl.folder == tmp_path / "other"
-        assert not ctl.dialog.create  # asks the other vault's password
+        assert not ctl.dialog.creating  # asks the other vault's password
         ctl.dialog.reject()  # cancelled: back to the first vault's unlock
         assert ctl.folder == tmp_path / "mine" and ctl.dialog.folder == tmp_path / "mine"
     finally:
@@ -186,7 +186,7 @@ def test_a_scheduled_backup_shows_progress_and_its_result(
         window = ctl.window
         started: list[str] = []
         window.bridge.job_started.connect(lambda job, _box: started.append(job))
-        ctl.scheduler.modify_job("backup", next_run_time=datetime.now(UTC))
+        ctl.session.scheduler.modify_job("backup", next_run_time=datetime.now(UTC))
         qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith(
             "Scheduled backup: done"), timeout=WAIT)
         assert started == ["backup"] and not window.progress.active

@@ -9,7 +9,6 @@ tick before its button works, as ``kept export`` needs a typed 'export'.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import (
@@ -108,7 +107,7 @@ class ExportDialog(QDialog):
             self.path.setText(chosen)
 
     @Slot()
-    def _on_changed(self, *_a: Any) -> None:
+    def _on_changed(self, *_a: object) -> None:
         from app.transfer import cloud_service
         where = self.path.text().strip()
         what = "folder" if self.fmt() == "markdown" else "file"

@@ -4,9 +4,8 @@ Layer: ui. GUI thread; the plan and the deletion run through ``ui.tasks``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -20,7 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.api import ForgetPlan, ForgetReport, PlanItem, VaultAPI
 from ui import errors
+from ui.bridge import CoreBridge
 from ui.tasks import run_op, run_query
 
 ROLE_LABELS = {"matched": "What you chose", "version": "Earlier versions of it",
@@ -39,7 +40,7 @@ class ForgetDialog(QDialog):
 
     forgotten = Signal(object)   # ForgetReport
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None, *,
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None, *,
                  ids: list[int] | None = None, query: str | None = None,
                  entity: str | None = None, pending: int | None = None) -> None:
         super().__init__(parent)
@@ -48,9 +49,9 @@ class ForgetDialog(QDialog):
         self.bridge = bridge
         self.setWindowTitle("Forget for good")
         self.resize(640, 520)
-        self.plan: Any = None
-        self.report: Any = None
-        self._args = {"ids": ids or (), "query": query, "entity": entity}
+        self.plan: ForgetPlan | None = None
+        self.report: ForgetReport | None = None
+        self._ids, self._query, self._entity = ids or [], query, entity
         self.summary = QLabel("Working out everything that would go…")
         self.summary.setWordWrap(True)
         self.tree = QTreeWidget()
@@ -87,24 +88,25 @@ class ForgetDialog(QDialog):
 
     def _load_plan(self) -> None:
         self.forget_btn.setEnabled(False)
-        vault, args = self.vault, dict(self._args)
+        vault, ids, query, entity = self.vault, list(self._ids), self._query, self._entity
         include = not self.keep_sources.isChecked()
         if self.pending is not None:
             pid = self.pending
             run_query(self, lambda: vault.pending_forget_plan(pid), self._show_plan,
                       self._on_plan_failed)
             return
-        run_query(self, lambda: vault.forget_plan(include_sources=include, **args), self._show_plan)
+        run_query(self, lambda: vault.forget_plan(ids=ids, query=query, entity=entity,
+                                                  include_sources=include), self._show_plan)
 
     def _on_plan_failed(self, exc: BaseException) -> None:
         """E.g. the request was answered meanwhile, or its memories are gone already."""
         errors.report_error(self, exc, self.summary.setText, otherwise="Nothing was forgotten.")
         self.confirm.setEnabled(False)
 
-    def _show_plan(self, plan: Any) -> None:
+    def _show_plan(self, plan: ForgetPlan) -> None:
         self.plan = plan
         self.tree.clear()
-        by_role: dict[str, list[Any]] = {}
+        by_role: dict[str, list[PlanItem]] = {}
         for item in plan.items:
             by_role.setdefault(item.role, []).append(item)
         for role in ("matched", "version", "derived", "source"):
@@ -155,25 +157,32 @@ class ForgetDialog(QDialog):
         self.progress.show()
         self.summary.setText("Forgetting…")
         vault, plan, pid = self.vault, self.plan, self.pending
-        fn = (lambda: vault.forget(plan)) if pid is None else \
-            (lambda: vault.close_pending_forget(pid, plan))
-        run_op(self, fn, self._on_forgotten, self.bridge, self._on_failed)
+        if pid is None:
+            run_op(self, lambda: vault.forget(plan), lambda r: self._on_forgotten(r.value),
+                   self.bridge, self._on_failed)
+        else:
+            run_op(self, lambda: vault.close_pending_forget(pid, plan),
+                   lambda r: self._on_forgotten(r.value), self.bridge, self._on_failed)
 
-    def _on_forgotten(self, result: Any) -> None:
-        self.report = result.value
+    def _on_forgotten(self, report: ForgetReport | None) -> None:
+        self.report = report
         self.progress.hide()
         self.tree.clear()
-        for kind, n in sorted(self.report.deleted.items()):
-            if n:
-                QTreeWidgetItem(self.tree, [kind.replace("_", " "), str(n)])
-        self.summary.setText(f"Forgot {self.report.memories} memories "
-                             f"({self.report.total_rows} rows). {self.report.note}")
+        if report is None:  # a confirmed plan always forgets; said if it ever did not
+            self.summary.setText("Nothing was forgotten.")
+        else:
+            for kind, n in sorted(report.deleted.items()):
+                if n:
+                    QTreeWidgetItem(self.tree, [kind.replace("_", " "), str(n)])
+            self.summary.setText(f"Forgot {report.memories} memories "
+                                 f"({report.total_rows} rows). {report.note}")
         self.cancel_btn.setText("Close")
         self.cancel_btn.setEnabled(True)
         self.warning.hide()
         self.confirm.hide()
         self.keep_sources.hide()
-        self.forgotten.emit(self.report)
+        if report is not None:
+            self.forgotten.emit(report)
 
     def _on_failed(self, exc: BaseException) -> None:
         self.progress.hide()
@@ -184,7 +193,7 @@ class ForgetDialog(QDialog):
         self.confirm.setEnabled(True)
         self.keep_sources.setEnabled(True)
 
-    def keyPressEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             return  # Enter never forgets: the button must be clicked
         super().keyPressEvent(event)

@@ -8,8 +8,6 @@ only a hash of the key; pairing the same name again issues a new one).
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
@@ -28,8 +26,10 @@ from PySide6.QtWidgets import (
 
 from app import mcp_install
 from app.agent_scope import check_agent_name
+from app.api import Result, VaultAPI
 from app.errors import AppError, ValidationError
 from ui import errors, theme
+from ui.bridge import CoreBridge
 from ui.tasks import run_op
 
 CLIENT_LABELS = {"claude-desktop": "Claude Desktop", "claude-code": "Claude Code",
@@ -43,7 +43,7 @@ class PairDialog(QDialog):
 
     paired = Signal(str)  # the assistant's name
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None, *,
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None, *,
                  known: tuple[str, ...] = ()) -> None:
         super().__init__(parent)
         self.vault = vault
@@ -159,7 +159,7 @@ class PairDialog(QDialog):
         self.name.setEnabled(False)
         vault = self.vault
 
-        def done(result: Any) -> None:
+        def done(result: Result[str]) -> None:
             self.agent, self.key = name, str(result.value)
             self.key_field.setText(self.key)
             self.pair_btn.hide()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import string
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import bootstrap, validation
+from app.api import VaultAPI
 from ui import errors, theme
 from ui.tasks import run_query
 
@@ -63,23 +64,27 @@ def too_short() -> str:
             "easiest.")
 
 
+# (folder, password, create, make a recovery code) -> (the open vault, its recovery code)
+VaultFactory = Callable[[Path, str, bool, bool], tuple[VaultAPI, str | None]]
+
 RECOVERED_NOTICE = ("New password set with the recovery code; use it from now on. The "
                     "recovery code still opens the vault: make a new one in Settings if "
                     "anyone may have seen it.")
 
 
 class UnlockDialog(QDialog):
-    """Unlocks ``folder`` (or creates a vault there when ``create``). Emits ``unlocked`` with
-    the open Vault; wrong passwords show inline and change nothing. ``notice``: a sentence
-    for the window after a recovery-code unlock."""
+    """Unlocks ``folder`` (or creates a vault there when ``create``; ``creating`` says which
+    after construction: ``QDialog.create`` is Qt's). Emits ``unlocked`` with the open Vault;
+    wrong passwords show inline and change nothing. ``notice``: a sentence for the window
+    after a recovery-code unlock."""
 
     unlocked = Signal(object)
 
-    def __init__(self, folder: Path, *, create: bool = False, parent: Any = None,
-                 vault_factory: Any = None) -> None:
+    def __init__(self, folder: Path, *, create: bool = False, parent: QWidget | None = None,
+                 vault_factory: VaultFactory | None = None) -> None:
         super().__init__(parent)
         self.folder = folder
-        self.create = create
+        self.creating = create
         self.vault_factory = vault_factory
         self.recovery_code: str | None = None
         self.recovering = False
@@ -223,7 +228,7 @@ class UnlockDialog(QDialog):
         if self.folder_problem:
             return  # the folder cannot take a vault: that message stays
         self.error.clear()
-        if self.create:
+        if self.creating:
             bits, word = strength(text)
             self.meter.setValue(min(100, bits))
             self.meter.setFormat(word)
@@ -234,7 +239,7 @@ class UnlockDialog(QDialog):
             self._recover()
             return
         pw = self.password.text()
-        if self.create:
+        if self.creating:
             if validation.password_too_short(pw):
                 self.error.setText(too_short())
                 return
@@ -245,14 +250,15 @@ class UnlockDialog(QDialog):
             self.error.setText("Type your password.")
             return
         self.ok.setEnabled(False)
-        self.busy.setText("Creating…" if self.create else "Unlocking…")
+        self.busy.setText("Creating…" if self.creating else "Unlocking…")
         QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
-        folder, create, recovery = self.folder, self.create, self.recovery.isChecked()
+        folder, create, recovery = self.folder, self.creating, self.recovery.isChecked()
         remember = self.remember.isVisible() and self.remember.isChecked()
         factory = self.vault_factory
 
-        def work() -> tuple[Any, str | None]:
+        def work() -> tuple[VaultAPI, str | None]:
             from app.facade import Vault
+            vault: VaultAPI
             if factory is not None:
                 return factory(folder, pw, create, recovery)
             if create:
@@ -282,12 +288,12 @@ class UnlockDialog(QDialog):
         QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
         folder = self.folder
 
-        def work() -> tuple[Any, str | None]:
+        def work() -> tuple[VaultAPI, str | None]:
             from app.facade import Vault
             return Vault.open(folder, recovery_code=code, new_password=new), None
         run_query(self, work, self._on_done, self._on_failed)
 
-    def _on_done(self, result: tuple[Any, str | None]) -> None:
+    def _on_done(self, result: tuple[VaultAPI, str | None]) -> None:
         QApplication.restoreOverrideCursor()
         vault, code = result
         if self.recovering:
@@ -316,7 +322,7 @@ class UnlockDialog(QDialog):
 class RecoveryCodeDialog(QDialog):
     """Shows the recovery code once. It is never stored anywhere readable."""
 
-    def __init__(self, code: str, parent: Any = None) -> None:
+    def __init__(self, code: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Your recovery code")
         label = QLabel("Write this down or print it, and keep it somewhere safe. If you forget "

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import IntEnum
-from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+)
 
+from app.api import MemoryQuery, MemoryRow, Page, VaultAPI
 from ui.tasks import assert_gui_thread, run_query
 
 PAGE = 200
@@ -33,16 +40,16 @@ STORE_LABELS = {"short_term": "Short-term", "episodic": "Episode", "semantic": "
                 "procedural": "Procedure", "implicit": "Statistic"}
 
 
-def currency_mark(row: Any) -> str:
+def currency_mark(row: MemoryRow) -> str:
     """"Earlier" or "No longer true" for a search result that something later replaced."""
-    c = getattr(row, "currency", None)
+    c = row.currency
     if c is None or c.state == "current":
         return ""
     return "Earlier" if c.state == "earlier" else "No longer true"
 
 
-def currency_tip(row: Any) -> str:
-    c = getattr(row, "currency", None)
+def currency_tip(row: MemoryRow) -> str:
+    c = row.currency
     if c is None or c.state == "current":
         return ""
     if c.state == "earlier":
@@ -54,9 +61,9 @@ def currency_tip(row: Any) -> str:
     return f"No longer true{' since ' + ended if ended else ''}."
 
 
-def agent_mark(row: Any) -> str:
+def agent_mark(row: MemoryRow) -> str:
     """"from NAME" for a memory an assistant wrote (``kept mcp --agent NAME``), else ""."""
-    agent = getattr(row, "agent", "global")
+    agent = row.agent
     return f"from {agent}" if agent and agent != "global" else ""
 
 
@@ -64,18 +71,18 @@ class MemoryTableModel(QAbstractTableModel):
     page_loaded = Signal(int)      # rows now loaded
     count_known = Signal(int)
 
-    def __init__(self, vault: Any, parent: Any = None) -> None:
+    def __init__(self, vault: VaultAPI, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.vault = vault
-        self.rows: list[Any] = []
-        self.query: Any = None
+        self.rows: list[MemoryRow] = []
+        self.query: MemoryQuery | None = None
         self._cursor: tuple[float, int] | None = None
         self._exhausted = True
         self._in_flight = False
         self._generation = 0
 
     # --- query ------------------------------------------------------------------------
-    def set_query(self, query: Any) -> None:
+    def set_query(self, query: MemoryQuery) -> None:
         assert_gui_thread()
         self._generation += 1
         self.beginResetModel()
@@ -110,12 +117,12 @@ class MemoryTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(Column)
 
     def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+                   role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return HEADERS.get(Column(section)) if 0 <= section < len(Column) else None
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid() or index.row() >= len(self.rows):
             return None
         row = self.rows[index.row()]
@@ -160,7 +167,7 @@ class MemoryTableModel(QAbstractTableModel):
         run_query(self, lambda: vault.page_memories(query, after=cursor, limit=PAGE),
                   lambda page: self._on_page(gen, page), lambda exc: self._on_failed(gen, exc))
 
-    def _on_page(self, gen: int, page: Any) -> None:
+    def _on_page(self, gen: int, page: Page) -> None:
         if gen != self._generation:
             return  # a stale page of an older query
         self._in_flight = False
@@ -180,5 +187,5 @@ class MemoryTableModel(QAbstractTableModel):
             from ui.errors import show_error
             show_error(None, exc)
 
-    def row_at(self, row: int) -> Any:
+    def row_at(self, row: int) -> MemoryRow | None:
         return self.rows[row] if 0 <= row < len(self.rows) else None

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
-from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
+from app.api import RunSummary
 from ui.tasks import assert_gui_thread
 
 Index = QModelIndex | QPersistentModelIndex
@@ -98,22 +98,8 @@ class RunRow:
     llm_fallbacks: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RunRow:
-        report = d.get("report") or {}
-        failures = tuple((str(f.get("step")), str(f.get("error")))
-                         for f in report.get("failures") or ())
-        fallbacks = tuple(sorted((str(k), int(v))
-                                 for k, v in (report.get("llm_fallbacks") or {}).items()))
-        return cls(int(d["id"]), str(d["kind"]), float(d["started_at"]), d.get("finished_at"),
-                   str(d.get("status") or "running"), dict(report.get("counts") or {}),
-                   report.get("seconds"), int(report.get("failed_batches") or 0),
-                   d.get("undone_at"), failures, fallbacks)
-
-    @classmethod
-    def from_run(cls, run: Any) -> RunRow:
-        """From a ``Vault.runs()`` item: an ``app.api.RunSummary`` (or the dict it was)."""
-        if isinstance(run, dict):
-            return cls.from_dict(run)
+    def from_run(cls, run: RunSummary) -> RunRow:
+        """From a ``Vault.runs()`` item."""
         report = run.report
         failures = tuple((str(f.step), str(f.error)) for f in report.failures) if report else ()
         fallbacks = tuple(sorted((str(k), int(v)) for k, v in report.llm_fallbacks.items())
@@ -160,7 +146,7 @@ class RunRow:
 class RunTableModel(QAbstractTableModel):
     """The last runs, newest first."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.rows: list[RunRow] = []
 
@@ -205,13 +191,13 @@ class RunTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(Column)
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 (Qt name)
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+                   role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
                 and 0 <= section < len(Column)):
             return HEADERS[Column(section)]
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid() or not 0 <= index.row() < len(self.rows):
             return None
         r = self.rows[index.row()]

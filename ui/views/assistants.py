@@ -10,7 +10,7 @@ changed (reads by assistants send that flag too).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import (
@@ -25,9 +25,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.api import AgentRow, Result, VaultAPI
+from app.changes import Changes
 from ui import errors, theme
+from ui.bridge import CoreBridge
 from ui.tasks import run_op
 from ui.views.page import Page
+
+if TYPE_CHECKING:
+    from ui.dialogs.pair import PairDialog
 
 HEADERS = ("Assistant", "Paired since", "Last seen", "State", "")
 
@@ -39,11 +45,12 @@ def when(ts: float | None) -> str:
 class AssistantsPanel(Page):
     """Owned by ``SettingsView``; lives on the GUI thread."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
-        self.rows: list[Any] = []
+        self.rows: list[AgentRow] = []
         self.block_buttons: dict[str, QPushButton] = {}
-        self.pair_dialog: Any = None
+        self.pair_dialog: PairDialog | None = None
         note = QLabel("Assistants (Claude, Cursor, VS Code, LM Studio…) use Kept through "
                       "<code>kept mcp</code> while Kept is unlocked. Each is paired under its "
                       "own name and key: it writes under that name and reads only your "
@@ -93,10 +100,10 @@ class AssistantsPanel(Page):
         vault = self.vault
         self.load(lambda: (vault.agents(), bool(vault.setting("owner.strict"))), self._fill_all)
 
-    def wants(self, changes: Any) -> bool:
-        return bool(getattr(changes, "agents", False) or getattr(changes, "settings", False))
+    def wants(self, changes: Changes) -> bool:
+        return changes.agents or changes.settings
 
-    def _fill_all(self, result: tuple[list[Any], bool]) -> None:
+    def _fill_all(self, result: tuple[list[AgentRow], bool]) -> None:
         rows, strict = result
         self.strict.blockSignals(True)
         self.strict.setChecked(strict)
@@ -107,13 +114,16 @@ class AssistantsPanel(Page):
     def _on_strict_toggled(self, on: bool) -> None:
         vault = self.vault
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[None]) -> None:
             self._say("Strict mode is on: a program asks for your password in its terminal "
                       "first." if on else "Strict mode is off.")
-        run_op(self, lambda: vault.set_setting("owner.strict", on), done, self.bridge,
-               lambda exc: self._say(errors.error_text(exc)))
+        def failed(exc: BaseException) -> None:
+            # An AppError is said here with its hint, anything else pops up too (this called
+            # ``error_text``, which takes an AppError only).
+            errors.report_error(self, exc, self._say, hint=True)
+        run_op(self, lambda: vault.set_setting("owner.strict", on), done, self.bridge, failed)
 
-    def _fill(self, rows: list[Any]) -> None:
+    def _fill(self, rows: list[AgentRow]) -> None:
         if rows == self.rows and self.grid.count():
             return
         self.rows = list(rows)
@@ -162,7 +172,7 @@ class AssistantsPanel(Page):
             btn.setEnabled(False)
         vault = self.vault
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[None]) -> None:
             self._say(f"{name} is blocked.")
 
         def failed(exc: BaseException) -> None:

@@ -4,9 +4,7 @@ Layer: ui. GUI thread; the list pages in through ``MemoryTableModel``, searches 
 
 from __future__ import annotations
 
-from typing import Any
-
-from PySide6.QtCore import Slot
+from PySide6.QtCore import QModelIndex, QObject, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -18,8 +16,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.api import MemoryQuery, MemoryRow
+from app.api import MemoryQuery, MemoryRow, VaultAPI
+from app.changes import Changes
 from ui import theme
+from ui.bridge import CoreBridge
 from ui.models.memory_table import MemoryTableModel
 from ui.views.detail import DetailPane
 from ui.views.entity import EntityCard
@@ -32,7 +32,8 @@ class BrowsePage(Page):
     (``show_query``); the list reloads from change flags while it is shown (showing it again
     always comes with a ``show_query``, so nothing is kept stale)."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
         self.search_bar = SearchBar()
         self.search = self.search_bar.field
@@ -99,8 +100,8 @@ class BrowsePage(Page):
         self.entity.clear()
         self.search.clear()
 
-    def on_changes(self, changes: Any, initiator: Any = None) -> None:
-        if getattr(changes, "lock", False) or initiator is self:
+    def on_changes(self, changes: Changes, initiator: QObject | None = None) -> None:
+        if changes.lock or initiator is self:
             return
         if (changes.memories or changes.entities or changes.contradictions) and self.shown():
             self.model.refresh()
@@ -139,6 +140,6 @@ class BrowsePage(Page):
             self._on_search_return_pressed()
 
     @Slot(object, object)
-    def _on_table_row_changed(self, current: Any, _previous: Any) -> None:
+    def _on_table_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         row = self.model.row_at(current.row()) if current.isValid() else None
         self.detail.show_memory(row.id if row else None)

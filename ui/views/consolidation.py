@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
@@ -27,13 +27,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.api import CancelToken
+from app.api import CancelToken, Result, RunReport, UndoReport, VaultAPI
 from app.changes import Changes
 from ui import errors, theme
+from ui.bridge import CoreBridge
 from ui.models.run_table import Column, RunRow, RunTableModel, counts_text, when_text
 from ui.progress import DelayedProgress
 from ui.tasks import run_op
-from ui.views.page import Page
+from ui.views.page import Page, setting_int
+
+if TYPE_CHECKING:
+    from app.jobs import JobOutcome
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,8 @@ def minutes_text(minutes: int) -> str:
 class ConsolidationView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
         self._running = False
         self._run_allowed = True  # the window's own run (toolbar) is not under way
@@ -179,7 +184,7 @@ class ConsolidationView(Page):
 
         def load() -> tuple[list[RunRow], dict[str, int]]:
             rows = [RunRow.from_run(run) for run in vault.runs(RUNS_SHOWN)]
-            return rows, {k: int(vault.setting(k)) for k in SCHEDULE_KEYS}
+            return rows, {k: setting_int(vault.setting(k)) for k in SCHEDULE_KEYS}
         self.load(load, self._fill)
 
     def _fill(self, result: tuple[list[RunRow], dict[str, int]]) -> None:
@@ -227,11 +232,11 @@ class ConsolidationView(Page):
             self.undo_buttons[run.id] = btn
 
     # --- refresh from change flags --------------------------------------------------------
-    def wants(self, changes: Any) -> bool:
-        return bool(changes.runs or changes.settings)
+    def wants(self, changes: Changes) -> bool:
+        return changes.runs or changes.settings
 
     @Slot(object)
-    def _on_bridge_job_finished(self, _outcome: Any) -> None:
+    def _on_bridge_job_finished(self, _outcome: JobOutcome) -> None:
         self.on_changes(Changes(runs=True))
 
     def set_run_allowed(self, allowed: bool) -> None:
@@ -273,7 +278,7 @@ class ConsolidationView(Page):
             self.progress_helper.stop()
             self._cancel = None
 
-    def _on_run_done(self, result: Any) -> None:
+    def _on_run_done(self, result: Result[RunReport]) -> None:
         r = result.value
         self._set_running(False)
         verb = "stopped early" if r.cancelled else "finished"
@@ -296,11 +301,9 @@ class ConsolidationView(Page):
         self._say(f"Undoing run {run_id}…")
         vault = self.vault
 
-        def done(result: Any) -> None:
+        def done(result: Result[UndoReport]) -> None:
             self.run_btn.setEnabled(self._run_allowed)
-            value = result.value
-            counts = getattr(value, "counts", value) or {}  # UndoReport (or the dict it was)
-            reverted = counts_text(counts, labels=UNDO_LABELS)
+            reverted = counts_text(result.value.counts, labels=UNDO_LABELS)
             self._say(f"Run {run_id} undone: {reverted}.")
 
         def failed(exc: BaseException) -> None:

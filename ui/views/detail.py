@@ -3,8 +3,6 @@ confirm, archive/restore, forget. Layer: ui. GUI thread; loads through ``ui.task
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QFormLayout,
@@ -17,10 +15,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.api import Explanation, History, MemoryRead, VaultAPI
+from app.changes import Changes
 from app.clock import to_iso
 from app.domain.memory import Draft
 from app.errors import ValidationError
 from ui import theme
+from ui.bridge import CoreBridge
 from ui.tasks import run_op
 from ui.views.page import Page
 
@@ -29,10 +30,17 @@ STORE_NAMES = {"short_term": "Short-term (conversation turn)", "episodic": "Epis
                "implicit": "Statistic"}
 
 
+def when_text(ts: float | None) -> str:
+    """A history or read time as the pane lists it: '2026-02-01T10:00:00' (UTC)."""
+    iso = to_iso(ts)
+    return iso[:19] if iso is not None else "(no time)"
+
+
 class DetailPane(Page):
     """One memory in full, beside the memory list (owned by the browse page)."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
         self.memory_id: int | None = None
         self.status: str | None = None
@@ -121,14 +129,14 @@ class DetailPane(Page):
             return
         vault = self.vault
 
-        def load() -> tuple[Any, Any, str, list[Any]]:
+        def load() -> tuple[Explanation, History, str, list[MemoryRead]]:
             return (vault.explain(mid), vault.history(mid), vault.get(mid).agent,
                     vault.memory_reads(mid))
         self.load(load, self._fill)
 
     # --- assistants' reads (refreshed on Changes.agents: one query for the shown memory) --
-    def wants(self, changes: Any) -> bool:
-        return bool(getattr(changes, "agents", False)) and self.memory_id is not None
+    def wants(self, changes: Changes) -> bool:
+        return changes.agents and self.memory_id is not None
 
     def refresh(self) -> None:
         mid, vault = self.memory_id, self.vault
@@ -137,14 +145,14 @@ class DetailPane(Page):
                       lambda reads: self._fill_reads(reads) if self.memory_id == mid else None,
                       kind="reads")
 
-    def _fill_reads(self, reads: list[Any]) -> None:
+    def _fill_reads(self, reads: list[MemoryRead]) -> None:
         self.reads.clear()
         for r in reads:
-            self.reads.addItem(f"{to_iso(r.at)[:19]} {r.agent} ({r.via})")
+            self.reads.addItem(f"{when_text(r.at)} {r.agent} ({r.via})")
         if not reads:
             self.reads.addItem("Not read by an assistant")
 
-    def _fill(self, result: tuple[Any, Any, str, list[Any]]) -> None:
+    def _fill(self, result: tuple[Explanation, History, str, list[MemoryRead]]) -> None:
         ex, hist, agent, reads = result
         self.memory_id = ex.id
         self.origin.setText(f"from {agent}: written by this assistant"
@@ -176,9 +184,9 @@ class DetailPane(Page):
         self.history.clear()
         for v in hist.versions:
             mark = " (current)" if v.status == "active" else f" ({v.status})"
-            self.history.addItem(f"{to_iso(v.created_at)[:19]} version #{v.id}{mark}: {v.text}")
+            self.history.addItem(f"{when_text(v.created_at)} version #{v.id}{mark}: {v.text}")
         for e in hist.entries:
-            self.history.addItem(f"{to_iso(e.at)[:19]} #{e.memory_id} {e.action}"
+            self.history.addItem(f"{when_text(e.at)} #{e.memory_id} {e.action}"
                                  + (f" ({e.detail})" if e.detail else ""))
         self.archive_btn.setText("Restore" if ex.status == "archived" else "Archive")
         self.correct_btn.setEnabled(ex.status != "superseded")
@@ -213,18 +221,24 @@ class DetailPane(Page):
             self.edit_error.setVisible(True)
             return
         mid, vault = self.memory_id, self.vault
+        if mid is None:  # cleared (locked, forgotten) meanwhile
+            return
         run_op(self, lambda: vault.correct(mid, text),
                lambda r: self.show_memory(int(r.value)), self.bridge)
 
     @Slot()
     def _on_confirm_btn_clicked(self) -> None:
         mid, vault = self.memory_id, self.vault
+        if mid is None:
+            return
         run_op(self, lambda: vault.confirm(mid), lambda _r: self.show_memory(mid),
                self.bridge)
 
     @Slot()
     def _on_archive_btn_clicked(self) -> None:
         mid, vault = self.memory_id, self.vault
+        if mid is None:
+            return
         fn = vault.restore if self.status == "archived" else vault.archive
         run_op(self, lambda: fn(mid), lambda _r: self.show_memory(mid), self.bridge)
 

@@ -8,12 +8,13 @@ the list below keeps every memory that mentions it, episodes included."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from PySide6.QtWidgets import QFrame, QLabel, QListWidget, QSizePolicy, QVBoxLayout, QWidget
 
-from app.api import MemoryQuery
+from app.api import EntityRow, MemoryQuery, MemoryRow, VaultAPI
+from app.changes import Changes
 from ui import theme
+from ui.bridge import CoreBridge
 from ui.views.page import Page
 
 KIND_NAMES = {"person": "Person", "pet": "Pet", "place": "Place", "company": "Organisation",
@@ -27,7 +28,8 @@ NO_SUMMARY = ("No summary yet. A summary holds its facts said, learned or read i
 class EntityCard(Page):
     """One entity: its kind, name, summary and facts. Owned by the browse page."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
         self.entity_id: int | None = None
         self.heading = QLabel()
@@ -67,14 +69,14 @@ class EntityCard(Page):
         if eid is None:
             return
 
-        def load() -> tuple[Any, list[Any]]:
+        def load() -> tuple[EntityRow | None, tuple[MemoryRow, ...]]:
             row = next((e for e in vault.entities() if e.id == eid), None)
             facts = vault.page_memories(MemoryQuery(entity_id=eid, store="semantic"),
                                         limit=FACTS_SHOWN).rows
             return row, facts
         self.load(load, self._fill)
 
-    def _fill(self, result: tuple[Any, list[Any]]) -> None:
+    def _fill(self, result: tuple[EntityRow | None, tuple[MemoryRow, ...]]) -> None:
         row, facts = result
         if row is None:  # forgotten or undone meanwhile
             self.hide()
@@ -92,9 +94,8 @@ class EntityCard(Page):
             self.facts.addItem("No facts about it yet")
         self.show()
 
-    def wants(self, changes: Any) -> bool:
-        return self.entity_id is not None and bool(
-            getattr(changes, "entities", False) or getattr(changes, "memories", False))
+    def wants(self, changes: Changes) -> bool:
+        return self.entity_id is not None and (changes.entities or changes.memories)
 
     def clear(self) -> None:
         self.show_entity(None)

@@ -30,7 +30,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import shiboken6
 from PySide6.QtCore import (
@@ -38,6 +38,7 @@ from PySide6.QtCore import (
     QAbstractListModel,
     QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QPoint,
     QRect,
@@ -47,7 +48,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QFontMetrics, QKeyEvent, QMouseEvent, QPainter, QPalette
+from PySide6.QtGui import QFontMetrics, QKeyEvent, QMouseEvent, QPainter, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -65,9 +66,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.api import (
+    ContradictionItem,
+    ForgetReport,
+    InboxPage,
+    InboxStatus,
+    MemoryId,
+    MemoryView,
+    PendingForget,
+    ResolveChoice,
+    Result,
+    VaultAPI,
+)
+from app.changes import Changes
 from ui import errors, theme
+from ui.bridge import CoreBridge
 from ui.tasks import run_op
 from ui.views.page import Page
+
+if TYPE_CHECKING:
+    from ui.dialogs.forget import ForgetDialog
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +98,7 @@ KEEP_WORDS = {"a": "kept A", "b": "kept B", "both": "both true at different time
               "edit": "replaced by your edit", "still_true": "still true"}
 # Cards are heavy (a dozen widgets each), rows light: sizes keep building one page well
 # under the 100 ms stall budget (bench/ui_responsiveness.py --parts inbox).
-PAGE_SIZE = {"open": 10, "auto": 25, "resolved": 25}
+PAGE_SIZE: dict[InboxStatus, int] = {"open": 10, "auto": 25, "resolved": 25}
 
 
 def _panel(frame: QFrame, *, base: bool) -> None:
@@ -93,11 +111,6 @@ def _panel(frame: QFrame, *, base: bool) -> None:
         frame.setBackgroundRole(QPalette.ColorRole.Base)
 
 
-def field(side: Any, name: str) -> Any:
-    """A field of one side of an inbox item: an ``app.api.MemoryView`` (or the dict it was)."""
-    return side.get(name) if isinstance(side, dict) else getattr(side, name, None)
-
-
 def day_text(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d") if ts else "unknown date"
 
@@ -106,9 +119,8 @@ def short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def sources_text(side: Any) -> str:
-    refs = field(side, "refs") or []
-    sources = field(side, "sources") or []
+def sources_text(side: MemoryView) -> str:
+    refs, sources = side.refs, side.sources
     parts = []
     if refs:
         parts.append(("source turn " if len(refs) == 1 else "source turns ") + ", ".join(refs))
@@ -120,15 +132,15 @@ def sources_text(side: Any) -> str:
 class FactSide(QFrame):
     """One side of a contradiction: text, date, confidence, sources and refs."""
 
-    def __init__(self, label: str, side: Any) -> None:
+    def __init__(self, label: str, side: MemoryView) -> None:
         super().__init__()
         self.setObjectName("side")
         _panel(self, base=False)
-        self.fact_id = int(field(side, "id"))
-        status = field(side, "status")
+        self.fact_id = int(side.id)
+        status = side.status
         head = QLabel(f"<b>{label}</b> · memory #{self.fact_id}"
                       + (f" · {status}" if status not in (None, "", "active") else ""))
-        self.text = QLabel(field(side, "text") or "")
+        self.text = QLabel(side.text or "")
         self.text.setObjectName("factText")
         self.text.setTextFormat(Qt.TextFormat.PlainText)  # memory text is never markup
         self.text.setWordWrap(True)
@@ -136,9 +148,9 @@ class FactSide(QFrame):
         font = self.text.font()
         font.setPixelSize(14)
         self.text.setFont(font)
-        conf = field(side, "confidence")
+        conf = side.confidence
         conf_text = f"confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
-        said = f"said on {day_text(field(side, 'occurred_at'))}"
+        said = f"said on {day_text(side.occurred_at)}"
         self.meta = QLabel(" · ".join(p for p in (said, conf_text) if p))
         self.sources = QLabel(sources_text(side))
         self.sources.setTextFormat(Qt.TextFormat.PlainText)
@@ -159,7 +171,10 @@ class _EditableCard(QFrame):
 
     resolution_chosen = Signal(int, str, str)
 
-    def __init__(self, item: Any) -> None:
+    # Made by the subclass: the button that opens the edit row.
+    edit_btn: QPushButton
+
+    def __init__(self, item: ContradictionItem) -> None:
         super().__init__()
         self.setObjectName("card")
         _panel(self, base=True)
@@ -240,7 +255,7 @@ class _EditableCard(QFrame):
         self.error.setText(text)
         self.error.setVisible(bool(text))
 
-    def _choose(self, keep: str, text: str = "") -> None:
+    def _choose(self, keep: ResolveChoice, text: str = "") -> None:
         self.show_error("")
         self.resolution_chosen.emit(self.cid, keep, text)
 
@@ -275,7 +290,7 @@ class ContradictionCard(_EditableCard):
     """An open contradiction with its four answers. Emits ``resolution_chosen(cid, keep,
     text)``; the view runs the operation and calls ``busy``/``show_error`` back."""
 
-    def __init__(self, item: Any) -> None:
+    def __init__(self, item: ContradictionItem) -> None:
         super().__init__(item)
         found = theme.muted_html(f"(found {day_text(item.created_at)})")
         why = html.escape(REASONS.get(item.reason, item.reason))
@@ -319,7 +334,7 @@ class ContradictionCard(_EditableCard):
         return (self.keep_a_btn, self.keep_b_btn, self.both_btn, self.edit_btn)
 
     def _edit_text(self) -> str:
-        return str(field(self.item.b, "text") or "")
+        return str(self.item.b.text or "")
 
     @Slot()
     def _on_keep_a_btn_clicked(self) -> None:
@@ -342,9 +357,9 @@ class ReviewCard(_EditableCard):
 
     forget_requested = Signal(int)
 
-    def __init__(self, item: Any) -> None:
+    def __init__(self, item: ContradictionItem) -> None:
         super().__init__(item)
-        self.memory_id = int(field(item.a, "id"))
+        self.memory_id = int(item.a.id)
         because = f" ({item.reason})" if item.reason else ""
         asked = theme.muted_html(f"(asked {day_text(item.created_at)})")
         self.reason = QLabel(f"<b>The assistant asked to forget this memory"
@@ -374,7 +389,7 @@ class ReviewCard(_EditableCard):
         return (self.still_true_btn, self.edit_btn, self.forget_btn)
 
     def _edit_text(self) -> str:
-        return str(field(self.item.a, "text") or "")
+        return str(self.item.a.text or "")
 
     @Slot()
     def _on_still_true_btn_clicked(self) -> None:
@@ -393,7 +408,7 @@ class PendingCard(QFrame):
     review_requested = Signal(int)
     decline_requested = Signal(int)
 
-    def __init__(self, req: Any) -> None:
+    def __init__(self, req: PendingForget) -> None:
         super().__init__()
         _panel(self, base=True)
         self.req = req
@@ -446,23 +461,23 @@ class SettledRow:
     rule: str
 
 
-def settled_row(item: Any) -> SettledRow:
+def settled_row(item: ContradictionItem) -> SettledRow:
     try:
         res = json.loads(item.resolution or "{}")
     except ValueError:
         res = {}
     a, b = item.a, item.b
     how = "Your choice"
-    if getattr(item, "kind", "contradiction") == "review":
+    if item.kind == "review":
         keep = res.get("keep", "")
-        what = f"Asked to forget “{short(field(a, 'text'))}”: {KEEP_WORDS.get(keep, keep)}"
+        what = f"Asked to forget “{short(a.text)}”: {KEEP_WORDS.get(keep, keep)}"
     elif item.status == "auto":
-        winner, loser = (a, b) if res.get("kept") == field(a, "id") else (b, a)
-        what = f"Kept “{short(field(winner, 'text'))}” over “{short(field(loser, 'text'))}”"
+        winner, loser = (a, b) if res.get("kept") == a.id else (b, a)
+        what = f"Kept “{short(winner.text)}” over “{short(loser.text)}”"
         how = f"Rule: {res.get('rule') or 'policy'}"
     else:
         keep = res.get("keep", "")
-        what = (f"“{short(field(a, 'text'))}” vs “{short(field(b, 'text'))}”: "
+        what = (f"“{short(a.text)}” vs “{short(b.text)}”: "
                 f"{KEEP_WORDS.get(keep, keep)}")
     return SettledRow(int(item.id), what, f"{how} · {day_text(item.created_at)}",
                       str(res.get("rule") or ""))
@@ -488,7 +503,7 @@ class SettledModel(QAbstractListModel):
         return 0 if parent.isValid() else len(self.rows)
 
     def data(self, index: QModelIndex | QPersistentModelIndex,
-             role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+             role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid() or not 0 <= index.row() < len(self.rows):
             return None
         row = self.rows[index.row()]
@@ -646,7 +661,7 @@ class Pager(QWidget):
         self.prev_btn.setText(prev)
         self.next_btn.setText(next_)
 
-    def show_page(self, page: Any) -> None:
+    def show_page(self, page: InboxPage) -> None:
         self.page, self.pages = page.page, page.pages
         first = page.page * page.size + 1
         last = min(page.total, first + page.size - 1)
@@ -673,14 +688,15 @@ class Pager(QWidget):
 class InboxView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
         self._loading: set[str] = set()
         self._pending_stale = False
         self._open_total: int | None = None  # open items, once the first page is known
         self.cards: dict[int, ContradictionCard | ReviewCard] = {}
         self.pending_cards: dict[int, PendingCard] = {}  # assistants' forget requests, by id
-        self.forget_dialog: Any = None
+        self.forget_dialog: ForgetDialog | None = None
 
         title = QLabel("<h2>Inbox</h2>")
         self.summary = QLabel("Loading…")
@@ -706,12 +722,14 @@ class InboxView(Page):
         self.auto_note.setWordWrap(True)
         self.auto_empty = QLabel("Nothing was resolved automatically yet.")
         self.resolved_title = QLabel("<h3>Resolved by you</h3>")
-        self.lists = {"auto": SettledList(), "resolved": SettledList()}
+        self.lists: dict[InboxStatus, SettledList] = {"auto": SettledList(),
+                                                      "resolved": SettledList()}
         for settled in self.lists.values():
             settled.delegate.undo_requested.connect(self._on_row_undo_requested)
-        self.pagers = {status: Pager() for status in PAGE_SIZE}
+        self.pagers: dict[InboxStatus, Pager] = {status: Pager() for status in PAGE_SIZE}
         self.pagers["open"].set_words("‹ Previous", "Next ›")
-        self.titles = {"open": title, "auto": self.auto_title, "resolved": self.resolved_title}
+        self.titles: dict[InboxStatus, QLabel] = {
+            "open": title, "auto": self.auto_title, "resolved": self.resolved_title}
 
         content = QWidget()
         cl = QVBoxLayout(content)
@@ -731,16 +749,17 @@ class InboxView(Page):
         cl.addWidget(self.lists["resolved"])
         cl.addWidget(self.pagers["resolved"])
         cl.addStretch(1)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        # Not ``self.scroll``: that is QWidget.scroll(dx, dy), which the attribute shadowed.
+        self._scroll_area = QScrollArea()
+        self._scroll_area.setWidgetResizable(True)
+        self._scroll_area.setFrameShape(QFrame.Shape.NoFrame)
         # A scroll bar that comes and goes as a page is replaced changes the content's width,
         # and every word-wrapped label is laid out again at the new width: always there.
-        self.scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
-        self.scroll.setWidget(content)
+        self._scroll_area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self._scroll_area.setWidget(content)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.scroll)
+        lay.addWidget(self._scroll_area)
         for status, pager in self.pagers.items():
             pager.page_requested.connect(lambda page, s=status: self._load(s, page, True))
         # On the next turn: the page is shown (empty, "Loading…") before the loads start.
@@ -775,12 +794,12 @@ class InboxView(Page):
         vault = self.vault
         self.load(lambda: vault.pending_forgets("pending"), self._fill_pending, kind="pending")
 
-    def on_changes(self, changes: Any, initiator: Any = None) -> None:
+    def on_changes(self, changes: Changes, initiator: QObject | None = None) -> None:
         """An assistant's request, pairing or reads (``Changes.agents``) alone reload only the
         requests; the lists below reload with contradictions and memories."""
-        if getattr(changes, "lock", False):
+        if changes.lock:
             return
-        if getattr(changes, "agents", False) and not self.wants(changes):
+        if changes.agents and not self.wants(changes):
             if self.shown():
                 self._load_pending()
             else:
@@ -788,14 +807,14 @@ class InboxView(Page):
             return
         super().on_changes(changes, initiator)
 
-    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt name)
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt name)
         stale_all = self.stale
         super().showEvent(event)
         if self._pending_stale and not stale_all:
             self._load_pending()
         self._pending_stale = False
 
-    def _fill_pending(self, requests: list[Any]) -> None:
+    def _fill_pending(self, requests: list[PendingForget]) -> None:
         if [c.req for c in self.pending_cards.values()] == list(requests):
             return
         self._clear(self.pending_box)
@@ -808,16 +827,16 @@ class InboxView(Page):
             self.pending_cards[card.pid] = card
         self.empty.setVisible(self._open_total == 0 and not self.pending_cards)
 
-    def _load(self, status: str, page: int, scroll: bool = False) -> None:
+    def _load(self, status: InboxStatus, page: int, scroll: bool = False) -> None:
         self._loading.add(status)
         vault, size = self.vault, PAGE_SIZE[status]
         # One generation per list: each list's newest load is the one shown.
         self.load(lambda: vault.inbox_page(status, page, size),
                   lambda r: self._fill(status, r, scroll), kind=status)
 
-    def wants(self, changes: Any) -> bool:
+    def wants(self, changes: Changes) -> bool:
         # While hidden (e.g. during an import) the base reloads once, when shown again.
-        return bool(changes.contradictions or changes.memories)
+        return changes.contradictions or changes.memories
 
     @staticmethod
     def _clear(box: QVBoxLayout) -> None:
@@ -828,7 +847,7 @@ class InboxView(Page):
                 w.hide()
                 w.deleteLater()
 
-    def _fill(self, status: str, page: Any, scroll: bool) -> None:
+    def _fill(self, status: InboxStatus, page: InboxPage, scroll: bool) -> None:
         if status == "open":
             if [c.item for c in self.cards.values()] == list(page.items):
                 self._show_summary(page)  # e.g. a change elsewhere: the same cards stay
@@ -854,20 +873,22 @@ class InboxView(Page):
             self.resolved_title.setVisible(bool(page.total))
         self._shown(status, page, scroll)
 
-    def _shown(self, status: str, page: Any, scroll: bool) -> None:
+    def _shown(self, status: InboxStatus, page: InboxPage, scroll: bool) -> None:
         self._loading.discard(status)
         self.pagers[status].show_page(page)
         if scroll:
-            self.scroll.ensureWidgetVisible(self.titles[status])
+            self._scroll_area.ensureWidgetVisible(self.titles[status])
 
-    def _build_cards(self, gen: int, todo: list[Any], page: Any, scroll: bool,
-                     holder: QWidget) -> None:
+    def _build_cards(self, gen: int, todo: list[ContradictionItem], page: InboxPage,
+                     scroll: bool, holder: QWidget) -> None:
         """Make the page's cards a slice at a time (SLICE_SECONDS), yielding to the event
         loop between slices; a newer load of the list drops what is left of this one."""
         if not shiboken6.isValid(self) or gen != self.generation("open") \
                 or not shiboken6.isValid(holder):
             return
         layout = holder.layout()
+        if layout is None:  # made with its layout in _fill; never without
+            return
         deadline = time.perf_counter() + SLICE_SECONDS
         while todo and time.perf_counter() < deadline:
             item = todo.pop(0)
@@ -892,7 +913,7 @@ class InboxView(Page):
         self._show_summary(page)
         self._shown("open", page, scroll)
 
-    def _show_summary(self, page: Any) -> None:
+    def _show_summary(self, page: InboxPage) -> None:
         n, reviews = page.total, page.reviews
         parts = []
         if n - reviews:
@@ -911,12 +932,14 @@ class InboxView(Page):
     # --- actions ------------------------------------------------------------------------
     @Slot(int, str, str)
     def _on_card_resolution_chosen(self, cid: int, keep: str, text: str) -> None:
+        # The signal carries a str; the cards emit only ResolveChoice values (``_choose``).
+        choice = cast(ResolveChoice, keep)
         card = self.cards.get(cid)
         if card is not None:
             card.busy(True)
         vault = self.vault
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[MemoryId | None]) -> None:
             # The list itself refreshes from the change flags (on_changes).
             self._say(f"Resolved: {KEEP_WORDS.get(keep, keep)}. You can undo it below.")
 
@@ -927,7 +950,8 @@ class InboxView(Page):
             # e.g. resolved meanwhile: inline, then reload
             errors.report_error(self, exc, self._say, prefix="Not resolved: ")
             self.refresh()
-        run_op(self, lambda: vault.resolve(cid, keep, text or None), done, self.bridge, failed)
+        run_op(self, lambda: vault.resolve(cid, choice, text or None), done, self.bridge,
+               failed)
 
     @Slot(int)
     def _on_card_forget_requested(self, mid: int) -> None:
@@ -962,7 +986,7 @@ class InboxView(Page):
             card.setEnabled(False)
         vault = self.vault
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[ForgetReport | None]) -> None:
             self._say(f"Declined request {pid}: nothing was forgotten.")
 
         def failed(exc: BaseException) -> None:
@@ -974,7 +998,7 @@ class InboxView(Page):
     def _on_row_undo_requested(self, cid: int) -> None:
         vault = self.vault
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[None]) -> None:
             self._say("Undone: the memories are back as they were, and the item waits "
                       "above.")
         run_op(self, lambda: vault.reopen(cid), done, self.bridge)

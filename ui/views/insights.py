@@ -9,10 +9,9 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import (
     QFormLayout,
     QGridLayout,
@@ -23,7 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.api import Insights, VaultAPI
+from app.changes import Changes
 from ui import theme
+from ui.bridge import CoreBridge
 from ui.views.page import Page
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,7 @@ class BarChart(QWidget):
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
         return QSize(200, self.sizeHint().height())
 
-    def paintEvent(self, _event: Any) -> None:  # noqa: N802 (Qt name)
+    def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802 (Qt name)
         if not self._bars:
             return
         p = QPainter(self)
@@ -103,9 +105,10 @@ class InsightsView(Page):
     flags when it is the current page, otherwise when it next becomes current (insights read
     every active row: only when looked at)."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
-        self.insights: Any = None
+        self.insights: Insights | None = None
 
         title = QLabel("<h2>Insights</h2>")
         self.summary = QLabel("Loading…")
@@ -159,10 +162,10 @@ class InsightsView(Page):
     def refresh(self) -> None:
         self.load(self.vault.insights, self._fill)
 
-    def wants(self, changes: Any) -> bool:
-        return bool(changes.memories or changes.contradictions or changes.runs)
+    def wants(self, changes: Changes) -> bool:
+        return changes.memories or changes.contradictions or changes.runs
 
-    def _fill(self, ins: Any) -> None:
+    def _fill(self, ins: Insights) -> None:
         self.insights = ins
         known = [k for k, _l in STORE_ORDER]
         stores = [(label, ins.by_store.get(key, 0)) for key, label in STORE_ORDER]

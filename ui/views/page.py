@@ -14,13 +14,26 @@ A page talks to the window through signals only (``navigate_requested``, ``runni
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
+from app.api import SettingValue, VaultAPI
+from app.changes import Changes
+from ui.bridge import CoreBridge
 from ui.tasks import run_query
+
+T = TypeVar("T")
+
+
+def setting_int(value: SettingValue | None) -> int:
+    """A number setting as read from ``VaultAPI.setting`` (which gives a declared setting's
+    default, never None, for the keys the pages read)."""
+    if value is None:
+        raise TypeError("a declared setting has no value")
+    return int(value)
 
 
 class Page(QWidget):
@@ -36,7 +49,8 @@ class Page(QWidget):
     # The auto-lock delay was saved (minutes).
     idle_minutes_changed = Signal(float)
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(parent)
         self.vault = vault
         self.bridge = bridge
@@ -48,14 +62,13 @@ class Page(QWidget):
     def refresh(self) -> None:
         """Load what the page shows (through ``load``). Default: nothing to load."""
 
-    def load(self, fn: Callable[[], Any], fill: Callable[[Any], None], *,
-             kind: str = "") -> None:
+    def load(self, fn: Callable[[], T], fill: Callable[[T], None], *, kind: str = "") -> None:
         """Run ``fn`` off the GUI thread, then ``fill(result)`` on it, unless a newer load of
         the same ``kind`` started meanwhile (its result is the one that counts)."""
         gen = self._generations.get(kind, 0) + 1
         self._generations[kind] = gen
 
-        def done(result: Any) -> None:
+        def done(result: T) -> None:
             if self._generations.get(kind) == gen:
                 fill(result)
         run_query(self, fn, done)
@@ -79,13 +92,13 @@ class Page(QWidget):
             self._generations[kind] += 1
 
     # --- change flags -------------------------------------------------------------------
-    def wants(self, changes: Any) -> bool:
+    def wants(self, changes: Changes) -> bool:
         """Whether ``changes`` touch what this page shows. Default: nothing does."""
         return False
 
-    def on_changes(self, changes: Any, initiator: Any = None) -> None:
+    def on_changes(self, changes: Changes, initiator: QObject | None = None) -> None:
         """Reload now when shown, else once it is shown again."""
-        if getattr(changes, "lock", False) or not self.wants(changes):
+        if changes.lock or not self.wants(changes):
             return
         if self.shown():
             self.refresh()
@@ -107,7 +120,7 @@ class Page(QWidget):
             self.refresh()
 
     @Slot(object, object)
-    def _on_bridge_changes_applied(self, changes: Any, initiator: Any) -> None:
+    def _on_bridge_changes_applied(self, changes: Changes, initiator: QObject | None) -> None:
         self.on_changes(changes, initiator)
 
     # --- from the window ----------------------------------------------------------------

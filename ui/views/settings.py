@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import (
@@ -30,12 +30,15 @@ from PySide6.QtWidgets import (
 )
 
 from app import bootstrap, validation
+from app.api import BackupRecord, SettingValue, VaultAPI
+from app.changes import Changes, Result
 from app.errors import ValidationError
 from app.settings import BY_KEY
 from ui import errors, theme
+from ui.bridge import CoreBridge
 from ui.tasks import run_op, run_query
 from ui.views.assistants import AssistantsPanel
-from ui.views.page import Page
+from ui.views.page import Page, setting_int
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,10 @@ FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_m
              "consolidation.decay_hour", "consolidation.synthesis_weekday", "lock.idle_minutes",
              "backup.folder", "backup.schedule", "backup.keep")
 BACKUP_SCHEDULES = {"off": "Off", "daily": "Daily", "weekly": "Weekly"}
+
+# What the form was filled from: the stored values of FORM_KEYS, the newest backup, and
+# whether this device is remembered.
+Stored = tuple[dict[str, SettingValue | None], BackupRecord | None, bool]
 
 
 def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
@@ -60,9 +67,10 @@ def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
 class SettingsView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
-    def __init__(self, vault: Any, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(vault, bridge, parent)
-        self._loaded: dict[str, Any] | None = None
+        self._loaded: dict[str, SettingValue] | None = None
         self._stored_consent = ""
         self.keychain_available: bool | None = None  # None until probed
         content = QWidget()
@@ -260,11 +268,10 @@ class SettingsView(Page):
     def refresh(self) -> None:
         vault = self.vault
 
-        def load() -> tuple[dict[str, Any], bool]:
+        def load() -> Stored:
             values = {k: vault.setting(k) for k in FORM_KEYS}
             backups = vault.backups()
-            values["_last_backup"] = backups[0] if backups else None
-            return values, bool(vault.status().remember_device)
+            return values, backups[0] if backups else None, bool(vault.status().remember_device)
         self.load(load, self._fill)
 
     def _probe_keychain(self) -> None:
@@ -274,28 +281,27 @@ class SettingsView(Page):
             return bool(bootstrap.keyring_available())
         run_query(self, probe, self._fill_keychain, lambda _exc: self._fill_keychain(False))
 
-    def wants(self, changes: Any) -> bool:
+    def wants(self, changes: Changes) -> bool:
         # Never overwrite edits the person has not saved yet.
-        return bool(changes.settings) and not self.dirty()
+        return changes.settings and not self.dirty()
 
-    def _fill(self, result: tuple[dict[str, Any], bool]) -> None:
-        values, remembered = result
+    def _fill(self, result: Stored) -> None:
+        values, last, remembered = result
         self._stored_consent = str(values["extraction.cloud_consent"] or "")
         i = self.provider.findData(values["extraction.provider"])
         self.provider.setCurrentIndex(max(i, 0))
         self.base_url.setText(str(values["extraction.llm_base_url"] or ""))
         self.model_name.setText(str(values["extraction.llm_model"] or ""))
         self.redact.setChecked(bool(values["extraction.redact"]))
-        self.heartbeat.setValue(int(values["consolidation.heartbeat_minutes"]))
-        self.interval.setValue(int(values["consolidation.interval_minutes"]))
-        self.decay_hour.setValue(int(values["consolidation.decay_hour"]))
-        self.weekday.setCurrentIndex(int(values["consolidation.synthesis_weekday"]) % 7)
-        self.idle_minutes.setValue(int(values["lock.idle_minutes"]))
+        self.heartbeat.setValue(setting_int(values["consolidation.heartbeat_minutes"]))
+        self.interval.setValue(setting_int(values["consolidation.interval_minutes"]))
+        self.decay_hour.setValue(setting_int(values["consolidation.decay_hour"]))
+        self.weekday.setCurrentIndex(setting_int(values["consolidation.synthesis_weekday"]) % 7)
+        self.idle_minutes.setValue(setting_int(values["lock.idle_minutes"]))
         self.backup_folder.setText(str(values["backup.folder"] or ""))
         self.backup_schedule.setCurrentIndex(
             max(self.backup_schedule.findData(values["backup.schedule"] or "off"), 0))
         self.backup_keep.setValue(int(values["backup.keep"] or 1))
-        last = values.get("_last_backup")
         if last is None:
             self.last_backup.setText("Last backup: none yet.")
         else:
@@ -334,7 +340,7 @@ class SettingsView(Page):
         """Outside this computer: snippets go there only with consent for exactly it."""
         return self.vault.consent_text(normalised) is not None
 
-    def form_values(self) -> dict[str, Any]:
+    def form_values(self) -> dict[str, SettingValue]:
         url = self.base_url.text().strip()
         normalised = self._normalised(url)
         consent = ""
@@ -395,16 +401,15 @@ class SettingsView(Page):
     def _on_base_url_text_changed(self, _text: str) -> None:
         self._update_endpoint()
 
-    def validate(self, values: dict[str, Any]) -> tuple[str, QWidget | None] | None:
+    def validate(self, values: dict[str, SettingValue]) -> tuple[str, QWidget | None] | None:
         """(message, widget to focus) or None when the form may be saved (no I/O but a
         look at whether the backup folder exists)."""
-        from pathlib import Path
-        folder = values["backup.folder"]
+        folder = str(values["backup.folder"])
         if folder and not Path(folder).expanduser().is_dir():
             return f"The backup folder {folder} does not exist.", self.backup_folder
         if values["backup.schedule"] != "off" and not folder:
             return "Choose a folder for scheduled backups, or turn them off.", self.backup_folder
-        url = values["extraction.llm_base_url"]
+        url = str(values["extraction.llm_base_url"])
         normalised = self._normalised(url) if url else None
         if url and normalised is None:
             return ("The endpoint must be an http:// or https:// URL with a host, without a "
@@ -452,17 +457,17 @@ class SettingsView(Page):
         self._status(self.save_status, "Saving…")
         vault = self.vault
 
-        def save() -> Any:
-            from app.changes import NO_CHANGES, Result
+        def save() -> Result[None]:
+            from app.changes import NO_CHANGES
             changes = NO_CHANGES
             for key, value in changed.items():
                 changes = changes.merge(vault.set_setting(key, value).changes)
             return Result(None, changes)
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[None]) -> None:
             self.save_btn.setEnabled(True)
             self._loaded = values
-            self._stored_consent = values["extraction.cloud_consent"]
+            self._stored_consent = str(values["extraction.cloud_consent"])
             if "lock.idle_minutes" in changed:
                 self.idle_minutes_changed.emit(float(values["lock.idle_minutes"]))
             names = ", ".join(BY_KEY[k].label.split(" (")[0].lower() for k in changed
@@ -513,7 +518,7 @@ class SettingsView(Page):
             for w in (self.pw_btn, self.old_pw, self.new_pw, self.repeat_pw):
                 w.setEnabled(True)
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[None]) -> None:
             enable()
             for w in (self.old_pw, self.new_pw, self.repeat_pw):
                 w.clear()
@@ -563,7 +568,7 @@ class SettingsView(Page):
         vault = self.vault
         fn = vault.remember_device if on else vault.forget_device
 
-        def done(_result: Any) -> None:
+        def done(_result: Result[None]) -> None:
             self.remember.setEnabled(True)
             self._status(self.keychain_status, "This device now unlocks without the password."
                          if on else "This device no longer remembers the vault.")
