@@ -628,7 +628,7 @@ class MemoryRow:
     composite: float
     confidence: float
     user_validated: bool
-    tier: Tier
+    tier: Tier | None  # None for a search result (a hit has a score, not a tier)
     agent: str = "global"  # or the assistant that wrote it (shown as "from NAME")
     currency: Currency | None = None  # a search result's mark (earlier, superseded)
 

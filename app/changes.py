@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Generic, TypeVar
 
-T = TypeVar("T")
+T = TypeVar("T", covariant=True)  # a Result[X] is a Result[X | None] (frozen: read only)
 
 
 @dataclass(frozen=True, slots=True)

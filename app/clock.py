@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, overload
 
 
 class Clock(Protocol):
@@ -38,6 +38,12 @@ def parse_iso(text: str) -> float:
     return dt.timestamp()
 
 
+@overload
+def to_iso(ts: float) -> str: ...
+@overload
+def to_iso(ts: None) -> None: ...
+@overload
+def to_iso(ts: float | None) -> str | None: ...
 def to_iso(ts: float | None) -> str | None:
     if ts is None:
         return None

@@ -24,11 +24,11 @@ from app.changes import Changes, Result
 from app.errors import AppError, ValidationError
 from ui import errors
 from ui.tasks import run_op, run_query
+from ui.work_window import WorkWindow
 
 if TYPE_CHECKING:
     from app.transfer import FileImport
     from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog
-    from ui.main_window import MainWindow
 
 IMPORT_FILTER = ("Chats and notes (*.json *.jsonl *.md *.markdown *.txt *.zip);;"
                  "ChatGPT or Claude export (conversations.json) (*.json);;"
@@ -41,7 +41,7 @@ class FileMenu(QObject):
 
     vault_requested = Signal(object)  # Path: lock this vault, then open or create that one
 
-    def __init__(self, window: MainWindow, folder: Path | None) -> None:
+    def __init__(self, window: WorkWindow, folder: Path | None) -> None:
         super().__init__(window)  # no Python reference back to the window: no cycle for
         self.folder = folder      # the GC to break on a worker thread (Qt objects die there)
         self.last_message = ""  # the latest outcome said in the status bar (tests read it)
@@ -68,9 +68,9 @@ class FileMenu(QObject):
         self.menu = menu
 
     @property
-    def window(self) -> MainWindow:
+    def window(self) -> WorkWindow:
         # Made with the window as its Qt parent, and no Python reference back (see __init__).
-        return cast("MainWindow", self.parent())
+        return cast(WorkWindow, self.parent())
 
     def _say(self, text: str) -> None:
         self.last_message = text

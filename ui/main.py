@@ -217,10 +217,8 @@ class Controller:
         from PySide6.QtCore import QThreadPool
         session, self.session = self.session, None
         vault, self.vault = self.vault, None
-        try:
+        if session is not None:  # connected with the session, in show_main
             self.bridge.changes_applied.disconnect(self._on_bridge_changes_applied)
-        except (RuntimeError, TypeError):
-            pass
 
         def drop_window() -> None:
             if before_keys is not None:

@@ -19,7 +19,6 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QLabel,
-    QMainWindow,
     QProgressBar,
     QSplitter,
     QStackedWidget,
@@ -47,6 +46,7 @@ from ui.tasks import run_op, run_query
 from ui.views.browse import BrowsePage
 from ui.views.page import Page
 from ui.views.registry import page_class
+from ui.work_window import WorkWindow
 
 if TYPE_CHECKING:
     from app.jobs import JobOutcome
@@ -79,7 +79,7 @@ class IdleWatcher(QObject):
         return False
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WorkWindow):
     lock_requested = Signal()
 
     def __init__(self, vault: VaultAPI, bridge: CoreBridge, *, idle_minutes: float = 5,

@@ -12,7 +12,7 @@ import logging
 import threading
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 import shiboken6
 from PySide6.QtCore import (
@@ -27,14 +27,16 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QWidget
 
-from app.changes import Result
-
-if TYPE_CHECKING:
-    from ui.bridge import CoreBridge
+from app.changes import Changes, Result
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class ChangeSink(Protocol):
+    """Where a mutation's changes are announced (``ui.bridge.CoreBridge``)."""
+    def apply_changes(self, changes: Changes, initiator: QObject | None = None) -> None: ...
 
 
 def assert_gui_thread() -> None:
@@ -146,7 +148,7 @@ def run_query(parent: QObject, fn: Callable[[], T], on_done: Callable[[T], None]
 
 
 def run_op(parent: QObject, fn: Callable[[], Result[T]], on_done: Callable[[Result[T]], None],
-           bridge: CoreBridge | None = None,
+           bridge: ChangeSink | None = None,
            on_error: Callable[[BaseException], None] | None = None) -> None:
     """A mutation returning a ``Result``; after ``on_done`` the bridge broadcasts its changes."""
     def done(result: Result[T]) -> None:

@@ -104,7 +104,7 @@ def test_unlock_with_enter_while_eight_clients_flood_wrong_passwords(
             t.start()
         qtbot.waitUntil(lambda: len(answers) >= 8, timeout=WAIT)  # the flood is on
         unlock_s = lock_and_unlock()
-        qtbot.waitUntil(lambda: ctl.server is not None, timeout=WAIT)
+        qtbot.waitUntil(lambda: ctl.session is not None and ctl.session.server is not None, timeout=WAIT)
         seen = len(answers)
         qtbot.waitUntil(lambda: len(answers) >= seen + 8, timeout=WAIT)  # served again
     finally:

@@ -139,7 +139,7 @@ class MemoryTableModel(QAbstractTableModel):
             if col is Column.WHEN:
                 return datetime.fromtimestamp(row.occurred_at, UTC).strftime("%Y-%m-%d %H:%M")
             if col is Column.TIER:
-                return row.tier
+                return row.tier or ""  # a search result has no tier
             if col is Column.SCORE:
                 return f"{row.composite:.2f}"
         if role == Qt.ItemDataRole.UserRole:

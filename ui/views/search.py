@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import cast
 
 from PySide6.QtCore import QDate, Signal, Slot
 from PySide6.QtWidgets import QCheckBox, QDateEdit, QHBoxLayout, QLineEdit, QWidget
 
 from app.api import Filters, Hit, MemoryRow
-from app.domain.memory import Tier
 
 
 def end_of_day(day: QDate) -> float:
@@ -28,15 +26,10 @@ def search_filters(status: str | None, as_of: float | None) -> Filters:
     return Filters(only_archived=status == "archived", as_of=as_of)
 
 
-# A hit has no tier, and the list leaves the column blank for it; ``MemoryRow.tier`` admits
-# no "none" (it should be ``Tier | None``: app/api.py), so the blank is cast until it does.
-NO_TIER = cast(Tier, "")
-
-
 def hit_rows(hits: Sequence[Hit]) -> list[MemoryRow]:
     """Recall hits as list rows, best first; the strength column shows the recall score."""
     return [MemoryRow(h.id, h.store, h.text, h.occurred_at, h.speaker, h.status, h.score, 0.0,
-                      False, NO_TIER, h.agent, h.currency) for h in hits]
+                      False, None, h.agent, h.currency) for h in hits]
 
 
 class SearchBar(QWidget):

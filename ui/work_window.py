@@ -1,0 +1,30 @@
+"""What the window's helpers use of it. Layer: ui. GUI thread.
+
+``ui.file_menu.FileMenu`` runs its work (import, export, backup, restore) with the window's
+vault, bridge and progress bar; it is typed with this base class rather than with
+``ui.main_window.MainWindow``, which builds the menu, so the two modules do not import each
+other. ``MainWindow`` implements both methods.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QMainWindow
+
+if TYPE_CHECKING:
+    from app.api import VaultAPI
+    from ui.bridge import CoreBridge
+    from ui.progress import ProgressBox
+
+
+class WorkWindow(QMainWindow):
+    vault: VaultAPI
+    bridge: CoreBridge
+
+    def _begin_work(self, label: str, unit: str) -> ProgressBox:
+        """Show long work in the status bar and the progress bar; returns its reporter."""
+        raise NotImplementedError
+
+    def _end_work(self) -> None:
+        raise NotImplementedError
