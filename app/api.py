@@ -79,7 +79,7 @@ EntityKind = Literal["person", "pet", "place", "company", "project", "area", "re
                      "archive"]  # storage/migrations/0019_entity_kinds.sql allows these
 
 SECTIONS: tuple[ContextSection, ...] = ("procedures", "people", "facts", "timeline", "recent")
-LIVE = "live"  # MemoryQuery.status: active or archived (what the person has not forgotten)
+LIVE: Literal["live"] = "live"  # MemoryQuery.status: active or archived (what the person has not forgotten)
 
 
 class CancelToken:
@@ -605,8 +605,8 @@ class MemoryQuery:
     """What a list shows: a store, a status (active / archived / ``LIVE`` = active or archived,
     what the person has not forgotten or replaced / None = all), an entity, a day."""
 
-    store: str | None = None
-    status: str | None = "active"
+    store: Store | None = None
+    status: Status | Literal["live"] | None = Status.ACTIVE
     entity_id: int | None = None
     day: str | None = None  # YYYY-MM-DD
 

@@ -35,6 +35,8 @@ from app.api import (
     Result,
     RunReport,
     RunSummary,
+    Status,
+    Store,
     VaultAPI,
     VaultStatus,
 )
@@ -57,11 +59,12 @@ NAV_ROLE = Qt.ItemDataRole.UserRole
 # What a navigation item leads to, as its NAV_ROLE data holds it (and as a page's
 # ``navigate_requested`` names an item): ("store", store or None, label), ("entity", id, name),
 # ("day", "YYYY-MM-DD"), ("archive",), ("page", name), or ("none",) for a heading.
-NavKey = (tuple[Literal["store"], str | None, str] | tuple[Literal["entity"], int, str]
+NavKey = (tuple[Literal["store"], Store | None, str] | tuple[Literal["entity"], int, str]
           | tuple[Literal["day"], str] | tuple[Literal["archive"]] | tuple[Literal["page"], str]
           | tuple[Literal["none"]])
-STORES = (("All memories", None), ("Short-term", "short_term"), ("Episodes", "episodic"),
-          ("Facts", "semantic"), ("Procedures", "procedural"), ("Statistics", "implicit"))
+STORES: tuple[tuple[str, Store | None], ...] = (
+    ("All memories", None), ("Short-term", Store.SHORT_TERM), ("Episodes", Store.EPISODIC),
+    ("Facts", Store.SEMANTIC), ("Procedures", Store.PROCEDURAL), ("Statistics", Store.IMPLICIT))
 INPUT_EVENTS = {QEvent.Type.KeyPress, QEvent.Type.MouseButtonPress, QEvent.Type.MouseMove,
                 QEvent.Type.Wheel, QEvent.Type.TouchBegin}
 
@@ -247,7 +250,7 @@ class MainWindow(WorkWindow):
                 self.browse.show_query(f"Timeline {day}", MemoryQuery(day=day, status=LIVE))
             case ("archive",):
                 self.stack.setCurrentWidget(self.browse)
-                self.browse.show_query("Archive", MemoryQuery(status="archived"))
+                self.browse.show_query("Archive", MemoryQuery(status=Status.ARCHIVED))
             case ("page", name):
                 self.stack.setCurrentWidget(self.page(name))
 

@@ -45,6 +45,8 @@ from app.api import (
     InboxStatus,
     MemoryQuery,
     MemoryRecord,
+    Status,
+    Store,
     VaultAPI,
 )
 from app.clock import to_iso
@@ -321,10 +323,10 @@ class _Markdown:
                       f"memor{'y' if e.mentions == 1 else 'ies'}. [[index|All of Kept]]\n\n")
             if e.summary:
                 out.write(f"## Summary\n\n{_md(e.summary)}\n\n")
-            titles = (("active", "Current facts"), ("superseded", "Superseded facts"),
-                      ("archived", "Archived facts"))
+            titles = ((Status.ACTIVE, "Current facts"), (Status.SUPERSEDED, "Superseded facts"),
+                      (Status.ARCHIVED, "Archived facts"))
             for status, title in titles:
-                q = MemoryQuery(store="semantic", status=status, entity_id=int(e.id))
+                q = MemoryQuery(store=Store.SEMANTIC, status=status, entity_id=int(e.id))
                 first = True
                 for rec in _records(self.vault, q):
                     if first:
@@ -334,7 +336,7 @@ class _Markdown:
                 if not first:
                     out.write("\n")
             days: dict[str, int] = {}
-            for rec in _records(self.vault, MemoryQuery(store="episodic", status=LIVE,
+            for rec in _records(self.vault, MemoryQuery(store=Store.EPISODIC, status=LIVE,
                                                         entity_id=int(e.id))):
                 d = _day(rec.memory.occurred_at)
                 days[d] = days.get(d, 0) + 1
@@ -346,7 +348,7 @@ class _Markdown:
     def write_day(self, day: str) -> None:
         with self.open(f"daily/{day}") as out:
             out.write(f"# {day}\n\n[[index|All of Kept]]\n\n")
-            for rec in _records(self.vault, MemoryQuery(store="episodic", status=LIVE,
+            for rec in _records(self.vault, MemoryQuery(store=Store.EPISODIC, status=LIVE,
                                                         day=day)):
                 m = rec.memory
                 self.entries += 1
@@ -369,7 +371,7 @@ class _Markdown:
         with self.open("facts") as out:
             out.write("# Facts about no one in particular\n\n[[index|All of Kept]]\n\n")
             none = True
-            for rec in _records(self.vault, MemoryQuery(store="semantic", status=None)):
+            for rec in _records(self.vault, MemoryQuery(store=Store.SEMANTIC, status=None)):
                 m = rec.memory
                 replaced = m.status.value == "superseded" and m.superseded_by is not None
                 if not rec.entities and not replaced:  # a replaced one shows at its successor
@@ -383,7 +385,7 @@ class _Markdown:
             out.write("# How you work\n\nProcedures and preferences Kept learned, and the "
                       "patterns it measured. [[index|All of Kept]]\n\n")
             first = True
-            for rec in _records(self.vault, MemoryQuery(store="procedural", status=None)):
+            for rec in _records(self.vault, MemoryQuery(store=Store.PROCEDURAL, status=None)):
                 if first:
                     out.write("## Procedures and preferences\n\n")
                     first = False
@@ -391,7 +393,7 @@ class _Markdown:
             # The measured patterns (implicit memories), paged too: ``insights()`` would
             # read a row of every memory to count tiers.
             heading = "## Patterns\n\n" if first else "\n## Patterns\n\n"
-            for rec in _records(self.vault, MemoryQuery(store="implicit", status="active")):
+            for rec in _records(self.vault, MemoryQuery(store=Store.IMPLICIT, status=Status.ACTIVE)):
                 out.write(heading)
                 heading = ""
                 self.entries += 1

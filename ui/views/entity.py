@@ -11,7 +11,7 @@ import html
 
 from PySide6.QtWidgets import QFrame, QLabel, QListWidget, QSizePolicy, QVBoxLayout, QWidget
 
-from app.api import EntityRow, MemoryQuery, MemoryRow, VaultAPI
+from app.api import EntityRow, MemoryQuery, MemoryRow, Store, VaultAPI
 from app.changes import Changes
 from ui import theme
 from ui.bridge import CoreBridge
@@ -71,7 +71,7 @@ class EntityCard(Page):
 
         def load() -> tuple[EntityRow | None, tuple[MemoryRow, ...]]:
             row = next((e for e in vault.entities() if e.id == eid), None)
-            facts = vault.page_memories(MemoryQuery(entity_id=eid, store="semantic"),
+            facts = vault.page_memories(MemoryQuery(entity_id=eid, store=Store.SEMANTIC),
                                         limit=FACTS_SHOWN).rows
             return row, facts
         self.load(load, self._fill)
