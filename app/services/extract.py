@@ -9,7 +9,7 @@ explicit first-person statements are trusted more than hedged ones ("I think", "
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -764,30 +764,44 @@ def _rel_subject(speaker: str, rel: str | None, name: str | None) -> str:
     return f"{speaker}'s {r}"
 
 
-def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCandidate]:
-    out: list[FactCandidate] = []
-    correcting = bool(_CORRECTION.search(text)) or bool(
-        re.search(r"\b(?:actually|sorry|oops|wait)\b", text, re.I) and _X_NOT_Y.search(text))
+class _Facts:
+    """The facts found so far in one episode's text (``_more``): ``add`` keeps one of each."""
 
-    def add(subject: str, predicate: str, obj: str, statement: str, category: str,
+    def __init__(self, text: str, ep: EpisodeView, hedged: bool, correcting: bool) -> None:
+        self.text, self.ep, self.hedged, self.correcting = text, ep, hedged, correcting
+        self.out: list[FactCandidate] = []
+
+    def add(self, subject: str, predicate: str, obj: str, statement: str, category: str,
             conf: float, *, change: bool = False, negated: bool = False,
             qualifier: str | None = None, at: int = 0, store: str = "semantic") -> None:
         obj = obj.strip(" ,.'\"")
         if not obj or (_PRONOUN_OBJ.match(obj) and obj != NONE):
             return
-        sentence = text[_sentence_start(text, at):_sentence_end(text, at)]
-        changed = (change or bool(_CHANGE.search(sentence))) and not correcting
-        valid = ep.occurred_at if predicate in ("lives_in", "works_at", "job", "reading",
-                                                "watching", "condition") else None
+        sentence = self.text[_sentence_start(self.text, at):_sentence_end(self.text, at)]
+        changed = (change or bool(_CHANGE.search(sentence))) and not self.correcting
+        valid = self.ep.occurred_at if predicate in (
+            "lives_in", "works_at", "job", "reading", "watching", "condition") else None
         if any(f.predicate == predicate and f.subject == subject and f.object.casefold()
-               == obj.casefold() and f.qualifier == qualifier for f in out):
+               == obj.casefold() and f.qualifier == qualifier for f in self.out):
             return
-        out.append(FactCandidate(
+        self.out.append(FactCandidate(
             subject=subject, predicate=predicate, object=obj, statement=statement,
-            category=category, confidence=round(max(.1, conf - (.25 if hedged else 0)), 3),
+            category=category, confidence=round(max(.1, conf - (.25 if self.hedged else 0)), 3),
             change=changed, negated=negated, valid_from=valid, store=store,  # type: ignore[arg-type]
-            qualifier=qualifier, source_ids=(ep.id,)))
+            qualifier=qualifier, source_ids=(self.ep.id,)))
 
+
+def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCandidate]:
+    """The rule families below, in order, over one episode's text."""
+    correcting = bool(_CORRECTION.search(text)) or bool(
+        re.search(r"\b(?:actually|sorry|oops|wait)\b", text, re.I) and _X_NOT_Y.search(text))
+    f = _Facts(text, ep, hedged, correcting)
+    for family in _FAMILIES:
+        family(text, speaker, f)
+    return f.out
+
+
+def _third_person(text: str, speaker: str, f: _Facts) -> None:
     # Third-person facts: "my brother Tom lives in Oslo", "my husband works at Boeing",
     # "my wife is a teacher at the middle school", "my son just turned 16", "Tom moved to Bergen".
     subj_rx = r"(?:\b" + _SUBJ + r"|(?<![\w'])(?P<bare>" + _NAME + r"))"
@@ -812,28 +826,30 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         if verb.startswith(("lives", "moved", "relocated", "is back", "'s back")):
             om = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
             if om and re.match(r"[A-Z]", om.group("o")):
-                add(subject, "lives_in", _TRIM.sub("", _clean(om.group("o"))),
+                f.add(subject, "lives_in", _TRIM.sub("", _clean(om.group("o"))),
                     f"{subject} lives in {_clean(om.group('o'))}", "place", .8,
                     change=not verb.startswith("lives"), at=m.start())
         elif verb.startswith("works"):
             om = re.match(r"(?P<o>" + _OBJ + ")" + _END, rest)
             if om:
-                add(subject, "works_at", _TRIM.sub("", _clean(om.group("o"))),
+                f.add(subject, "works_at", _TRIM.sub("", _clean(om.group("o"))),
                     f"{subject} works at {_clean(om.group('o'))}", "work", .8, at=m.start())
         elif verb in ("turned",) or verb in ("is", "'s") and re.match(r"\d", rest):
             om = re.match(r"(?P<o>\d{1,3})\b(?! ?(?:%|percent|minutes|hours|dollars|bucks|k\b))",
                          rest)
             if om and (not bare) and int(om.group("o")) < 120:
-                add(subject, "age", om.group("o"), f"{subject} is {om.group('o')} years old",
+                f.add(subject, "age", om.group("o"), f"{subject} is {om.group('o')} years old",
                     "identity", .8, change=verb == "turned", at=m.start())
         else:  # a role: "my wife is a teacher at the middle school", "got promoted to principal"
             om = re.match(r"(?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES + r"|(?:[a-z\-]+ ){0,2}"
                          r"(?:principal|nurse|chef|lead|partner|paramedic|firefighter))\b"
                          r"(?: (?:at|for|in) (?P<at>" + _OBJ + ")" + _END + ")?", rest)
             if om and not bare:
-                add(subject, "job", om.group("o"), f"{subject} is a {om.group('o')}", "work", .75,
+                f.add(subject, "job", om.group("o"), f"{subject} is a {om.group('o')}", "work", .75,
                     change="promoted" in verb, at=m.start())
 
+
+def _work(text: str, speaker: str, f: _Facts) -> None:
     # Promotions and new roles of the speaker, the role and the employer apart:
     # "got promoted to senior developer", "they made me sous chef at Osteria Rossi",
     # "I became the vice principal at Lincoln", "I finally got a job as a paralegal at a firm",
@@ -851,19 +867,19 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         if _PRONOUN_OBJ.match(role) or role in ("job", "position"):
             continue
         promoted = not re.search(r"working|employed|work as", m.group(0), re.I)
-        add(speaker, "job", role, f"{speaker} is {'an' if role[0] in 'aeiou' else 'a'} {role}",
+        f.add(speaker, "job", role, f"{speaker} is {'an' if role[0] in 'aeiou' else 'a'} {role}",
             "work", .8, change=promoted, at=m.start())
         at = re.match(r" (?:at|for|with) (?P<o>" + _OBJ + ")" + _END, text[m.end():])
         if at and not re.match(r"(?:a|an|the) (?:firm|company|startup|place|shop|store)\b",
                                at.group("o"), re.I):
             org = _TRIM.sub("", _clean(at.group("o")))
-            add(speaker, "works_at", org, f"{speaker} works at {org}", "work", .8,
+            f.add(speaker, "works_at", org, f"{speaker} works at {org}", "work", .8,
                 change=promoted, at=m.start())
     # "I teach third grade at Lincoln Elementary": a teacher there.
     for m in re.finditer(r"\bI (?:still |now )?teach (?:[\w\- ]{1,30}? )?(?:at|in) (?P<o>[A-Z]"
                          r"[\w'&\- ]{1,40}?)" + _END, text):
-        add(speaker, "job", "teacher", f"{speaker} is a teacher", "work", .7, at=m.start())
-        add(speaker, "works_at", _clean(m.group("o")), f"{speaker} works at "
+        f.add(speaker, "job", "teacher", f"{speaker} is a teacher", "work", .7, at=m.start())
+        f.add(speaker, "works_at", _clean(m.group("o")), f"{speaker} works at "
             f"{_clean(m.group('o'))}", "work", .75, at=m.start())
     # Jobs lost or left: "I lost my job at Door Dash", "I left Target in March".
     for m in re.finditer(r"(?i:\bi (?:just |also |recently |finally )?(?:lost|left|quit) "
@@ -874,9 +890,11 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         if o.split()[0] in _NOT_NAMES:
             continue
         pred = "job" if re.search(r"as an? $", text[:m.start("o")]) else "works_at"
-        add(speaker, pred, o, f"{speaker} no longer {'is a' if pred == 'job' else 'works at'}"
+        f.add(speaker, pred, o, f"{speaker} no longer {'is a' if pred == 'job' else 'works at'}"
             f" {o}", "work", .75, change=True, negated=True, at=m.start())
 
+
+def _moves(text: str, speaker: str, f: _Facts) -> None:
     # Moves said naturally: a new home of the speaker's named with its place, whatever the
     # verb ("we're settling into the new house in Sheffield", "unpacking in our new flat in
     # Leeds", "the keys to our place in Oslo", "I'm in Phoenix these days").
@@ -887,20 +905,22 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         if _NEG.search(text[_clause_start(text, m.start()):m.start("o")]) or _HEDGE.search(
                 text[_clause_start(text, m.start()):m.start("o")]):
             continue  # "we're not getting a new place in Oslo", "maybe a new flat in Leeds"
-        add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
+        f.add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
             .8, change=True, at=m.start())
     for m in re.finditer(r"(?i:\bi(?:'m| am) (?:in|living in|based in) )(?P<o>" + _NAME +
                          r")(?i:,? (?:these days|nowadays))", text):
-        add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
+        f.add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
             .75, at=m.start())
     for m in re.finditer(r"(?i:\b(?:my|our) (?:little |tiny |new |old )?(?:flat|apartment|house|"
                          r"place|condo) in )(?P<o>" + _NAME + ")", text):
         if re.search(r"\b(?:old|used to|former|previous)\b", text[max(0, m.start() - 20):
                                                                    m.start("o")], re.I):
             continue
-        add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
+        f.add(speaker, "lives_in", m.group("o"), f"{speaker} lives in {m.group('o')}", "place",
             .7, at=m.start())
 
+
+def _counts(text: str, speaker: str, f: _Facts) -> None:
     # Counts: "we have two dogs", "now we've got three kids", "down to two plants",
     # "I won my fourth tournament".
     for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)?(?: now| still)? (?:have|got|own)"
@@ -912,7 +932,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
             continue
         q = _singular(m.group("q"))
         q = {"kid": "child", "puppie": "puppy"}.get(q, q)
-        add(speaker, "count", str(n), f"{speaker} has {n} {m.group('q').lower()}", "possession",
+        f.add(speaker, "count", str(n), f"{speaker} has {n} {m.group('q').lower()}", "possession",
             .75, qualifier=q, change=bool(re.match(r"(?i)down|up|now", m.group(0))),
             at=m.start())
     for m in re.finditer(r"(?i:\bi (?:just )?won my (?P<n>first|second|third|fourth|fifth|sixth|"
@@ -920,9 +940,11 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
                          r"race|title|championship|match|game|award|medal|competition)s?)",
                          text):
         n = _ORDINALS[m.group("n").lower()]
-        add(speaker, "count", str(n), f"{speaker} has won {n} {m.group('q')}s", "possession",
+        f.add(speaker, "count", str(n), f"{speaker} has won {n} {m.group('q')}s", "possession",
             .7, qualifier=f"{m.group('q').split()[-1]} won", change=True, at=m.start())
 
+
+def _pets(text: str, speaker: str, f: _Facts) -> None:
     # Pets in passing: "meet Toby, my puppy", "my dog Biscuit", "our dog is called Rufus",
     # "our dog's name is Bruno", "we adopted a cat named Miso", "the puppy's name is Cocoa".
     pet = r"(?P<q>dog|cat|puppy|kitten|pup|kitty|bird|rabbit|bunny|hamster|horse|turtle|" \
@@ -940,25 +962,27 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
                 continue
             q = {"pup": "puppy", "kitty": "cat", "bunny": "rabbit"}.get(m.group("q").lower(),
                                                                       m.group("q").lower())
-            add(speaker, "pet_name", o, f"{speaker} has a {q} named {o}", "possession", .8,
+            f.add(speaker, "pet_name", o, f"{speaker} has a {q} named {o}", "possession", .8,
                 qualifier=q, change=bool(re.search(r"adopted|got|rescued|brought", m.group(0))),
                 at=m.start())
 
+
+def _health(text: str, speaker: str, f: _Facts) -> None:
     # Health states: an injury or illness, then healed.
     for m in re.finditer(r"(?i:\bi (?:just )?(?:sprained|broke|twisted|hurt|injured|tore|pulled|"
                          r"strained|dislocated|fractured) my )(?P<o>" + _BODY + r")\b", text):
         part = m.group("o").lower()
-        add(speaker, "condition", f"{part} injury", f"{speaker} has a {part} injury", "health",
+        f.add(speaker, "condition", f"{part} injury", f"{speaker} has a {part} injury", "health",
             .75, change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:this|my) (?:[a-z]+ )?(?P<o>injury|surgery|illness)\b)",
                          text):
         if re.search(r"\b(?:healed|recovered|over|gone|behind me|better)\b",
                      text[m.end():_sentence_end(text, m.end())], re.I):
             continue
-        add(speaker, "condition", "injury" if m.group("o").lower() != "illness" else "illness",
+        f.add(speaker, "condition", "injury" if m.group("o").lower() != "illness" else "illness",
             f"{speaker} has an {m.group('o').lower()}", "health", .65, change=True, at=m.start())
     for m in re.finditer(r"(?i:\bi (?:got hurt|got injured|hurt myself))\b", text):
-        add(speaker, "condition", "injury", f"{speaker} has an injury", "health", .65,
+        f.add(speaker, "condition", "injury", f"{speaker} has an injury", "health", .65,
             change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:my )?(?P<o>" + _BODY + r")(?: pain)?(?:'s| is| has)(?: "
                          r"(?:been|now|finally|totally|completely|all|fully))* (?P<how>healed|"
@@ -968,19 +992,21 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         pain = "pain" in m.group(0).lower() or how in ("killing me", "hurting", "sore")
         what = f"{part} {'pain' if pain else 'injury'}"
         healed = how in ("healed", "better", "fine now", "gone")
-        add(speaker, "condition", what, f"{speaker} {'no longer has' if healed else 'has'} "
+        f.add(speaker, "condition", what, f"{speaker} {'no longer has' if healed else 'has'} "
             f"{what}", "health", .75, change=True, negated=healed, at=m.start())
     for m in re.finditer(r"(?i:\b(?:i(?:'ve| have)? (?:been )?(?:down with|sick with|got|caught)|"
                          r"i(?:'m| am) (?:sick with|down with)) (?:the |a |an )?)(?P<o>flu|cold|"
                          r"covid|fever|migraine|pneumonia|bronchitis)\b", text):
-        add(speaker, "condition", m.group("o").lower(), f"{speaker} has {m.group('o')}",
+        f.add(speaker, "condition", m.group("o").lower(), f"{speaker} has {m.group('o')}",
             "health", .75, change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:the |my )?(?P<o>flu|cold|covid|fever|migraine|pneumonia)"
                          r"(?:'s| is| has)(?: finally| totally| completely)? (?:gone|over|"
                          r"cleared up))\b", text):
-        add(speaker, "condition", m.group("o").lower(), f"{speaker} no longer has "
+        f.add(speaker, "condition", m.group("o").lower(), f"{speaker} no longer has "
             f"{m.group('o')}", "health", .75, change=True, negated=True, at=m.start())
 
+
+def _media(text: str, speaker: str, f: _Facts) -> None:
     # What someone is reading or watching now.
     title = r"(?P<o>\"[^\"]{2,60}\"|“[^”]{2,60}”|(?:The |A )?[A-Z][\w'\-]*(?:,? (?:(?:of|the|and|" \
         r"in|a|to|on|for)|[A-Z][\w'\-]*),?){0,8}(?<!,))"
@@ -1002,7 +1028,7 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
             if pred == "watching" and "started" in m.group(0).lower() and not re.search(
                     r"\b(?:show|series|season|episode|watch)", text, re.I):
                 pred = "reading"
-            add(speaker, pred, o, f"{speaker} is {pred} {o}", "media", .7,
+            f.add(speaker, pred, o, f"{speaker} is {pred} {o}", "media", .7,
                 change=bool(re.search(r"started|now", m.group(0), re.I)), at=m.start())
     for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)? (?:just |finally )?finished )" + title,
                          text):
@@ -1010,12 +1036,14 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         if len(o) < 3 or o.split()[0] in _NOT_NAMES:
             continue
         for pred in ("reading", "watching"):
-            add(speaker, pred, o, f"{speaker} finished {o}", "media", .7, change=True,
+            f.add(speaker, pred, o, f"{speaker} finished {o}", "media", .7, change=True,
                 negated=True, at=m.start())
     for m in re.finditer(r"(?i:\bi(?:'m| am) not (?P<v>reading|watching) anything)", text):
-        add(speaker, m.group("v").lower(), NONE, f"{speaker} is not {m.group('v')} anything",
+        f.add(speaker, m.group("v").lower(), NONE, f"{speaker} is not {m.group('v')} anything",
             "media", .7, negated=True, at=m.start())
 
+
+def _events(text: str, speaker: str, f: _Facts) -> None:
     # Events and times: "the review meeting is on Tuesday the 14th", "the wedding is set for
     # September 20th", "the meeting got pushed to Thursday", "my spin class is at 6:30",
     # "moved my spin class to 7:15", "my shift starts at 7:30", "the flight lands in Boston".
@@ -1036,10 +1064,10 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         else:
             obj, pred = m.group("o"), "date_of"
             obj = re.sub(r"^(?:on|for) ", "", obj)
-            resolved = resolve_date(obj, ep.occurred_at)
+            resolved = resolve_date(obj, f.ep.occurred_at)
             if resolved:
                 obj = f"{obj} ({resolved})"
-        add(speaker, pred, obj, f"{speaker}'s {q} is {'at' if pred == 'time_of' else 'on'} "
+        f.add(speaker, pred, obj, f"{speaker}'s {q} is {'at' if pred == 'time_of' else 'on'} "
             f"{obj}", "date", .75, qualifier=q.split()[-1], change=bool(m.group("mv")),
             at=m.start())
     for m in re.finditer(r"(?i:\b(?:moved|pushed|rescheduled|changed|bumped) (?:my|our|the) )"
@@ -1050,17 +1078,19 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
             obj, pred = m.group("t"), "time_of"
         else:
             obj, pred = re.sub(r"^(?:on|for) ", "", m.group("o")), "date_of"
-            resolved = resolve_date(obj, ep.occurred_at)
+            resolved = resolve_date(obj, f.ep.occurred_at)
             obj = f"{obj} ({resolved})" if resolved else obj
-        add(speaker, pred, obj, f"{speaker}'s {q} is moved to {obj}", "date", .75,
+        f.add(speaker, pred, obj, f"{speaker}'s {q} is moved to {obj}", "date", .75,
             qualifier=q, change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:the|my|our) )" + _EVENT + r"(?i:(?: got| was| has been| is)"
                          r" (?:cancell?ed|called off|postponed|pushed back))", text):
         q = m.group("q").lower().split()[-1]
-        add(speaker, "date_of", NONE, f"{speaker}'s {q} is off or postponed", "date", .7,
+        f.add(speaker, "date_of", NONE, f"{speaker}'s {q} is off or postponed", "date", .7,
             qualifier=q, negated=True, change=True, at=m.start())
-    # (Destinations of trips are left out: too easily two different trips.)
+    # (Destinations of trips are left f.out: too easily two different trips.)
 
+
+def _preferences(text: str, speaker: str, f: _Facts) -> None:
     # Preferences from filler: "I do love X", "I'm such a sucker for X", "I'm really into X",
     # "X is my favorite book", "X has overtaken Y as my favorite show".
     for m in re.finditer(r"(?i:\bi(?:'m| am)(?: (?:really|so|totally|kind of|kinda|super|"
@@ -1070,13 +1100,13 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
         o = _TRIM.sub("", _clean(m.group("o")))
         if len(o) < 3 or o.lower() in ("it", "this", "that"):
             continue
-        add(speaker, "likes", o, f"{speaker} likes {o}", "preference", .65, at=m.start(),
+        f.add(speaker, "likes", o, f"{speaker} likes {o}", "preference", .65, at=m.start(),
             store="semantic")
     for m in re.finditer(r"(?P<o>" + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)"
                          r"(?i:(?: has| have)? (?:officially |finally )?(?:overtaken|replaced|"
                          r"beaten|taken over from) (?:[\w' ]{1,40}?) as my (?:absolute |new |all-"
                          r"time )?favou?rite (?P<q>[a-z]+))", text):
-        add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
+        f.add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
             f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")), change=True,
             at=m.start())
     for m in re.finditer(r"(?P<o>" + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)"
@@ -1084,29 +1114,31 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
                          r"favou?rite (?P<q>[a-z]+))", text):
         if m.group("o").split()[0] in _NOT_NAMES:
             continue
-        add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
+        f.add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
             f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")),
             at=m.start())
     for m in re.finditer(r"(?i:\bmy favou?rite (?P<q>[a-z]+) (?:was|has) always (?:been )?)(?P<o>"
                          + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)", text):
-        add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
+        f.add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
             f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")),
             at=m.start())
 
+
+def _relationships(text: str, speaker: str, f: _Facts) -> None:
     # One relationship said two ways: "my husband Pete" also says married; "I've never been
     # married" says not married.
     for m in re.finditer(r"(?i:\b(?:my|the) (?P<q>husband|wife|hubby|missus))\b", text):
-        add(speaker, "relationship_status", "married", f"{speaker} is married",
+        f.add(speaker, "relationship_status", "married", f"{speaker} is married",
             "relationship", .7, at=m.start())
     for m in re.finditer(r"(?i:\bi(?:'ve| have) never been married|\bi(?:'m| am) not married)",
                          text):
-        add(speaker, "relationship_status", "married", f"{speaker} is not married",
+        f.add(speaker, "relationship_status", "married", f"{speaker} is not married",
             "relationship", .8, negated=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:i(?:'m| am)(?: now)?|we(?:'re| are)(?: now)?) (?:officially )?"
                          r"(?P<o>engaged|married|divorced|single))\b", text):
         if re.match(r"(?i)we", m.group(0)) and m.group("o").lower() in ("divorced", "single"):
             continue
-        add(speaker, "relationship_status", m.group("o").lower(), f"{speaker} is "
+        f.add(speaker, "relationship_status", m.group("o").lower(), f"{speaker} is "
             f"{m.group('o').lower()}", "relationship", .8,
             change=bool(re.search(r"officially|now", m.group(0), re.I)), at=m.start())
     # A wedding the speaker had is a marriage ("we got married", "we tied the knot", "my
@@ -1117,22 +1149,30 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
                          r"(?:[a-z]+,? ){0,4}wedding\b(?! plan)))", text):
         if _NEG.search(text[_clause_start(text, m.start()):m.end()]):
             continue
-        add(speaker, "relationship_status", "married", f"{speaker} is married",
+        f.add(speaker, "relationship_status", "married", f"{speaker} is married",
             "relationship", .8, change=True, at=m.start())
     for m in re.finditer(r"(?i:\bi(?:'ve| have) been seeing someone|\bi(?:'m| am) seeing "
                          r"someone)\b", text):
-        add(speaker, "relationship_status", "dating someone", f"{speaker} is dating someone",
+        f.add(speaker, "relationship_status", "dating someone", f"{speaker} is dating someone",
             "relationship", .75, at=m.start())
 
+
+def _corrections(text: str, speaker: str, f: _Facts) -> None:
     # Corrections: "it's KPMG I work at, not Deloitte", "she's actually 34, not 32": the new
     # value against the one it names as wrong.
-    if correcting:
+    if f.correcting:
         for m in _X_NOT_Y.finditer(text):
             new, old = m.group("new"), m.group("old")
             new = re.sub(r"^(?:actually|it's|it is|is|the|a|an) ", "", new, flags=re.I)
             if _PRONOUN_OBJ.match(new) or _PRONOUN_OBJ.match(old) or new.lower() == old.lower() \
                     or _FILLER.match(new) or _FILLER.match(old):
                 continue
-            add(speaker, "corrects", new, f"{speaker} corrected {old} to {new}", "identity", .7,
+            f.add(speaker, "corrects", new, f"{speaker} corrected {old} to {new}", "identity", .7,
                 qualifier=old, at=m.start())
-    return out
+
+
+# The rule families of ``_more``, in the order they run (what an earlier family found is not
+# added again: ``_Facts.add``).
+_FAMILIES: tuple[Callable[[str, str, _Facts], None], ...] = (
+    _third_person, _work, _moves, _counts, _pets, _health, _media, _events, _preferences,
+    _relationships, _corrections)
