@@ -42,7 +42,8 @@ from app.operations import operations
 # (``check_wrapped``).
 AGENT_METHODS = frozenset(n for n, o in operations(VaultAPI).items() if o.agent)
 
-# Caps, whatever the client asks (MCP.md R7: no "read everything").
+# Caps, whatever the client asks (docs/architecture.md#what-an-assistant-may-do: no "read
+# everything").
 MAX_K = 50
 MAX_BUDGET = 4000
 MAX_CONTRADICTIONS = 20

@@ -6,7 +6,7 @@ standard library, so any front end, service or storage module can import it.
 Plain data only: frozen dataclasses of str, int, float, bool, None, tuples, typed maps of
 names to numbers, ``Literal``s and the ids of ``app.domain`` (``MemoryId``, ``EntityId``,
 ``RunId``). No ``Any``, and no ``dict`` in a signature of ``VaultAPI``
-(tests/test_contract.py). ``dataclasses.asdict`` of a value is its JSON form (the CLI's
+(tests/guards/test_contract.py). ``dataclasses.asdict`` of a value is its JSON form (the CLI's
 ``--json`` output).
 
 Where to add something: a new result or argument type goes here, next to its neighbours; the
@@ -79,7 +79,8 @@ EntityKind = Literal["person", "pet", "place", "company", "project", "area", "re
                      "archive"]  # storage/migrations/0019_entity_kinds.sql allows these
 
 SECTIONS: tuple[ContextSection, ...] = ("procedures", "people", "facts", "timeline", "recent")
-LIVE: Literal["live"] = "live"  # MemoryQuery.status: active or archived (what the person has not forgotten)
+# MemoryQuery.status: active or archived (what the person has not forgotten)
+LIVE: Literal["live"] = "live"
 
 
 class CancelToken:
@@ -221,13 +222,13 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Filters:
-    """Which memories a recall may return. Time travel has two axes (DESIGN 6.7): ``as_of``
-    is what was said and true at D (happened by D; valid at D by its validity window; a state
-    that later changed counts, a statement corrected or refuted does not): the axis a person
-    means, and the only one that works on imported history. ``known_at`` is what Kept had
-    learned by D (and not yet replaced). ``happened_by``: nothing that happened after it (the
-    facade sets it to an explicit ``now``; the clock's own now filters nothing, so a memory
-    dated a little ahead of this machine's clock is not lost)."""
+    """Which memories a recall may return. Time travel has two axes
+    (docs/memory-model.md#time-travel): ``as_of`` is what was said and true at D (happened by D;
+    valid at D by its validity window; a state that later changed counts, a statement corrected or
+    refuted does not): the axis a person means, and the only one that works on imported history.
+    ``known_at`` is what Kept had learned by D (and not yet replaced). ``happened_by``: nothing that
+    happened after it (the facade sets it to an explicit ``now``; the clock's own now filters
+    nothing, so a memory dated a little ahead of this machine's clock is not lost)."""
 
     stores: tuple[str, ...] | None = None
     agent: str | None = None            # None: every agent; else global + this agent
@@ -305,7 +306,7 @@ class Explanation:
     currency: Currency | None = None  # for the query given: current, earlier, superseded
 
 
-# --- forget and history (DESIGN 8) --------------------------------------------------------
+# --- forget and history (docs/memory-model.md#forgetting) -----------------------------------------
 
 KIND_LABELS = {
     "memory": "memories", "memory_fts": "full-text rows", "vector": "vectors",
@@ -462,7 +463,7 @@ class History:
     entries: tuple[HistoryEntry, ...]
 
 
-# --- consolidation: runs, the inbox (DESIGN 7) ---------------------------------------------
+# --- consolidation: runs, the inbox (docs/memory-model.md#consolidation) --------------------------
 
 @dataclass(frozen=True, slots=True)
 class BatchFailure:

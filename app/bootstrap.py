@@ -6,9 +6,9 @@ objects (vector index, full-text mirror, embedder) and the services, once per un
 :class:`app.parts.Parts` for ``Vault.create`` / ``Vault.open`` (the one way to open a vault;
 this module never imports the facade). Front ends call those and the few pre-unlock helpers
 below (does a vault exist, where it lives by default, the self-check); nothing else in
-``app/`` imports ``storage`` (tests/test_layers.py checks it). ``storage`` is imported inside the
-functions: importing this module loads no native library, so ``kept self-check`` can still
-report a broken one by name.
+``app/`` imports ``storage`` (tests/guards/test_layers.py checks it). ``storage`` is imported
+inside the functions: importing this module loads no native library, so ``kept self-check`` can
+still report a broken one by name.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def check_recovery_code(folder: Path, code: str) -> None:
 
 
 def keyring_available() -> bool:
-    """A real OS keychain is there to remember this device (SECURITY.md)."""
+    """A real OS keychain is there to remember this device
+    (docs/security.md#remember-on-this-device)."""
     from storage.crypto import keyring_available as available
     return available()
 
@@ -189,12 +190,12 @@ def open_parts(folder: Path, password: str | None = None, *, recovery_code: str 
                use_device: bool = False, clock: Clock | None = None, load_model: bool = True,
                threaded: bool = True, use_chroma: bool = True, verify: str = "background",
                new_password: str | None = None) -> Parts:
-    """``verify="background"`` (threaded only): the page self-test of requirement 2 runs
-    while the index loads and the first searches run; no write happens before it has
-    passed, and if it fails every write raises ``VaultCorrupt`` and ``watch_integrity``
-    callbacks run. ``"sync"`` checks before returning (the CLI's single-threaded mode
-    always does). ``recovery_code`` with ``new_password``: a forgotten password is
-    replaced (the code keeps working; ``OpenVault.recover``)."""
+    """``verify="background"`` (threaded only): the page self-test of
+    docs/security.md#2-the-database-is-encrypted runs while the index loads and the first searches
+    run; no write happens before it has passed, and if it fails every write raises ``VaultCorrupt``
+    and ``watch_integrity`` callbacks run. ``"sync"`` checks before returning (the CLI's
+    single-threaded mode always does). ``recovery_code`` with ``new_password``: a forgotten password
+    is replaced (the code keeps working; ``OpenVault.recover``)."""
     from storage import repo
     from storage.embedder import MODEL_NAME
     from storage.unlock import OpenVault

@@ -378,8 +378,8 @@ class Vault:
 
     def recall(self, query: str, *, k: int = 10, now: float | None = None,
                filters: Filters | None = None, touch: bool = True) -> list[Hit]:
-        """Hybrid recall (DESIGN 6). ``touch`` records the access and applies reinforcement.
-        An explicit ``now`` never returns what happened after it."""
+        """Hybrid recall (docs/memory-model.md#recall). ``touch`` records the access and applies
+        reinforcement. An explicit ``now`` never returns what happened after it."""
         if not query.strip():
             raise ValidationError("The query is empty.")
         filters = filters or Filters()
@@ -428,7 +428,8 @@ class Vault:
         # form, unless it asks about the past.
         hits = self.recall_service.recall(query, k=40, now=now, filters=filters, current=True)
         ctx = self._context.assemble(query, hits, budget=budget, now=now)
-        # Only what made it into the context was "returned" (DESIGN 6.5).
+        # Only what made it into the context was "returned"
+        # (docs/memory-model.md#touch-and-reinforcement).
         self.recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
         return ctx
 
@@ -437,7 +438,7 @@ class Vault:
         self._check_unlocked()
         return self._context.explain(mid, query, self.clock.now() if now is None else now)
 
-    # --- forget, correct, history, archive (DESIGN 8) ------------------------------------
+    # --- forget, correct, history, archive (docs/memory-model.md#forgetting) ----------------------
     def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
                     entity: str | None = None, include_sources: bool = True) -> ForgetPlan:
         """Step 1: everything that would go, grouped by kind, and the recorded backups still
@@ -507,7 +508,7 @@ class Vault:
         self._set_status(mid, "active", "restore", ("archived",))
         return Result(None, MEMORY_CHANGES)
 
-    # --- consolidation (DESIGN 7) ----------------------------------------------------
+    # --- consolidation (docs/memory-model.md#consolidation) ---------------------------------------
     @property
     def consolidation(self) -> ConsolidationService:
         self._check_unlocked()
@@ -815,6 +816,6 @@ class Vault:
         return Result(done, changes)
 
 
-# mypy checks here that the in-process Vault is a VaultAPI (tests/test_contract.py checks that
-# no signature of either holds Any or a dict).
+# mypy checks here that the in-process Vault is a VaultAPI (tests/guards/test_contract.py checks
+# that no signature of either holds Any or a dict).
 _CONTRACT: type[VaultAPI] = Vault

@@ -1,5 +1,6 @@
-"""Scheduled jobs (DESIGN 7): heartbeat, consolidation, daily decay, weekly synthesis.
-Layer: app. Runs on: the single ``apscheduler`` worker thread; never touches Qt.
+"""Scheduled jobs (docs/architecture.md#consolidation-and-jobs): heartbeat, consolidation, daily
+decay, weekly synthesis. Layer: app. Runs on: the single ``apscheduler`` worker thread; never
+touches Qt.
 
 APScheduler 3 ``BackgroundScheduler`` with a one-thread executor, ``coalesce``,
 ``max_instances=1`` and a misfire grace, so two jobs never run at once and a sleeping laptop
@@ -167,7 +168,8 @@ def reschedule(sched: Any, settings: Callable[[str], Any]) -> None:
 
 
 def shutdown(sched: Any, jobs: Jobs) -> None:
-    """Cancel the running job at its next batch boundary and wait for it (B5.8 order)."""
+    """Cancel the running job at its next batch boundary and wait for it
+    docs/architecture.md#lock-order."""
     jobs.cancel.cancel()
     if sched.running:
         sched.shutdown(wait=True)

@@ -1,6 +1,6 @@
-"""How password derivations share a process (SECURITY.md requirement 26). Layer: app (pure:
-threads only). Runs on: any thread. ``storage.crypto.derive_kek`` takes its turn here; the
-owner socket marks its elevations ``remote()``.
+"""How password derivations share a process (docs/security.md#26-one-password-derive-at-a-time).
+Layer: app (pure: threads only). Runs on: any thread. ``storage.crypto.derive_kek`` takes its turn
+here; the owner socket marks its elevations ``remote()``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from app.errors import PasswordBusy, VaultLocked
 
 
 class KdfGate:
-    """One Argon2id derive at a time in this process (SECURITY.md requirement 26).
+    """One Argon2id derive at a time in this process
+    (docs/security.md#26-one-password-derive-at-a-time).
 
     Why: ``cryptography`` (>= 44, OpenSSL >= 3.2) sets OpenSSL's thread limit to the core count
     and derives with as many threads as lanes; two derives with 4 lanes in two threads each

@@ -2,12 +2,12 @@
 an assistant can reach Kept. Layer: app (front end). Runs on: the main thread. Imports no SDK,
 no storage: it is pure text, JSON files and a socket check.
 
-Client shapes are those of ../shared/MCP.md section 4: ``mcpServers`` for Claude Desktop,
-Cursor and LM Studio; ``servers`` with ``"type": "stdio"`` for VS Code; for Claude Code a
+Client shapes are those of docs/architecture.md#connecting-a-client: ``mcpServers`` for Claude
+Desktop, Cursor and LM Studio; ``servers`` with ``"type": "stdio"`` for VS Code; for Claude Code a
 ``claude mcp add-json --scope user kept '<entry>'`` line (not ``claude mcp add -e KEY=V NAME``:
-Claude Code 2.1's variadic ``-e`` swallows the server name, anthropics/claude-code #62332).
-The command is always the absolute path of the installed ``kept`` (hosts start servers with a
-short PATH), and the key goes in ``env``, never in ``args`` of ``kept mcp``.
+Claude Code 2.1's variadic ``-e`` swallows the server name, anthropics/claude-code #62332). The
+command is always the absolute path of the installed ``kept`` (hosts start servers with a short
+PATH), and the key goes in ``env``, never in ``args`` of ``kept mcp``.
 """
 
 from __future__ import annotations

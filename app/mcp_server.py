@@ -8,11 +8,11 @@ the key Kept issued (``KEPT_AGENT_KEY``), and the owner scopes every call
 (``app.agent_scope.AgentSession``). Start-up is the SDK's import and the tool table: no model,
 no SQLCipher, no socket; the owner is reached on the first tool call, so the handshake and
 ``tools/list`` answer whether Kept is open, closed or locked, and tools then return a readable
-error (MCP.md R1).
+error (docs/architecture.md#kept-mcp).
 
 Tool results are Pydantic models: the SDK publishes each one's ``outputSchema`` and fills
-``structuredContent`` (MCP.md 3.3). They are views made for an assistant (bounded, texts cut),
-built from the ``app.api`` dataclasses the owner returns.
+``structuredContent`` (docs/architecture.md#mcp-tools). They are views made for an assistant
+(bounded, texts cut), built from the ``app.api`` dataclasses the owner returns.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ MAX_TEXT_OUT = 1000     # characters of one memory in a result
 MAX_FORGET_IDS = 50
 
 INSTRUCTIONS = """Kept is the person's own encrypted memory.
-- Call `context` once at the start of a conversation about the person, and again if the topic changes.
+- Call `context` once at the start of a conversation about the person, and again if the topic
+changes.
 - Call `recall` before answering about the person's life, people, plans, habits or past talks.
 - Save durable things with `remember` (notes, turns) or `remember_fact` (subject/attribute/value).
 - Never tidy up: `request_forget` only when the person asks; they confirm in Kept.
@@ -269,8 +270,8 @@ def _time(text: str | None, what: str) -> float | None:
 def _tool(server: MCPServer, made: set[str], operation: str, title: str, *, idempotent: bool
           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the tool that serves ``operation``: its name and read-only hint are the
-    operation's mark (a KeyError for an operation not marked ``tool=``). Honest hints (MCP.md
-    R8): nothing here destroys data; the world is Kept only."""
+    operation's mark (a KeyError for an operation not marked ``tool=``). Honest hints
+    (docs/architecture.md#mcp-tools): nothing here destroys data; the world is Kept only."""
     o = TOOLS[operation]
     assert o.tool is not None
     made.add(o.tool)
@@ -295,7 +296,8 @@ def build_server(conn: Connection) -> MCPServer:
             ref: Annotated[str | None, Field(max_length=200,
                                              description="your id for the turn")] = None,
             store: Store = "episodic") -> RememberResult:
-        """Save a conversation turn or note the person would want kept. Use for durable things, not chit-chat or secrets. Example: text="Ana's birthday is July 3"."""
+        """Save a conversation turn or note the person would want kept. Use for durable things, not
+        chit-chat or secrets. Example: text="Ana's birthday is July 3"."""
         from app.domain.memory import Draft
         from app.domain.memory import Store as S
         draft = Draft(text=text, store=S(store), occurred_at=_time(at, "at"), agent=agent,
@@ -314,7 +316,9 @@ def build_server(conn: Connection) -> MCPServer:
             source_ids: Annotated[list[int], Field(max_length=20, description=(
                 "ids (from remember) of the turns it came from"))] = [],  # noqa: B006
     ) -> FactResult:
-        """Save one structured fact you extracted (subject, attribute, value). Conflicts with known facts go to the person's Inbox in Kept; a repeat is reported as already_known. Example: subject="Ana", attribute="lives_in", value="Porto"."""
+        """Save one structured fact you extracted (subject, attribute, value). Conflicts with known
+        facts go to the person's Inbox in Kept; a repeat is reported as already_known. Example:
+        subject="Ana", attribute="lives_in", value="Porto"."""
         from app.api import AssistantFact
         from app.domain.memory import MemoryId
         fact = AssistantFact(subject=subject, attribute=attribute, value=value,
@@ -333,7 +337,8 @@ def build_server(conn: Connection) -> MCPServer:
                 description="ISO date: what was true then")] = None,
             stores: Annotated[list[Store] | None, Field(max_length=4)] = None,
             min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0) -> RecallResult:
-        """Search the person's memories by meaning and words. Use before answering about the person, their people, plans or past conversations, with a short natural query ("Ana's birthday")."""
+        """Search the person's memories by meaning and words. Use before answering about the person,
+        their people, plans or past conversations, with a short natural query ("Ana's birthday")."""
         from app.api import Filters
         filters = Filters(stores=tuple(stores) if stores else None, agent=agent,
                           as_of=_time(as_of, "as_of"))
@@ -349,7 +354,8 @@ def build_server(conn: Connection) -> MCPServer:
                                         description="what the conversation is about")],
             budget: Annotated[int, Field(ge=100, le=MAX_BUDGET,
                                          description="tokens")] = 1200) -> ContextResult:
-        """Load what Kept remembers that matters for this conversation, as a short briefing. Use once at the start and again if the topic changes; cheaper than several recalls."""
+        """Load what Kept remembers that matters for this conversation, as a short briefing. Use
+        once at the start and again if the topic changes; cheaper than several recalls."""
         from app.api import Filters
         ctx = await _call(conn, lambda b: b.context(query, budget=budget,
                                                     filters=Filters(agent=agent)))
@@ -362,7 +368,8 @@ def build_server(conn: Connection) -> MCPServer:
     async def explain(memory_id: Annotated[int, Field(ge=1)],
                       query: Annotated[str | None, Field(max_length=2000)] = None
                       ) -> ExplainResult:
-        """Show where a memory came from (its sources) and why it ranks as it does. Use with an id from recall when the person asks how Kept knows something."""
+        """Show where a memory came from (its sources) and why it ranks as it does. Use with an id
+        from recall when the person asks how Kept knows something."""
         e = await _call(conn, lambda b: b.explain(memory_id, query))
         return ExplainResult(
             id=int(e.id), store=e.store, text=_cut(e.text), status=e.status,
@@ -373,7 +380,8 @@ def build_server(conn: Connection) -> MCPServer:
     @_tool(server, made, "contradictions", "List disagreements", idempotent=True)
     async def list_contradictions(
             limit: Annotated[int, Field(ge=1, le=20)] = 5) -> ContradictionsResult:
-        """List facts in Kept that disagree and wait for the person. Read-only: only the person settles them in Kept; tell them what you see."""
+        """List facts in Kept that disagree and wait for the person. Read-only: only the person
+        settles them in Kept; tell them what you see."""
         items = await _call(conn, lambda b: b.contradictions("open"))
 
         def mem(v: MemoryView) -> Memory:
@@ -385,7 +393,8 @@ def build_server(conn: Connection) -> MCPServer:
 
     @_tool(server, made, "status", "Kept status", idempotent=True)
     async def status() -> StatusResult:
-        """Say whether Kept is reachable and how much it holds. Use when a tool failed or the person asks about Kept."""
+        """Say whether Kept is reachable and how much it holds. Use when a tool failed or the person
+        asks about Kept."""
         def run(b: VaultAPI) -> StatusResult:
             st = b.status()
             return StatusResult(agent=agent, memories=dict(st.totals),
@@ -403,7 +412,9 @@ def build_server(conn: Connection) -> MCPServer:
             memory_ids: Annotated[list[int], Field(max_length=MAX_FORGET_IDS)] = [],  # noqa: B006
             query: Annotated[str | None, Field(max_length=500, description=(
                 "exact words to match, if no ids"))] = None) -> ForgetRequestResult:
-        """Ask the person, in Kept, to forget memories. Only when the person asks you to forget something; pass ids from recall. Nothing is removed until they confirm in Kept: tell them to check Kept."""
+        """Ask the person, in Kept, to forget memories. Only when the person asks you to forget
+        something; pass ids from recall. Nothing is removed until they confirm in Kept: tell them to
+        check Kept."""
         if not memory_ids and not (query and query.strip()):
             raise ToolError("Give memory_ids (from recall) or a query.")
         r = await _call(conn, lambda b: b.request_forget(agent=agent, ids=memory_ids,

@@ -1,6 +1,6 @@
 """Every policy number in one place, each with its source. Layer: app.
 
-Sources: DESIGN.md section 5 and the reference documents in ../shared/reference/
+Sources: docs/memory-model.md#scores and the reference documents in docs/memory-model.md#sources
 (000 = MyCasa PARA/decay, 001 = atomic facts, 002 = LifeOS multi-layer, 003 = QuantumLife,
 004 = routing spec).
 """
@@ -75,5 +75,5 @@ CONFIDENCE_MARGIN = 0.2
 DEFAULT_IMPORTANCE = {"short_term": 0.3, "episodic": 0.5, "semantic": 0.6, "procedural": 0.6,
                       "implicit": 0.4}
 
-# DESIGN 6.4: working-memory context budget (tokens).
+# docs/memory-model.md#context-assembly: working-memory context budget (tokens).
 DEFAULT_CONTEXT_BUDGET = 4000

@@ -419,7 +419,7 @@ class ForgetRows(Protocol):
 # The pipeline's, the inbox's and the run log's rows (storage/consolidation_rows.py,
 # storage/inbox.py, storage/runlog.py), read by name.
 
-Scope = tuple[str, str | None]  # (agent, context) of a memory (DESIGN 4)
+Scope = tuple[str, str | None]  # (agent, context) of a memory (docs/memory-model.md#scope)
 
 
 class EpisodeRow(NamedTuple):

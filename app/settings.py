@@ -1,6 +1,7 @@
 """Declared settings (Vorta style): key, type, default, label. Layer: app.
-Values live in the encrypted database. README lists every key (tests/test_guards.py checks it),
-and something reads every key (tests/consolidation/test_declared_used.py)."""
+Values live in the encrypted database. README lists every key (tests/guards/test_guards.py
+checks it), and something reads every key
+(tests/app/services/consolidation/test_declared_used.py)."""
 
 from __future__ import annotations
 

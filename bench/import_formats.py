@@ -17,7 +17,7 @@ Each part runs in its own subprocess, so its peak RSS (``ru_maxrss``) is its own
 
 The export: conversations of 40 turns (user and assistant in turn) of about 60 words, in the
 shape of ``tests/data/import/chatgpt_conversations.json`` (``write_chatgpt_export`` in
-tests/cli/test_import_formats.py).
+tests/app/cli/test_import_formats.py).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
     ap.add_argument("--model", action="store_true",
                     help="embed every turn (KEPT_MODEL_DIR); default: lexical only")
     args = ap.parse_args()
-    from tests.cli.test_import_formats import write_chatgpt_export
+    from tests.app.cli.test_import_formats import write_chatgpt_export
     env = {**os.environ, "KEPT_PASSWORD": "bench password", "ORT_DISABLE_TELEMETRY": "1"}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.model:

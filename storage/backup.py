@@ -1,5 +1,6 @@
-"""Encrypted backups: one file, authenticated end to end, streamed (issue 16, SECURITY.md
-requirement 15). Layer: storage. Runs on: a worker thread (blocks: disk, Argon2id).
+"""Encrypted backups: one file, authenticated end to end, streamed (issue 16,
+docs/security.md#15-backups-honour-forget). Layer: storage. Runs on: a worker thread (blocks: disk,
+Argon2id).
 
 Making one never copies the live file: ``VACUUM INTO`` on a connection of its own writes a
 consistent snapshot to a temp file next to the target. With SQLCipher the copy is encrypted

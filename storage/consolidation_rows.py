@@ -1,7 +1,7 @@
-"""The consolidation pipeline's queries (DESIGN 7): what each step reads and writes, as named
-rows. Layer: storage. Reads run on a reader, writes inside ``Database.write`` (the caller's
-transaction: a step reads, decides in app/services/consolidation and writes through these
-functions on the one connection it was given).
+"""The consolidation pipeline's queries (docs/memory-model.md#consolidation): what each step reads
+and writes, as named rows. Layer: storage. Reads run on a reader, writes inside ``Database.write``
+(the caller's transaction: a step reads, decides in app/services/consolidation and writes through
+these functions on the one connection it was given).
 
 Implements ``app.ports.ConsolidationRows`` as a module. Nothing here decides anything: which
 facts agree, which memory wins, when a memory fades are the pipeline's rules; this module

@@ -1,4 +1,4 @@
-"""Key scheme of SECURITY.md ("Recommended scheme"). Layer: storage. Runs on: any worker thread.
+"""Key scheme of docs/security.md#the-key-scheme. Layer: storage. Runs on: any worker thread.
 
 master password -> Argon2id -> KEK (never stored)
 DEK = 32 random bytes, wrapped with AES-256-GCM under the KEK; the AAD binds the vault id and
@@ -39,7 +39,8 @@ KEY_FILE = "vault.key.json"
 FORMAT = 1
 ARGON2_VERSION = 0x13
 
-# SECURITY.md "KDF parameters": default 256 MiB / t=3 / p=4; floor 64 MiB / 3 / 4 (Bitwarden).
+# docs/security.md#argon2id-parameters: default 256 MiB / t=3 / p=4; floor 64 MiB / 3 / 4
+# (Bitwarden).
 DEFAULT_M_KIB = 262_144
 DEFAULT_T = 3
 LANES = 4
@@ -599,7 +600,8 @@ def keychain() -> Any:
 
 
 def keyring_available() -> bool:
-    """True only for an allowlisted, real OS keychain (never keyrings.alt, never the fail backend)."""
+    """True only for an allowlisted, real OS keychain (never keyrings.alt, never the fail
+    backend)."""
     try:
         from keyring.backends import fail
         kr = keychain()
@@ -668,7 +670,8 @@ FILE_MAGIC = b"KEPTAEAD1"
 
 def encrypt_file_bytes(file_key: bytes | bytearray, data: bytes, file_id: bytes | None = None
                        ) -> bytes:
-    """64 KiB chunks; file id, chunk index and last-chunk flag in the AAD (no truncation/reorder)."""
+    """64 KiB chunks; file id, chunk index and last-chunk flag in the AAD (no
+    truncation/reorder)."""
     file_id = file_id or os.urandom(16)
     aes = AESGCM(file_key)
     out = [FILE_MAGIC, file_id]

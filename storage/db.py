@@ -7,8 +7,9 @@ the calling thread's own ``query_only`` connection. ``Database(threaded=False)``
 the caller's thread with one connection (unit tests and one-shot CLI commands).
 
 Reader connections are opened with ``check_same_thread=False`` only so that ``close()`` (lock)
-can close every one of them from the locking thread: requirement 20 wants zero open connections
-after lock. Each is still used by exactly one thread.
+can close every one of them from the locking thread:
+docs/security.md#20-auto-lock-and-memory-hygiene wants zero open connections after lock. Each is
+still used by exactly one thread.
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ class Database:
 
     def __init__(self, path: Path, key: bytes | bytearray, *, create: bool = False,
                  threaded: bool = True, verify: str = "sync") -> None:
-        """``verify``: the self-test of every page's HMAC at open (requirements 2 and 24).
-        ``"sync"`` runs it before returning. ``"background"`` (threaded only, and only when
-        no migration or crash-left WAL needs writing first) runs it on its own thread and
-        its own connection while reads go ahead; the writer holds every write until it has
-        passed, so a damaged file is never written. On failure every queued and later write
-        fails with ``VaultCorrupt`` and ``on_corrupt`` callbacks run (on the check's thread).
-        ``wait_verified()`` waits for the outcome."""
+        """``verify``: the self-test of every page's HMAC at open
+        (docs/security.md#2-the-database-is-encrypted and
+        docs/security.md#24-never-recreate-on-failure). ``"sync"`` runs it before returning.
+        ``"background"`` (threaded only, and only when no migration or crash-left WAL needs writing
+        first) runs it on its own thread and its own connection while reads go ahead; the writer
+        holds every write until it has passed, so a damaged file is never written. On failure every
+        queued and later write fails with ``VaultCorrupt`` and ``on_corrupt`` callbacks run (on the
+        check's thread). ``wait_verified()`` waits for the outcome."""
         self.path = path
         self._key = bytearray(key)
         self.threaded = threaded
@@ -70,9 +72,10 @@ class Database:
             background = (verify == "background" and threaded and not create
                           and not wal_pending and not pending_migrations(conn))
             if not create and not wal_pending and not background:
-                # Self-test (requirements 2 and 24): the HMAC of every page, so a damaged file
-                # fails here, before migrate() could write (~5 ms per MB). It reads the file,
-                # not the WAL, so it is skipped when a crash left a WAL with newer pages.
+                # Self-test (docs/security.md#2-the-database-is-encrypted and
+                # docs/security.md#24-never-recreate-on-failure): the HMAC of every page, so a
+                # damaged file fails here, before migrate() could write (~5 ms per MB). It reads the
+                # file, not the WAL, so it is skipped when a crash left a WAL with newer pages.
                 if conn.execute("PRAGMA cipher_integrity_check").fetchall():
                     raise VaultCorrupt()
             migrate(conn)
@@ -276,9 +279,11 @@ class Database:
     def rekey(self, new_key: bytes | bytearray) -> None:
         def run() -> None:
             assert self._write_conn is not None
-            sqlcipher.rekey_connection(self._write_conn, new_key)  # no key text (req. 20)
+            # no key text (docs/security.md#20-auto-lock-and-memory-hygiene)
+            sqlcipher.rekey_connection(self._write_conn, new_key)
             # The rekeyed pages sit in the WAL until checkpointed; until then the database file
-            # still opens with the old key (requirement 9). Write them back now.
+            # still opens with the old key (docs/security.md#9-data-key-rotation). Write them back
+            # now.
             busy = self._write_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             if busy:
                 log.warning("checkpoint after rekey was blocked by a reader")
@@ -307,7 +312,8 @@ class Database:
             self._by_thread.clear()
 
     def close(self) -> None:
-        """Drain the writer queue, close every connection (this checkpoints the WAL), wipe the key."""
+        """Drain the writer queue, close every connection (this checkpoints the WAL), wipe the
+        key."""
         if self._closed:
             return
         self._closed = True

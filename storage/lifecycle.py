@@ -68,7 +68,8 @@ def ancestors(conn: Connection, ids: Iterable[int]) -> set[int]:
 
 def derived_only_from(conn: Connection, gone: set[int]) -> set[int]:
     """Memories every one of whose sources is going: they would be left describing nothing.
-    A correction the person typed is its own source and is never among them (DESIGN 8)."""
+    A correction the person typed is its own source and is never among them
+    (docs/memory-model.md#correcting)."""
     derived: set[int] = set()
     frontier = set(gone)
     while frontier:

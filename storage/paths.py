@@ -2,7 +2,7 @@
 
 A vault is a folder: ``vault.key.json`` (no secrets), ``vault.db`` (+ ``-wal``/``-shm``) and
 ``vault.lock``. On POSIX the folder is 0700 and every file 0600, and Kept refuses to start
-otherwise (SECURITY.md requirement 22).
+otherwise (docs/security.md#22-file-permissions).
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def make_private_dir(path: Path) -> None:
 
 
 def check_permissions(folder: Path) -> None:
-    """Requirement 22: the folder 0700, its files 0600 (no group/other bits at all)."""
+    """docs/security.md#22-file-permissions: the folder 0700, its files 0600 (no group/other bits at
+    all)."""
     if os.name != "posix":
         return  # Windows: the per-user profile ACL applies; see README
     bad = []

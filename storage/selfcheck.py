@@ -1,10 +1,10 @@
 """``kept self-check``: do the native parts this build depends on actually work here?
 Layer: storage. Runs on: the caller's thread.
 
-Run against every frozen build (STYLE.md B11): a PyInstaller bundle that misses a hidden
-import or a native library (sqlcipher3's, onnxruntime's, chromadb's Rust core) fails here,
-by name, instead of at a person's first unlock. Each check uses throwaway data only: a random
-key for a temporary encrypted database in a private temporary folder, random vectors for an
+Run against every frozen build (docs/architecture.md#self-check-and-packaging): a PyInstaller bundle
+that misses a hidden import or a native library (sqlcipher3's, onnxruntime's, chromadb's Rust core)
+fails here, by name, instead of at a person's first unlock. Each check uses throwaway data only: a
+random key for a temporary encrypted database in a private temporary folder, random vectors for an
 in-RAM Chroma collection, and a fixed sentence for the model. Nothing is written to any vault.
 """
 

@@ -3,8 +3,8 @@ Layer: storage. Runs on: the thread that owns the connection.
 
 ``open_connection`` never creates a database unless asked (``create=True``); a wrong key, an
 HMAC failure or a damaged file raises instead of leaving a fresh empty database behind
-(SECURITY.md requirement 24). ``assert_pragmas`` fails closed unless every pragma of
-requirement 4 holds.
+(docs/security.md#24-never-recreate-on-failure). ``assert_pragmas`` fails closed unless every pragma
+of docs/security.md#4-pragmas-checked-at-every-open holds.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def raw_key_literal(key: bytes | bytearray) -> str:
     return "\"x'" + bytes(key).hex() + "'\""
 
 
-# --- Keying without a Python string (requirement 20) -----------------------------------------
+# --- Keying without a Python string (docs/security.md#20-auto-lock-and-memory-hygiene) ------------
 # ``PRAGMA key = "x'<hex>'"`` builds a str holding the key as hex; it also stays in the
 # connection's statement cache until close, and its memory is freed without being zeroed:
 # after lock, 2 to 4 copies of K_db as hex were found by scanning /proc/PID/mem. Instead the
@@ -161,7 +161,8 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
         raise VaultCorrupt("The vault's database file is empty; nothing was created.")
     if create and not path.exists():
         # SQLite would create it 0644 & ~umask, and the -wal/-shm copy its mode: make it 0600
-        # whatever the umask (requirement 22). An empty file is a valid new database.
+        # whatever the umask (docs/security.md#22-file-permissions). An empty file is a valid new
+        # database.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     uri = f"{path.resolve().as_uri()}?mode={mode}"
     try:
@@ -185,7 +186,8 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
 def prepare(conn: Connection, key: bytes | bytearray, *, query_only: bool = False,
             path: Path | None = None) -> None:
     conn.execute("PRAGMA cipher_log_level = NONE")
-    # Requirement 20: memory security on before the first key is handed over.
+    # docs/security.md#20-auto-lock-and-memory-hygiene: memory security on before the first key is
+    # handed over.
     conn.execute("PRAGMA cipher_memory_security = ON")
     key_connection(conn, key, path)
     try:
@@ -234,7 +236,8 @@ def pragma_report(conn: Connection) -> dict[str, Any]:
 
 
 def assert_pragmas(conn: Connection) -> None:
-    """Requirement 4: refuse to serve unless every safety pragma holds."""
+    """docs/security.md#4-pragmas-checked-at-every-open: refuse to serve unless every safety pragma
+    holds."""
     r = pragma_report(conn)
     problems = []
     if not r["cipher_version"].startswith(CIPHER_MAJOR):

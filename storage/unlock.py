@@ -1,8 +1,8 @@
 """Vault lifecycle: create, unlock, change password, rotate the data key, lock.
 Layer: storage. Runs on: a worker thread (Argon2id takes ~0.6 s; never the GUI thread).
 
-Unlock sequence (SECURITY.md): read the key file -> Argon2id -> unwrap -> HKDF -> open the
-database (memory security, raw key, fail-fast check, pragma assertions). A failure at any step
+Unlock sequence (docs/security.md#unlock): read the key file -> Argon2id -> unwrap -> HKDF -> open
+the database (memory security, raw key, fail-fast check, pragma assertions). A failure at any step
 leaves every file byte-identical: nothing here writes before the key has been proven.
 """
 
@@ -188,7 +188,8 @@ class OpenVault:
         crypto.wipe(crypto.unwrap(self.key_file, password))
 
     def change_password(self, old: str, new: str, *, kdf: KdfParams | None = None) -> KeyFile:
-        """Rewrap only: O(1), the database file is not touched (requirement 8)."""
+        """Rewrap only: O(1), the database file is not touched
+        (docs/security.md#8-password-change-rewraps)."""
         if not new:
             raise WrongKey("The new password is empty.")
         self.verify_password(old)

@@ -4,7 +4,8 @@ the Chroma build runs on its own ``vector-index`` thread.
 SQLCipher holds the vectors; this only mirrors them in memory. Exact search (numpy over the
 matrix) serves at once after unlock; a ``chromadb.EphemeralClient`` HNSW index is built in the
 background and takes over when ready. Never a PersistentClient: it writes documents and
-vectors in plaintext and does not really delete (DESIGN.md section 3). Lock drops everything.
+vectors in plaintext and does not really delete (docs/architecture.md#the-vector-index). Lock drops
+everything.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``show_error`` is the popup (non-modal); ``report_error`` is what a view calls when an
 operation fails: an expected failure (an ``AppError``: a wrong password, "undo the later runs
 first") is said inline where the person is looking, anything else also gets the popup with
-Copy details (STYLE B8). Views never choose between the two themselves.
+Copy details (docs/architecture.md#errors). Views never choose between the two themselves.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 
 def setup_logging(debug: bool) -> None:
-    """Ids, counts and error classes only; never content (SECURITY.md requirement 21)."""
+    """Ids, counts and error classes only; never content
+    (docs/security.md#21-logs-hold-no-content)."""
     from app.bootstrap import log_dir, make_private_dir
     level = logging.DEBUG if debug or os.environ.get("APP_LOG_LEVEL") == "DEBUG" else logging.INFO
     handlers: list[logging.Handler] = [logging.StreamHandler()]
@@ -42,7 +43,8 @@ def setup_logging(debug: bool) -> None:
 
 
 def harden_process() -> None:
-    """No core dumps of a process holding keys (requirement 20)."""
+    """No core dumps of a process holding keys
+    (docs/security.md#20-auto-lock-and-memory-hygiene)."""
     try:
         import resource
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -94,7 +94,8 @@ class MainWindow(WorkWindow):
         self._cleared = False  # set on lock: late background results are dropped
         self._work: _Work | None = None
         self._page_running = False  # a page runs a consolidation (Consolidation's Run now)
-        self.setWindowTitle("Kept")  # never memory text in a title (SECURITY.md D)
+        # never memory text in a title (docs/security.md#someone-who-sees-the-screen)
+        self.setWindowTitle("Kept")
         self.resize(1200, 760)
         self._build_central()
         self._build_status_bar()
@@ -158,7 +159,8 @@ class MainWindow(WorkWindow):
         self._bg_timer.start()
 
     def _start_auto_lock(self, idle_minutes: float) -> None:
-        """Auto-lock after idle (SECURITY.md requirement 20): any input restarts the timer."""
+        """Auto-lock after idle (docs/security.md#20-auto-lock-and-memory-hygiene): any input
+        restarts the timer."""
         self.idle_timer = QTimer(self)
         self.idle_timer.setSingleShot(True)
         self.idle_timer.timeout.connect(self._on_idle_timer_timeout)
@@ -458,7 +460,8 @@ class MainWindow(WorkWindow):
         self.lock_requested.emit()
 
     def clear_for_lock(self) -> None:
-        """Drop every model and cache that could hold memory text (requirement 20)."""
+        """Drop every model and cache that could hold memory text
+        (docs/security.md#20-auto-lock-and-memory-hygiene)."""
         self._cleared = True
         self.idle_timer.stop()
         self.progress.stop()

@@ -1,10 +1,10 @@
 """Progress of long work (import, consolidation): one helper for every progress bar.
 Layer: ui. ``ProgressBox.report`` runs on the worker thread; everything else on the GUI thread.
 
-STYLE B5.4 and Anki's timings: the worker's progress callback only stores the latest value
-under a lock; a 100 ms timer on the GUI thread reads it and paints. The bar appears only once
-the work has taken ``SHOW_AFTER_MS``, so quick work never flashes one; until then the caller's
-own busy state (a disabled button, "Running…") says that something is happening.
+docs/architecture.md#background-work-and-progress and Anki's timings: the worker's progress callback
+only stores the latest value under a lock; a 100 ms timer on the GUI thread reads it and paints. The
+bar appears only once the work has taken ``SHOW_AFTER_MS``, so quick work never flashes one; until
+then the caller's own busy state (a disabled button, "Running…") says that something is happening.
 """
 
 from __future__ import annotations

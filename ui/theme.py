@@ -43,8 +43,9 @@ def muted_html(text: str) -> str:
 
 
 def plain(label: QLabel) -> QLabel:
-    """A label whose text is shown as typed, never as markup (SECURITY.md requirement 28):
-    for anything that may hold memory, fact, summary, entity, assistant, file or error text."""
+    """A label whose text is shown as typed, never as markup
+    (docs/security.md#28-text-is-never-markup): for anything that may hold memory, fact, summary,
+    entity, assistant, file or error text."""
     label.setTextFormat(Qt.TextFormat.PlainText)
     return label
 

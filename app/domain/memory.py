@@ -1,4 +1,5 @@
-"""The memory model of DESIGN.md section 4. Layer: app. Frozen dataclasses cross threads.
+"""The memory model of docs/memory-model.md#the-record. Layer: app. Frozen dataclasses cross
+threads.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the terminal session a peer runs in, strict mode's session tickets, and the grow
 wrong passwords. Layer: app (no Qt, no storage). Runs on: the owner's connection threads; every
 class here is thread-safe.
 
-Threat (SECURITY.md requirements 25-27): any process of the vault's OS user can connect to
+Threat (docs/security.md#the-owner-socket): any process of the vault's OS user can connect to
 ``kept.sock``, an assistant with a shell included. Identity therefore comes from the connection
 (``SO_PEERCRED``, an assistant's key at ``hello``, a password proved on that connection), never
 from a request field. Strict mode adds, like sudo's timestamp: the person's reads and writes

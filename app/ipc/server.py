@@ -2,7 +2,7 @@
 socket in the vault folder. Layer: app (no Qt, no storage). Runs on: its own threads (one
 accepting, one per connection); it calls the in-process ``Vault``, which is thread-safe.
 
-Security (SECURITY.md requirements 25-27): the socket is ``<vault>/kept.sock``, created 0600
+Security (docs/security.md#the-owner-socket): the socket is ``<vault>/kept.sock``, created 0600
 (umask) inside the 0700 folder, and every connection's peer credentials are checked
 (``SO_PEERCRED``): only the same user. Identity belongs to the connection, never to a request:
 

@@ -1,5 +1,5 @@
-"""Backups and forgetting (issue 16, SECURITY.md requirement 15). Layer: app. Runs on: any
-worker thread (blocks: disk, crypto).
+"""Backups and forgetting (issue 16, docs/security.md#15-backups-honour-forget). Layer: app. Runs
+on: any worker thread (blocks: disk, crypto).
 
 The vault records every backup it makes (``storage/backup.py``, table ``backup``). A forget
 plan lists the recorded backups that are still on disk and hold some of what goes: memory ids

@@ -1,5 +1,6 @@
-"""Working memory: the context assembled for one request (DESIGN 6.4), and explain (6.6).
-Layer: app. Runs on: any worker thread. Working memory is never persisted.
+"""Working memory: the context assembled for one request (docs/memory-model.md#context-assembly),
+and docs/memory-model.md#explain. Layer: app. Runs on: any worker thread. Working memory is never
+persisted.
 """
 
 from __future__ import annotations

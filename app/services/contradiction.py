@@ -1,4 +1,5 @@
-"""Do two facts disagree, and if so, who wins (DESIGN 5, reference 003). Layer: app. Pure.
+"""Do two facts disagree, and if so, who wins (docs/memory-model.md#contradictions-and-slots,
+reference 003). Layer: app. Pure.
 
 classify(a, b) -> "duplicate" | "update" | "contradiction" | "compatible"
 - same subject and a single-valued predicate (or a relation that admits one person, or the

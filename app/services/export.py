@@ -5,7 +5,7 @@ Both read through ``VaultAPI`` only (in process, or through the owner's socket),
 no step holds more than one page of memories (``VaultAPI.export_memories``), one entity's
 list of names, or the list of days.
 
-**Markdown** follows the PARA layout of the reference design (../shared/reference/
+**Markdown** follows the PARA layout of the reference design (docs/memory-model.md#sources
 000_b7cc1f21cb25004a.txt): one file per entity in ``people/``, ``companies/``, ``projects/``,
 ``areas/``, ``resources/`` and ``archives/`` (the entity's kind), a timeline file per day in
 ``daily/YYYY-MM-DD.md``, ``TACIT.md`` for procedures, preferences and patterns, ``facts.md``

@@ -1,4 +1,4 @@
-"""Offline rule-based fact extraction (DESIGN 7). Layer: app. Pure; no I/O.
+"""Offline rule-based fact extraction (docs/memory-model.md#extraction). Layer: app. Pure; no I/O.
 
 Patterns for identity, relationships, work, places, preferences, dates and deadlines, and
 habits. First-person statements are about the speaker. Relative dates ("next Friday") are read
@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Literal
 
 from app.domain.fact import EpisodeView, FactCandidate
 from app.services.contradiction import NONE
@@ -773,7 +774,8 @@ class _Facts:
 
     def add(self, subject: str, predicate: str, obj: str, statement: str, category: str,
             conf: float, *, change: bool = False, negated: bool = False,
-            qualifier: str | None = None, at: int = 0, store: str = "semantic") -> None:
+            qualifier: str | None = None, at: int = 0,
+            store: Literal["semantic", "procedural"] = "semantic") -> None:
         obj = obj.strip(" ,.'\"")
         if not obj or (_PRONOUN_OBJ.match(obj) and obj != NONE):
             return
@@ -787,7 +789,7 @@ class _Facts:
         self.out.append(FactCandidate(
             subject=subject, predicate=predicate, object=obj, statement=statement,
             category=category, confidence=round(max(.1, conf - (.25 if self.hedged else 0)), 3),
-            change=changed, negated=negated, valid_from=valid, store=store,  # type: ignore[arg-type]
+            change=changed, negated=negated, valid_from=valid, store=store,
             qualifier=qualifier, source_ids=(self.ep.id,)))
 
 

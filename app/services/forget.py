@@ -1,5 +1,5 @@
-"""Forget (plan, then execute), correct, history, archive and restore (DESIGN 8).
-Layer: app. Runs on: any worker thread.
+"""Forget (plan, then execute), correct, history, archive and restore
+(docs/memory-model.md#forgetting). Layer: app. Runs on: any worker thread.
 
 Forget cannot be undone. The plan lists everything that will go; execution deletes exactly
 that in one transaction, checkpoints the WAL (TRUNCATE) so no copy is left in the log, and

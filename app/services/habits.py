@@ -1,4 +1,5 @@
-"""Habits and behaviour statistics (DESIGN 4: procedural and implicit stores). Layer: app. Pure.
+"""Habits and behaviour statistics (docs/memory-model.md#the-six-stores: procedural and implicit
+stores). Layer: app. Pure.
 
 A habit is an action the person reports at least three times on the same weekday or at a
 similar hour, or right after the same other action in a session ("after dinner I walk").

@@ -1,8 +1,8 @@
-"""PARA entities from what people say (issue 15 item 4; DESIGN 4 "PARA entities"; reference
-000 and 001): projects, areas and resources, besides the people and companies that
-``extract.mentions`` finds. Layer: app (pure functions, no SQL). Used by consolidation's
-entities step (``pipeline._step_entities``); the markdown export files entities by kind
-(``export.FOLDERS``), so this module is the one place that decides a thing's kind.
+"""PARA entities from what people say (issue 15 item 4; docs/memory-model.md#people-and-projects;
+reference 000 and 001): projects, areas and resources, besides the people and companies that
+``extract.mentions`` finds. Layer: app (pure functions, no SQL). Used by consolidation's entities
+step (``pipeline._step_entities``); the markdown export files entities by kind (``export.FOLDERS``),
+so this module is the one place that decides a thing's kind.
 
 - **Projects**: efforts with a goal or a deadline that someone is engaged in: "I'm writing a
   children's book", "we're renovating the kitchen", "my garden project", "the grant deadline
@@ -15,7 +15,7 @@ entities step (``pipeline._step_entities``); the markdown export files entities 
   ("a photography course"), tools ("I use Notion for ..."), recipes ("grandma's lasagna
   recipe"), topics ("I'm learning Spanish", "I've been reading about astronomy").
 
-Two passes, per scope (an agent and a context; nothing crosses scopes, DESIGN 4):
+Two passes, per scope (an agent and a context; nothing crosses scopes, docs/memory-model.md#scope):
 
 1. ``introduced``: the statements that introduce a project, resource or hobby and say what
    kind it is. Only first-person statements ("I", "we", "my", "our") introduce anything: a

@@ -1,4 +1,4 @@
-"""Recall (DESIGN.md section 6): query analysis, hybrid candidates, ranking, time travel,
+"""Recall (docs/memory-model.md#recall): query analysis, hybrid candidates, ranking, time travel,
 reinforcement, explain. Layer: app. Runs on: any worker thread (reads on the caller's reader
 connection; touches go through the writer).
 """
@@ -30,9 +30,10 @@ class RecallTuning:
     # vs .497 for dense); dense adds paraphrases (+.028 R@10). .5/.7/.8 gave .797/.804/.805.
     w_lexical: float = 0.6
     w_dense: float = 0.4
-    # DESIGN 6.3 starts at final = .6 relevance + .4 composite. On LoCoMo dev composite mostly
-    # encodes an event's age, and any weight above .05 on it cost recall (.2: -.015 to -.04
-    # R@10; .3: up to -.09). So strength and recency break ties; they do not outvote relevance.
+    # docs/memory-model.md#ranking starts at final = .6 relevance + .4 composite. On LoCoMo dev
+    # composite mostly encodes an event's age, and any weight above .05 on it cost recall (.2: -.015
+    # to -.04 R@10; .3: up to -.09). So strength and recency break ties; they do not outvote
+    # relevance.
     w_relevance: float = 1.0
     w_composite: float = 0.05
     # Candidate depth per source (50/100/200 gave the same numbers).

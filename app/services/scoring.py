@@ -1,4 +1,4 @@
-"""Scores, tiers and reinforcement (DESIGN.md section 5, reference 002 and 000). Layer: app.
+"""Scores, tiers and reinforcement (docs/memory-model.md#scores, reference 002 and 000). Layer: app.
 Pure functions; no I/O.
 """
 
@@ -19,10 +19,11 @@ def recency(decay_class: str, hours_since_access: float) -> float:
 
 def retention_idle_days(occurred_at: float, last_accessed_at: float | None, learned_at: float,
                         now: float) -> float:
-    """Days a memory has gone unused, for retention and archival (DESIGN 5): counted from the
-    latest of when it happened, when it was last used and when Kept learned it, so importing
-    years of history does not archive it on the first run (measured: 97% of a 3-year import
-    disappeared from recall when only the first two counted)."""
+    """Days a memory has gone unused, for retention and archival
+    (docs/memory-model.md#decay-and-archival): counted from the latest of when it happened, when it
+    was last used and when Kept learned it, so importing years of history does not archive it on the
+    first run (measured: 97% of a 3-year import disappeared from recall when only the first two
+    counted)."""
     reference = max(x for x in (occurred_at, last_accessed_at, learned_at) if x is not None)
     return max(0.0, (now - reference) / policy.DAY)
 
@@ -65,7 +66,8 @@ def tier_at(now: float, occurred_at: float, learned_at: float | None,
     """A memory's tier at ``now``, counted from the latest of when it happened, when Kept
     learned it and when it was last read: a fact learned today from a conversation in May is
     hot today, not cold on day one (issue 15; retention counts from the later of happened and
-    learned too, DESIGN 5). The one rule for summaries, the lists, Insights and Explain."""
+    learned too, docs/memory-model.md#decay-and-archival). The one rule for summaries, the lists,
+    Insights and Explain."""
     reference = max(x for x in (occurred_at, learned_at, last_accessed_at) if x is not None)
     return tier((now - reference) / policy.DAY, access_count)
 
@@ -101,7 +103,7 @@ def confidence(source_reliability: float, corroboration: float, recency_: float,
     ``usage_success`` None: no feedback recorded (Kept records none yet). Unknown evidence
     counts as the neutral ``policy.CONF_UNKNOWN``, not as evidence against: with 0 an
     unreviewed fact could never pass .70, and the resolution rule "the newer fact wins above
-    .7" (DESIGN 5) could never fire."""
+    .7" (docs/memory-model.md#confidence) could never fire."""
     user = policy.CONF_UNKNOWN if user_validated is None else float(user_validated)
     usage = policy.CONF_UNKNOWN if usage_success is None else usage_success
     return round(policy.CONF_SOURCE * source_reliability

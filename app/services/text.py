@@ -35,7 +35,8 @@ def _vader() -> Any:
 
 
 def emotional_score(text: str) -> float:
-    """Strength of feeling in [0, 1] (VADER compound magnitude, 003/DESIGN 7)."""
+    """Strength of feeling in [0, 1] (VADER compound magnitude,
+    003/docs/memory-model.md#emotional-and-social)."""
     try:
         compound = float(_vader().polarity_scores(text[:2000])["compound"])
     except Exception:  # a lexicon problem must never block remembering

@@ -15,7 +15,7 @@ from app.errors import OwnerNotRunning, VaultLocked
 from app.ipc.client import RemoteVault
 from app.ipc.protocol import socket_path
 from app.owner import OwnerSession, idle_minutes
-from tests.cli.conftest import PW, make_vault
+from tests.app.cli.conftest import PW, make_vault
 
 
 @pytest.fixture

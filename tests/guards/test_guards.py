@@ -11,8 +11,7 @@ from pathlib import Path
 
 import app.errors
 from app.settings import SETTINGS
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
 
 
 def test_app_and_storage_never_import_qt() -> None:

@@ -14,7 +14,7 @@ Allowed:
   ``ui``;
 - nothing in ``app`` or ``storage`` imports Qt.
 
-``python -m tests.test_layers [ROOT]`` prints the cross-layer edge table (counts per
+``python -m tests.guards.test_layers [ROOT]`` prints the cross-layer edge table (counts per
 (from-package, to-module)), for the closing note.
 """
 
@@ -26,7 +26,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 PACKAGES = ("ui", "app", "storage")
 COMPOSITION = "app/bootstrap.py"  # the one app module that imports storage
 STORAGE_MAY_IMPORT = ("app.domain", "app.errors", "app.api", "app.ports", "app.policy",

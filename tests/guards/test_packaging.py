@@ -14,7 +14,8 @@ import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 PACKAGING = ROOT / "packaging"
 APP_ID = "app.kept.Kept"
 

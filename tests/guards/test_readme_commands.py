@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 README = (ROOT / "README.md").read_text("utf-8")
 CI = (ROOT / ".ci" / "run").read_text("utf-8")
 

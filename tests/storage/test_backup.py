@@ -19,8 +19,8 @@ from app.domain.memory import Draft, Store
 from app.errors import StorageFull, ValidationError, VaultCorrupt, VaultExists, WrongKey
 from app.facade import Vault
 from storage import backup
-from tests.cli.conftest import PW, kept_in_process
-from tests.forget.pagescan import scan_decrypted, scan_raw
+from tests.app.cli.conftest import PW, kept_in_process
+from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
 
 CANARY = "Zebracanary7731"
 

@@ -24,7 +24,7 @@ from app.errors import StorageFull, WrongKey
 from app.facade import Vault
 from app.services.importer import parse_import
 from storage import crypto
-from tests.cli.conftest import kept_in_process
+from tests.app.cli.conftest import kept_in_process
 from tests.storage.helpers import sha_tree
 
 PW = "disk full password"

@@ -297,7 +297,7 @@ def _dialog(qtbot: Any, inbox: Any, pid: int) -> Any:
 def test_pending_forget_cancelled_then_confirmed_leaves_no_trace(
         qtbot: Any, owner: Any, demo_vault: Any) -> None:
     from app.errors import NotFound
-    from tests.forget.pagescan import scan_decrypted, scan_raw
+    from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
     canary = "zq" + secrets.token_hex(6)
     why = "wq" + secrets.token_hex(6)
     inbox, mid, pid, agent = _request(

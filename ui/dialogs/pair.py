@@ -148,7 +148,7 @@ class PairDialog(QDialog):
     @Slot()
     def _on_pair_btn_clicked(self) -> None:
         name = self.name.text().strip()
-        try:  # pure validation inline (STYLE B8)
+        try:  # pure validation inline (docs/architecture.md#errors)
             check_agent_name(name)
         except ValidationError as exc:
             self._say_error(exc.user_message)

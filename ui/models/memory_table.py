@@ -1,4 +1,5 @@
-"""The memory list: a lazy, append-paged table model (STYLE B7). Layer: ui. GUI thread.
+"""The memory list: a lazy, append-paged table model (docs/architecture.md#lists). Layer: ui. GUI
+thread.
 
 ``data()`` is a pure lookup; ``fetchMore`` asks the vault for the next keyset page on the
 thread pool; rows arrive with beginInsertRows/endInsertRows. A generation counter drops pages

@@ -1,4 +1,5 @@
-"""The recent consolidation runs: a small table model (STYLE B7). Layer: ui. GUI thread.
+"""The recent consolidation runs: a small table model (docs/architecture.md#lists). Layer: ui. GUI
+thread.
 
 Rows are frozen ``RunRow`` values built from ``Vault.runs()`` items by the view's query (on the
 thread pool); ``data()`` is a pure lookup. The model also answers which run may be undone: only

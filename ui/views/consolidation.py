@@ -2,8 +2,8 @@
 runs with undo for the newest one, and the job schedule. Layer: ui. GUI thread; every vault
 call goes through ``ui.tasks``.
 
-Progress goes through ``ui.progress`` (STYLE B5.4): the pipeline's callback only stores the
-latest value; the bar appears once a run has taken 600 ms.
+Progress goes through ``ui.progress`` (docs/architecture.md#background-work-and-progress): the
+pipeline's callback only stores the latest value; the bar appears once a run has taken 600 ms.
 """
 
 from __future__ import annotations

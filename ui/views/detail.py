@@ -214,7 +214,7 @@ class DetailPane(Page):
     @Slot()
     def _on_save_btn_clicked(self) -> None:
         text = self.editor.toPlainText()
-        try:  # pure validation inline, no I/O (STYLE B8)
+        try:  # pure validation inline, no I/O (docs/architecture.md#errors)
             self.vault.validate_draft(Draft(text=text))
         except ValidationError as exc:
             self.edit_error.setText(exc.user_message)

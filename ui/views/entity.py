@@ -1,6 +1,6 @@
 """The entity card above the memory list: a person's, company's, project's, area's or
-resource's summary and its facts (DESIGN 4 "PARA entities": each with a generated summary and
-its facts). Layer: ui. GUI thread; loads through ``Page.load``.
+resource's summary and its facts (docs/memory-model.md#people-and-projects: each with a generated
+summary and its facts). Layer: ui. GUI thread; loads through ``Page.load``.
 
 Shown while the list shows one entity's memories (the window's "People & Projects" items);
 the list below keeps every memory that mentions it, episodes included."""

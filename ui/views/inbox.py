@@ -278,7 +278,7 @@ class _EditableCard(QFrame):
         from app.domain.memory import Draft
         from app.errors import ValidationError
         from app.facade import Vault
-        try:  # pure and cheap, no I/O (STYLE B8): inline
+        try:  # pure and cheap, no I/O (docs/architecture.md#errors): inline
             text = Vault.validate_draft(Draft(text=self.editor.toPlainText())).text
         except ValidationError as exc:
             self.show_error(exc.user_message)
@@ -484,8 +484,9 @@ def settled_row(item: ContradictionItem) -> SettledRow:
 
 
 class SettledModel(QAbstractListModel):
-    """One page of a settled list. ``data`` only looks rows up (STYLE B7); ``pending``: the
-    items whose Undo was clicked and is under way (their button is drawn disabled)."""
+    """One page of a settled list. ``data`` only looks rows up (docs/architecture.md#lists);
+    ``pending``: the items whose Undo was clicked and is under way (their button is drawn
+    disabled)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -1,6 +1,6 @@
-"""The memory list's search bar: the field and an as-of control (time travel, DESIGN 6.7),
-plus what a search asks recall for. Layer: ui. GUI thread; the recall itself runs through
-``ui.tasks`` in the page that owns the bar.
+"""The memory list's search bar: the field and an as-of control (time travel,
+docs/memory-model.md#time-travel), plus what a search asks recall for. Layer: ui. GUI thread; the
+recall itself runs through ``ui.tasks`` in the page that owns the bar.
 """
 
 from __future__ import annotations

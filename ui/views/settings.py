@@ -1,9 +1,10 @@
 """Settings: extraction provider and cloud consent, redaction, the job schedule, auto-lock,
-password change, "Remember on this device" and the paired assistants (``ui/views/assistants.py``). Layer: ui. GUI thread; reads and writes go
-through ``ui.tasks`` (``Vault.set_setting``, ``change_password``, the keychain), validation is
-pure and inline (STYLE B8: no popups for expected failures).
+password change, "Remember on this device" and the paired assistants (``ui/views/assistants.py``).
+Layer: ui. GUI thread; reads and writes go through ``ui.tasks`` (``Vault.set_setting``,
+``change_password``, the keychain), validation is pure and inline (docs/architecture.md#errors: no
+popups for expected failures).
 
-Consent (SECURITY.md requirement 19, threat model row C): an endpoint outside this computer is
+Consent (docs/security.md#19-cloud-llm-consent): an endpoint outside this computer is
 used only when ``extraction.cloud_consent`` holds exactly that (normalised) URL, so consent
 given for one endpoint never carries over to another: changing the URL unticks the box.
 """

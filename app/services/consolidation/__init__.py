@@ -1,7 +1,8 @@
-"""Background consolidation (DESIGN 7): episodes become facts with provenance, duplicates
-merge, contradictions are resolved or sent to the inbox, habits become procedures, implicit
-statistics are recomputed, memories decay, are promoted and archived (never deleted), entity
-summaries are written. Layer: app. Runs on: a scheduler worker or a CLI/UI worker thread.
+"""Background consolidation (docs/memory-model.md#consolidation): episodes become facts with
+provenance, duplicates merge, contradictions are resolved or sent to the inbox, habits become
+procedures, implicit statistics are recomputed, memories decay, are promoted and archived (never
+deleted), entity summaries are written. Layer: app. Runs on: a scheduler worker or a CLI/UI worker
+thread.
 
 Split along its seams:
 

@@ -1,6 +1,6 @@
-"""The inbox (DESIGN 7): contradictions consolidation could not settle and review requests
-(an LLM asked to forget a memory), answered by the person; every answer can be reopened.
-Layer: app. Runs on: any worker thread.
+"""The inbox (docs/memory-model.md#the-inbox): contradictions consolidation could not settle and
+review requests (an LLM asked to forget a memory), answered by the person; every answer can be
+reopened. Layer: app. Runs on: any worker thread.
 
 A resolution stores what it kept and the statuses it changed (``prior``) in the item's
 ``resolution``, so :meth:`InboxService.reopen` puts the memories back exactly as they were,

@@ -1,5 +1,5 @@
-"""The consolidation pipeline (DESIGN 7): its steps, in order, from one explicit table.
-Layer: app. Runs on: a scheduler worker or a CLI/UI worker thread.
+"""The consolidation pipeline (docs/memory-model.md#consolidation): its steps, in order, from one
+explicit table. Layer: app. Runs on: a scheduler worker or a CLI/UI worker thread.
 
 1. extract: episodes become facts with provenance; duplicates corroborate, conflicts are
    resolved by rule or sent to the inbox;
@@ -16,9 +16,9 @@ the run's report as its step and error class (never the message, which may quote
 text); a cancel token is checked between batches. Every change goes to the run log
 (``runlog.py``) with its inverse, so a run can be undone.
 
-Scope (DESIGN 4): each memory has an agent and a context. Everything derived here (facts,
-habits, statistics, entities and their summaries, promotions) keeps the scope of its sources,
-and comparisons, merges, SIMILAR_TO links and summaries stay inside one scope.
+Scope (docs/memory-model.md#scope): each memory has an agent and a context. Everything derived here
+(facts, habits, statistics, entities and their summaries, promotions) keeps the scope of its
+sources, and comparisons, merges, SIMILAR_TO links and summaries stay inside one scope.
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ PATTERN_MIN = 3                  # a habit: the same action at least 3 times
 HABIT_RELIABILITY = 0.6          # a habit is inferred from reports, never stated: below a
                                  # hedged rule match (.6-.65) of an explicit one (.8-.9)
 SIMILAR_COSINE = 0.93            # near-duplicate facts get a SIMILAR_TO link
-# A memory's scope (DESIGN 4): its agent ("global" is shared) and its context ("hat", or
-# None). What consolidation derives keeps the scope of its sources, and nothing is compared,
-# merged or summarised across two scopes.
+# A memory's scope (docs/memory-model.md#scope): its agent ("global" is shared) and its context
+# ("hat", or None). What consolidation derives keeps the scope of its sources, and nothing is
+# compared, merged or summarised across two scopes.
 StepFn = Callable[[RunLog, float, CancelToken], object]
 
 
@@ -697,7 +697,8 @@ class Pipeline:
         def write(conn: Any) -> int:
             # Every episode the person has not forgotten: archived ones too (decay puts them
             # aside; counting only active ones emptied the store after one forget, issue 12).
-            # One set of statistics per scope, each from that scope's episodes only (DESIGN 4).
+            # One set of statistics per scope, each from that scope's episodes only
+            # (docs/memory-model.md#scope).
             by_scope: dict[Scope, list[tuple[float, float, str | None]]] = defaultdict(list)
             for e in rows.episode_signals(conn):
                 by_scope[(e.agent, e.context)].append((e.occurred_at, e.emotional, e.speaker))
@@ -796,8 +797,8 @@ class Pipeline:
         summarised, per 000), of the entity's own scope only. A fact's age counts from the
         latest of when it happened, when Kept learned it and when it was last read: a fact
         learned today from a conversation in May is hot today (as retention counts from the
-        later of happened and learned, DESIGN 5), and cold once neither said, learned nor
-        read for a month."""
+        later of happened and learned, docs/memory-model.md#decay-and-archival), and cold once
+        neither said, learned nor read for a month."""
         rows = self.rows
 
         def write(conn: Any) -> int:

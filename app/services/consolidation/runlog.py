@@ -1,5 +1,5 @@
-"""Consolidation's run log and undo (DESIGN 7). Layer: app. Runs on: the consolidation
-worker (the log) and any worker thread (undo, the list of runs).
+"""Consolidation's run log and undo (docs/memory-model.md#undo). Layer: app. Runs on: the
+consolidation worker (the log) and any worker thread (undo, the list of runs).
 
 Every change a run makes is logged in ``run_change`` with its inverse (ids and numbers only,
 never text, so forgetting leaves no copy there), and :meth:`RunLogService.undo` reverts a

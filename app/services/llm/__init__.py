@@ -1,7 +1,7 @@
-"""Optional LLM fact extraction through an OpenAI-compatible endpoint (DESIGN 7). Layer: app.
-Runs on: a worker thread (blocking HTTP); no Qt.
+"""Optional LLM fact extraction through an OpenAI-compatible endpoint
+(docs/memory-model.md#extraction). Layer: app. Runs on: a worker thread (blocking HTTP); no Qt.
 
-SECURITY.md requirements 16, 18 and 19, threat model row C:
+docs/security.md#privacy:
 
 * An endpoint outside loopback needs the person's recorded consent for exactly that endpoint;
   :func:`check_consent` runs before any socket is opened (and before any DNS lookup).

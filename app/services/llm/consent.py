@@ -1,4 +1,4 @@
-"""Which LLM endpoints may be used (SECURITY.md requirement 18, threat model row C).
+"""Which LLM endpoints may be used (docs/security.md#llm-consent).
 Layer: app. Runs on: any thread; opens no socket and resolves no name.
 
 An endpoint outside loopback needs the person's recorded consent for exactly that endpoint:
@@ -15,8 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.errors import AppError, ValidationError
 
-# Known provider policies, shown in the consent text (threat model row C). Only what is
-# documented; any other host gets the generic wording.
+# Known provider policies, shown in the consent text (docs/security.md#a-cloud-llm-endpoint). Only
+# what is documented; any other host gets the generic wording.
 RETENTION: dict[str, str] = {
     "api.openai.com": ("OpenAI keeps API requests in abuse-monitoring logs for up to 30 days "
                        "(not used for training by default; Zero Data Retention needs approval)"),

@@ -62,8 +62,8 @@ class LlmExtractor:
         return json.dumps(req, ensure_ascii=False).encode("utf-8")
 
     def preview(self, episodes: Sequence[EpisodeView], known_names: Iterable[str]) -> str:
-        """The exact JSON body the first request would send (requirement 19), for the person
-        to see before agreeing. Opens nothing."""
+        """The exact JSON body the first request would send (docs/security.md#19-cloud-llm-consent),
+        for the person to see before agreeing. Opens nothing."""
         names = list(known_names)
         messages = build_messages(episodes, names, redactor=self._redactor(episodes, names))
         return self._body(messages, True).decode("utf-8")

@@ -1,4 +1,4 @@
-"""Parsing an LLM reply (SECURITY.md requirement 16). Layer: app. Pure.
+"""Parsing an LLM reply (docs/security.md#16-parsers-never-crash-or-lose-input). Layer: app. Pure.
 
 :func:`parse_reply` accepts any text and either returns valid objects or raises
 :class:`~app.errors.ParseError` -- nothing else, for any input. Error details name the path
@@ -20,7 +20,8 @@ from app.errors import ParseError
 
 log = logging.getLogger(__name__)
 
-MAX_REPLY_CHARS = 1_000_000          # parse_reply refuses anything longer (requirement 16)
+# parse_reply refuses anything longer (docs/security.md#16-parsers-never-crash-or-lose-input)
+MAX_REPLY_CHARS = 1_000_000
 MAX_REPLY_BYTES = 4 * MAX_REPLY_CHARS  # the transport stops reading after this many bytes
 MAX_STR = 500                        # every string field of a fact or delete
 MAX_ITEMS = 500                      # facts (and, separately, deletes) in one reply

@@ -1,4 +1,4 @@
-"""Redaction before anything is sent (SECURITY.md requirement 18). Layer: app. Pure.
+"""Redaction before anything is sent (docs/security.md#redaction). Layer: app. Pure.
 
 Names, emails and phone numbers are replaced by placeholders before sending when ``redact`` is
 on, and restored in the parsed facts. The placeholders are plain letters, digits and

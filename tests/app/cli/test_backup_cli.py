@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.facade import Vault
-from tests.cli.conftest import PW, kept_in_process, make_vault
-from tests.forget.pagescan import scan_decrypted, scan_raw
+from tests.app.cli.conftest import PW, kept_in_process, make_vault
+from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
 
 CANARY = "Quokkacanary5521"
 OWN = "backup password of its own"

@@ -1,7 +1,7 @@
 """Issue 11, items 4 and 5: what an independent audit broke with bad input.
 
 Each case: exit 2 (or the documented code), one line on stderr, no traceback, and the vault
-unchanged. Most run ``kept`` in-process (tests/cli/conftest.py); the non-UTF-8 bytes and the
+unchanged. Most run ``kept`` in-process (tests/app/cli/conftest.py); the non-UTF-8 bytes and the
 closed pipe need a real process.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import PW, hashes, make_vault, run_cli
+from tests import ROOT
+from tests.app.cli.conftest import PW, hashes, make_vault, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 TIME = "2026-01-01T00:00:00Z"
 # The audit's times: valid ISO 8601 whose UTC value is in year 10000 or year 0.
 FAR_FUTURE = "9999-12-31T23:59:59-14:00"

@@ -1,6 +1,6 @@
 """The ``kept`` CLI against a real vault: in-process (``app.cli.main``, as a subprocess would
 run it: the environment, a stdin that is no terminal, the exit code), with one real subprocess
-for the entry point itself. tests/cli/test_bad_input.py runs more commands as subprocesses
+for the entry point itself. tests/app/cli/test_bad_input.py runs more commands as subprocesses
 where the process is the point (bytes in argv, a closed pipe)."""
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import PW, kept_in_process
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+from tests.app.cli.conftest import PW, kept_in_process
 
 pytestmark = pytest.mark.usefixtures("shared_model")
 kept = kept_in_process

@@ -21,9 +21,9 @@ import pytest
 
 from app.api import MemoryQuery
 from app.facade import Vault
-from tests.cli.conftest import PW, kept_in_process, run_cli
+from tests import ROOT
+from tests.app.cli.conftest import PW, kept_in_process, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "export.schema.json").read_text("utf-8"))
 DAYS = {"2026-05-01", "2026-05-02", "2026-05-03", "2026-06-10"}
 WIKI_LINK = re.compile(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]")

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.cli.conftest import DOCUMENTED_EXIT_CODES, PW, make_vault, run_cli
+from tests.app.cli.conftest import DOCUMENTED_EXIT_CODES, PW, make_vault, run_cli
 
 SHORT = settings(max_examples=100, derandomize=True, deadline=None, database=None,
                  suppress_health_check=list(HealthCheck))

@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import PW, hashes, make_vault, run_cli
+from tests import ROOT
+from tests.app.cli.conftest import PW, hashes, make_vault, run_cli
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "import"
+DATA = ROOT / "tests" / "data" / "import"
 CHATGPT = DATA / "chatgpt_conversations.json"
 CLAUDE = DATA / "claude_conversations.json"
 NOTES = DATA / "notes"
@@ -332,7 +333,7 @@ _CHILD = textwrap.dedent("""
 
 
 def _peak_growth(path: Path) -> dict[str, int]:
-    root = Path(__file__).resolve().parents[2]
+    root = ROOT
     r = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(CHATGPT)],
                        capture_output=True,
                        text=True, cwd=root, timeout=600)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import WrongKey
-from tests.cli.test_cli import PW, hashes, kept
+from tests.app.cli.test_cli import PW, hashes, kept
 from tests.storage.test_create_folder import snapshot, someones_folder
 
 CODE = re.compile(r"^\s+([A-Z2-7]{4}(?:-[A-Z2-7]{4}){7})$", re.MULTILINE)

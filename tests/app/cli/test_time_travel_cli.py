@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import conftest
+from tests.app.cli import conftest
 
 PW = "time travel pw"
 

@@ -13,7 +13,7 @@ from app.api import ContradictionItem, Turn
 from app.clock import parse_iso, to_iso
 from app.facade import Vault
 from storage.crypto import KdfParams
-from tests.cli.conftest import PW, run_cli
+from tests.app.cli.conftest import PW, run_cli
 
 
 def turn(text: str, at: str, ref: str) -> Turn:

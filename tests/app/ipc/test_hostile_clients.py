@@ -34,9 +34,8 @@ import pytest
 
 from app.errors import AgentNotPaired, PasswordNeeded
 from app.ipc import protocol as p
-from tests.cli.conftest import PW, make_vault
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+from tests.app.cli.conftest import PW, make_vault
 
 
 class Raw:
@@ -397,7 +396,7 @@ def test_parallel_elevations_through_kept_serve(tmp_path: Path) -> None:
     and the owner's memory returns to within 10 % of where it was."""
     from app.facade import Vault
     from storage.crypto import KdfParams
-    from tests.mcp.conftest import child_env, kept_argv, serving
+    from tests.app.mcp.conftest import child_env, kept_argv, serving
     folder = tmp_path / "v"
     Vault.create(folder, PW, kdf=KdfParams(), load_model=False, threaded=False,
                  use_chroma=False).vault.lock()

@@ -17,9 +17,8 @@ import pytest
 
 from app.facade import Vault
 from app.ipc import protocol as p
-from tests.cli.conftest import PW, hashes, kept_in_process, make_vault
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+from tests.app.cli.conftest import PW, hashes, kept_in_process, make_vault
 
 
 def _env(**extra: str) -> dict[str, str]:

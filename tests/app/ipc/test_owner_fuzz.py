@@ -2,7 +2,7 @@
 ``OwnerServer`` on a real vault (random bytes, oversized and lying headers, truncated bodies,
 bad JSON, wrong types, deep nesting, several frames in one stream). After each, the owner
 still answers a ping on a new connection and the vault is unchanged (memory count, newest
-id, every file's bytes). tests/ipc/test_protocol.py fuzzes the decoder alone."""
+id, every file's bytes). tests/app/ipc/test_protocol.py fuzzes the decoder alone."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from app.facade import Vault
 from app.ipc import protocol as p
-from tests.cli.conftest import PW, hashes, make_vault
+from tests.app.cli.conftest import PW, hashes, make_vault
 
 # Requests that cannot change the vault even when they decode.
 HARMLESS = {p.PING, p.SESSION, p.HELLO, p.ELEVATE}

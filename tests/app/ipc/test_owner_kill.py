@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.facade import Vault
-from tests.mcp.conftest import PW, seed_vault, start_serve, stop_serve
+from tests.app.mcp.conftest import PW, seed_vault, start_serve, stop_serve
 
 CLIENT_TIMEOUT = 5.0  # seconds a client waits for an answer: a hang fails the test
 

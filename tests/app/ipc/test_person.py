@@ -12,7 +12,7 @@ import pytest
 
 from app.errors import AgentNotPaired, PasswordNeeded, RemoteRefused, WrongKey
 from app.facade import Vault
-from tests.cli.conftest import PW, kept_in_process, make_vault
+from tests.app.cli.conftest import PW, kept_in_process, make_vault
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ it, and ``kept mcp --agent NAME`` spawned by the official SDK client against it.
 
 The agents' keys come from ``vault.pair_agent(NAME).value`` in this process before
 ``kept serve`` starts (pairing over the socket needs the password; that path has its own
-tests in tests/ipc/test_person.py)."""
+tests in tests/app/ipc/test_person.py)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ import jsonschema
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tests import ROOT
+
 PW = "correct horse battery"
-ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"remember", "remember_fact", "recall", "context", "explain", "list_contradictions",
          "status", "request_forget"}
 T = TypeVar("T")

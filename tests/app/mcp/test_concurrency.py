@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from app.facade import Vault
-from tests.mcp.conftest import (
+from tests.app.mcp.conftest import (
     PW,
     ROOT,
     child_env,

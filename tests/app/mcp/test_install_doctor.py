@@ -23,9 +23,9 @@ import pytest
 
 from app import mcp_install
 from app.facade import Vault
-from tests.cli.conftest import PW, make_vault, run_cli
+from tests import ROOT
+from tests.app.cli.conftest import PW, make_vault, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 JSON_CLIENTS = {"claude-desktop": "mcpServers", "cursor": "mcpServers",
                 "lm-studio": "mcpServers", "vscode": "servers"}
 
@@ -246,7 +246,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def served(home: Path, tmp_path: Path) -> Iterator[Path]:
-    from tests.ipc.test_owner import _wait_served
+    from tests.app.ipc.test_owner import _wait_served
     folder = make_vault(tmp_path / "v", ("Ana moved to Lisbon in May",))
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "--vault", str(folder), "serve",
                              "--no-schedule"], cwd=ROOT, env=_env(KEPT_PASSWORD=PW), text=True,

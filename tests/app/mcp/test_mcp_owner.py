@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from tests.mcp.conftest import (
+from tests.app.mcp.conftest import (
     PW,
     TOOLS,
     Seeded,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.mcp.conftest import (
+from tests.app.mcp.conftest import (
     PW,
     Seeded,
     mcp_params,

@@ -20,9 +20,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.cli.conftest import PW, make_vault
+from tests import ROOT
+from tests.app.cli.conftest import PW, make_vault
 
-ROOT = Path(__file__).resolve().parents[2]
 # The heavy native parts of Kept: the model, the database driver, the index, the GUI, the KDF.
 HEAVY = ("numpy", "onnxruntime", "sqlcipher3", "chromadb", "PySide6", "argon2", "tokenizers")
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from app.ipc import protocol as p
-from tests.mcp.conftest import mcp_params, mcp_session, seed_vault, serving, structured
+from tests.app.mcp.conftest import mcp_params, mcp_session, seed_vault, serving, structured
 
 
 def test_an_mcp_call_and_a_cli_read_answer_past_64_stalled_connections(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 FONTS = ROOT / "assets" / "fonts"
 FIXED_NOW = 1_784_000_000.0  # 2026-07-14 03:33 UTC, three days after the last demo turn
 

@@ -2,7 +2,7 @@
 """Render the README screenshots from the real app on the demo vault (offscreen, Fusion, the
 bundled font, the fixed palette, 1200x760), into ``assets/screenshots/``:
 
-    QT_QPA_PLATFORM=offscreen python tests/screens/make_readme_screenshots.py
+    QT_QPA_PLATFORM=offscreen python tests/ui/screens/make_readme_screenshots.py
 
 main.png: the main window with a fact selected in the detail pane; inbox.png: the Inbox with
 the demo's open contradiction; forget.png: the forget dialog showing a plan.
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_SCALE_FACTOR", "1")
@@ -61,7 +61,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from storage.paths import private_umask
-    from tests.screens.look import apply_look, find_memory, fixed_demo_vault
+    from tests.ui.screens.look import apply_look, find_memory, fixed_demo_vault
     private_umask()
     app = QApplication([sys.argv[0]])
     apply_look(app)

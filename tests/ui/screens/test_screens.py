@@ -5,7 +5,7 @@ palette and fixed sizes, against the grey PNGs in ``baseline/`` with a tolerance
 
 Regenerate after an intended change with ``KEPT_REGEN_SCREENS=1`` (the test then writes the
 baseline and fails, so review the PNG diff before committing). On a mismatch the actual image
-and a diff (changed pixels in red) are written to ``tests/screens/failures/``.
+and a diff (changed pixels in red) are written to ``tests/ui/screens/failures/``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from PySide6.QtCore import QEvent, QSize, QThreadPool
 from PySide6.QtWidgets import QApplication
 
-from tests.screens.look import (
+from tests.ui.screens.look import (
     baseline_image,
     compare_images,
     find_memory,
@@ -40,7 +40,7 @@ WAIT = 15_000
 
 @pytest.fixture(scope="module")
 def look(qapp: Any) -> Iterator[None]:
-    from tests.screens.look import apply_look
+    from tests.ui.screens.look import apply_look
     restore = apply_look(qapp)
     yield
     restore()

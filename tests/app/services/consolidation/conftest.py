@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.consolidation.fake_llm import FakeLlm
+from tests.app.services.consolidation.fake_llm import FakeLlm
 
 
 @pytest.fixture

@@ -7,12 +7,13 @@ one consolidation runs (``_store_facts``): ``extract()`` on each episode, then `
 every pair of facts across the two episodes. A pair is predicted a conflict when any fact pair is
 an update or a contradiction; its predicted type is ``update`` if any fact pair is an update.
 
-    python -m tests.consolidation.contradiction_eval          # JSON report
-    python -m tests.consolidation.contradiction_eval --errors # with every miss and false alarm
-    python -m tests.consolidation.contradiction_eval --holdout # the 24 pairs written before
-                                                               # the rules were tuned
-    python -m tests.consolidation.contradiction_eval --stress  # 32 pairs written after tuning,
-                                                               # mostly compatible near-misses
+    python -m tests.app.services.consolidation.contradiction_eval            # JSON report
+    python -m tests.app.services.consolidation.contradiction_eval --errors   # with every miss
+                                                                             # and false alarm
+    python -m tests.app.services.consolidation.contradiction_eval --holdout  # the 24 pairs
+                                                      # written before the rules were tuned
+    python -m tests.app.services.consolidation.contradiction_eval --stress   # 32 pairs written
+                                      # after tuning, mostly compatible near-misses
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from typing import Any
 from app.domain.fact import EpisodeView, FactCandidate
 from app.services.contradiction import FactView, classify
 from app.services.extract import extract
+from tests import ROOT
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "fact_pairs.jsonl"
+DATA = ROOT / "tests" / "data" / "fact_pairs.jsonl"
 # Written at the same time as DATA, before any rule was changed, and never used to tune them.
 HOLDOUT = DATA.with_name("fact_pairs_holdout.jsonl")
 # Written after the rules were tuned, before running them: near-misses for precision.

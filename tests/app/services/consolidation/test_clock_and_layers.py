@@ -17,11 +17,11 @@ from app import ports
 from app.api import Turn
 from app.clock import parse_iso
 from app.facade import Vault
-from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
+from tests import ROOT
+from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
 
 NOW = parse_iso("2031-03-04T05:06:07Z")  # far from the wall clock on any test machine
 PW = "pw-clock"
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "app" / "services" / "consolidation"
 
 

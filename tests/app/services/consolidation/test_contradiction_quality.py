@@ -1,8 +1,8 @@
 """Contradiction detection quality on labelled fact pairs (issue: "precision >= 0.9").
 
-The numbers come from tests/consolidation/contradiction_eval.py; to see every miss and false
-alarm run ``python -m tests.consolidation.contradiction_eval --errors`` (``--holdout``,
-``--stress`` for the other two sets).
+The numbers come from tests/app/services/consolidation/contradiction_eval.py; to see every miss
+and false alarm run ``python -m tests.app.services.consolidation.contradiction_eval --errors``
+(``--holdout``, ``--stress`` for the other two sets).
 
 - tests/data/fact_pairs.jsonl (84 pairs): the issue's labelled set; the rules were tuned on it.
 - tests/data/fact_pairs_holdout.jsonl (24): written with it, never used for tuning.
@@ -16,7 +16,14 @@ import json
 
 import pytest
 
-from tests.consolidation.contradiction_eval import DATA, HOLDOUT, LABELS, STRESS, evaluate, load
+from tests.app.services.consolidation.contradiction_eval import (
+    DATA,
+    HOLDOUT,
+    LABELS,
+    STRESS,
+    evaluate,
+    load,
+)
 
 PRECISION_FLOOR = 0.9
 # Measured recall with the rules of commit 4bf60f7: main 0.963 (52 of 54 conflicts), holdout 0.938

@@ -20,8 +20,8 @@ from app.facade import Vault
 from app.services import scoring
 from app.services.extract import extract
 from app.settings import SETTINGS
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 NOW = parse_iso("2026-07-02T00:00:00Z")
 HOUR = 3600.0
 

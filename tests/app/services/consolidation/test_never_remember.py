@@ -13,7 +13,7 @@ from app.api import Turn
 from app.domain.memory import Draft
 from app.errors import ValidationError
 from app.services import sensitive
-from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
+from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
 
 NOW = 1_790_000_000.0
 

@@ -12,7 +12,7 @@ import pytest
 
 from app.domain.fact import EpisodeView
 from app.services.extract import extract
-from tests.consolidation.contradiction_eval import predict
+from tests.app.services.consolidation.contradiction_eval import predict
 
 
 def _pair(a: str, b: str) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from app.clock import FixedClock, parse_iso
 from app.errors import ValidationError
 from app.facade import Vault
 from app.services.recall import Filters
-from tests.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
+from tests import ROOT
+from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 PW = "pw-review"
-ROOT = Path(__file__).resolve().parents[2]
 SEMANTIC = Filters(stores=("semantic",))
 
 

@@ -16,7 +16,7 @@ from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, Store
 from app.facade import Vault
 from app.services.recall import Filters
-from tests.consolidation.fake_llm import FakeLlm, facts_reply
+from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 DAY = 86400.0

@@ -11,7 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# The project folder (holds pyproject.toml), however deep this file sits.
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+sys.path.insert(0, str(ROOT))
 
 from app.domain.memory import Draft, Scores, Store  # noqa: E402
 from storage import lifecycle, repo  # noqa: E402

@@ -17,7 +17,7 @@ from app.clock import FixedClock, parse_iso
 from app.facade import Vault
 from app.services.recall import Filters
 from storage import lifecycle
-from tests.forget.pagescan import scan_decrypted, scan_raw
+from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("shared_model")
@@ -249,9 +249,9 @@ def test_forgetting_a_corrected_memory_takes_its_old_versions(vault: Vault) -> N
 # --- the CLI acceptance ------------------------------------------------------------------------
 
 def kept(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """In-process (tests/cli/conftest.py): each command unlocks and locks the vault as a
+    """In-process (tests/app/cli/conftest.py): each command unlocks and locks the vault as a
     process would, and the raw scan below reads the files it left."""
-    from tests.cli.conftest import kept_in_process
+    from tests.app.cli.conftest import kept_in_process
     return kept_in_process(folder, *args, password="pw-forget-cli")
 
 

@@ -18,7 +18,7 @@ from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, Store
 from app.facade import Vault
 from storage import lifecycle
-from tests.forget.pagescan import scan_decrypted
+from tests.app.services.forget.pagescan import scan_decrypted
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("shared_model")

@@ -13,7 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 CANARIES = ["LogCanaryText91", "LogCanarySpeaker92", "LogCanarySession93", "LogCanaryRef94",
             "LogCanaryContext95", "LogCanaryAgent96", "LogCanaryQuery97"]
 
