@@ -16,11 +16,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
-from app.api import CancelToken, Progress, RunReport, VaultAPI
+from app.api import CancelToken, Progress, RunReport, SettingValue, VaultAPI
 from app.clock import Clock
 from app.errors import AppError
+
+if TYPE_CHECKING:  # apscheduler 3 has no type hints: mypy sees Any, readers see the class
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+Settings = Callable[[str], SettingValue | None]  # VaultAPI.setting
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +115,7 @@ class Jobs:
         return outcome
 
 
-def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
+def build_scheduler(jobs: Jobs, settings: Settings) -> BackgroundScheduler:
     """A configured, not yet started, BackgroundScheduler. Intervals come from settings."""
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -119,13 +124,13 @@ def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
         timezone="UTC")
     sched.add_job(jobs.heartbeat, "interval", id="heartbeat", name="heartbeat",
-                  minutes=int(settings("consolidation.heartbeat_minutes")))
+                  minutes=_int(settings, "consolidation.heartbeat_minutes"))
     sched.add_job(jobs.consolidation, "interval", id="consolidation", name="consolidation",
-                  minutes=int(settings("consolidation.interval_minutes")))
+                  minutes=_int(settings, "consolidation.interval_minutes"))
     sched.add_job(jobs.decay, "cron", id="decay", name="decay",
-                  hour=int(settings("consolidation.decay_hour")), minute=0)
+                  hour=_int(settings, "consolidation.decay_hour"), minute=0)
     sched.add_job(jobs.synthesis, "cron", id="synthesis", name="synthesis",
-                  day_of_week=int(settings("consolidation.synthesis_weekday")), hour=0, minute=0)
+                  day_of_week=_int(settings, "consolidation.synthesis_weekday"), hour=0, minute=0)
     sched.add_job(jobs.backup, "interval", id="backup", name="backup",
                   hours=_backup_hours(settings))
     if not _backup_on(settings):
@@ -133,27 +138,27 @@ def build_scheduler(jobs: Jobs, settings: Callable[[str], Any]) -> Any:
     return sched
 
 
-def _backup_hours(settings: Callable[[str], Any]) -> int:
+def _backup_hours(settings: Settings) -> int:
     from app.services.backup import SCHEDULES
     return SCHEDULES.get(str(settings("backup.schedule") or "off"), 0) or 24
 
 
-def _backup_on(settings: Callable[[str], Any]) -> bool:
+def _backup_on(settings: Settings) -> bool:
     from app.services.backup import SCHEDULES
     return bool(SCHEDULES.get(str(settings("backup.schedule") or "off"))) \
         and bool(settings("backup.folder"))
 
 
-def reschedule(sched: Any, settings: Callable[[str], Any]) -> None:
+def reschedule(sched: BackgroundScheduler, settings: Settings) -> None:
     """Apply changed intervals to a running scheduler at once (no restart, no waiting)."""
     sched.reschedule_job("heartbeat", trigger="interval",
-                         minutes=int(settings("consolidation.heartbeat_minutes")))
+                         minutes=_int(settings, "consolidation.heartbeat_minutes"))
     sched.reschedule_job("consolidation", trigger="interval",
-                         minutes=int(settings("consolidation.interval_minutes")))
-    sched.reschedule_job("decay", trigger="cron", hour=int(settings("consolidation.decay_hour")),
+                         minutes=_int(settings, "consolidation.interval_minutes"))
+    sched.reschedule_job("decay", trigger="cron", hour=_int(settings, "consolidation.decay_hour"),
                          minute=0)
     sched.reschedule_job("synthesis", trigger="cron",
-                         day_of_week=int(settings("consolidation.synthesis_weekday")), hour=0,
+                         day_of_week=_int(settings, "consolidation.synthesis_weekday"), hour=0,
                          minute=0)
     # The interval restarts only when it changed (re-saving other settings must not push a
     # daily backup back by a day each time).
@@ -167,9 +172,18 @@ def reschedule(sched: Any, settings: Callable[[str], Any]) -> None:
         sched.pause_job("backup")
 
 
-def shutdown(sched: Any, jobs: Jobs) -> None:
+def shutdown(sched: BackgroundScheduler, jobs: Jobs) -> None:
     """Cancel the running job at its next batch boundary and wait for it
     docs/architecture.md#lock-order."""
     jobs.cancel.cancel()
     if sched.running:
         sched.shutdown(wait=True)
+
+
+def _int(settings: Settings, key: str) -> int:
+    """A number setting (``app/settings.py`` declares each with a default, so it is never
+    unset)."""
+    value = settings(key)
+    if value is None:
+        raise TypeError(f"setting {key} is unset")
+    return int(value)

@@ -25,12 +25,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from app.api import Progress, VaultAPI
 from app.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
     from app.ipc.server import OwnerServer
     from app.jobs import JobOutcome, Jobs
 
@@ -60,7 +62,7 @@ class OwnerSession:
         self.server: OwnerServer | None = None
         self.serve_error: str | None = None  # why the socket could not be made, if it could not
         self.jobs: Jobs | None = None
-        self.scheduler: Any = None  # apscheduler's BackgroundScheduler (untyped upstream)
+        self.scheduler: BackgroundScheduler | None = None
         self._locked = False
         self._guard = threading.Lock()
 

@@ -15,10 +15,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from PySide6.QtCore import QObject
+    from PySide6.QtWidgets import QApplication
+
+    from app.api import VaultAPI
+    from app.changes import Changes
     from app.owner import OwnerSession
+    from ui.dialogs.unlock import UnlockDialog
+    from ui.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +68,16 @@ class Controller:
     """Owns the window and the lock/unlock cycle; the unlocked vault's socket, schedule and
     lock order are its ``OwnerSession`` (``app/owner.py``), as for ``kept serve``."""
 
-    def __init__(self, app: Any, folder: Path, *, demo: bool) -> None:
+    def __init__(self, app: QApplication, folder: Path, *, demo: bool) -> None:
         from ui.bridge import CoreBridge
         self.app = app
         self.folder = folder
         self.demo = demo
         self.bridge = CoreBridge()
         self.bridge.vault_corrupt.connect(self._on_vault_corrupt)
-        self.vault: Any = None
-        self.window: Any = None
-        self.dialog: Any = None
+        self.vault: VaultAPI | None = None
+        self.window: MainWindow | None = None
+        self.dialog: UnlockDialog | None = None
         self.session: OwnerSession | None = None  # while the vault is unlocked
         self._return_to: tuple[Path, bool] | None = None  # the vault before File > Open
 
@@ -105,7 +112,7 @@ class Controller:
         if self.window is None:
             self.app.quit()
 
-    def show_main(self, vault: Any) -> None:
+    def show_main(self, vault: VaultAPI) -> None:
         from ui.main_window import MainWindow
         self.vault = vault
         self._return_to = None
@@ -120,7 +127,8 @@ class Controller:
                 "or forget stays that way; Reset demo brings the original back. "
                 "Start Kept with --vault FOLDER to create your own.")
             self._add_reset_demo_action()
-        elif getattr(self.dialog, "notice", ""):  # e.g. a new password set with the code
+        elif self.dialog is not None and self.dialog.notice:
+            # e.g. a new password was set with the recovery code
             self.window.show_banner(self.dialog.notice)
         self.window.lock_requested.connect(self.lock)
         self.window.show()
@@ -151,7 +159,7 @@ class Controller:
             from ui.errors import error_text
             self.dialog.error.setText(error_text(VaultCorrupt()))
 
-    def _on_bridge_changes_applied(self, changes: Any, _initiator: Any) -> None:
+    def _on_bridge_changes_applied(self, changes: Changes, _initiator: QObject | None) -> None:
         """Changed schedules apply at once; the settings are read off the GUI thread."""
         session = self.session
         if not getattr(changes, "settings", False) or session is None:
@@ -163,12 +171,17 @@ class Controller:
     def _add_reset_demo_action(self) -> None:
         from PySide6.QtGui import QAction
         from PySide6.QtWidgets import QToolBar
+        if self.window is None:
+            return
         action = QAction("Reset demo…", self.window)
         action.setObjectName("resetDemoAction")
         action.setToolTip("Replace the demo vault with a fresh copy of its made-up memories")
         action.triggered.connect(self._on_reset_demo_action_triggered)
         toolbar = self.window.findChild(QToolBar, "mainToolbar")
-        (toolbar or self.window).addAction(action)
+        if toolbar is not None:
+            toolbar.addAction(action)
+        else:
+            self.window.addAction(action)
 
     def _on_reset_demo_action_triggered(self) -> None:
         from PySide6.QtWidgets import QMessageBox
@@ -250,7 +263,7 @@ class Controller:
 class _Hidden:
     """A parent QObject for the first-run demo task (created lazily with Qt)."""
 
-    def __new__(cls) -> Any:
+    def __new__(cls) -> QObject:  # type: ignore[misc]
         from PySide6.QtCore import QObject
         return QObject()
 
