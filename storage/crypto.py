@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -32,6 +32,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from app.errors import KeyUnavailable, StorageFull, ValidationError, VaultCorrupt, WrongKey
 from app.kdf import KDF_GATE
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
 
 log = logging.getLogger(__name__)
 
@@ -568,7 +571,7 @@ def _backend_name(kr: object) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def keychain() -> Any:
+def keychain() -> KeyringBackend:
     """The keyring backend Kept uses, chosen once: one already set in this process (the tests'
     in-memory backend), else ``PYTHON_KEYRING_BACKEND``, else the first of this platform's
     keychains that says it works (``priority`` > 0), else ``keyring``'s fail backend. Never
@@ -579,10 +582,10 @@ def keychain() -> Any:
     import keyring
     import keyring.core
     from keyring.backends import fail
-    current = getattr(keyring.core, "_keyring_backend", None)
+    current: KeyringBackend | None = getattr(keyring.core, "_keyring_backend", None)
     if current is not None:
         return current
-    chosen: Any = keyring.core.load_env()
+    chosen: KeyringBackend | None = keyring.core.load_env()
     if chosen is None:
         platform = "linux" if sys.platform.startswith(("linux", "freebsd")) else sys.platform
         for module, cls_name in PLATFORM_BACKENDS.get(platform, ()):

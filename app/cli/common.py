@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from app.errors import ValidationError
 
@@ -137,7 +137,7 @@ def progress(label: str) -> Callable[[int, int], None] | None:
     return show
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: object) -> None:
     print(json.dumps(obj, ensure_ascii=False, default=str))
 
 
