@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,11 +85,12 @@ class Vault:
 
     def __init__(self, parts: Parts) -> None:
         self._opened = parts.session
-        self.clock: Clock = parts.clock
-        self.embedder = parts.embedder
-        self.model_dir = parts.model_dir
-        self.index = parts.index
-        self.lexicon = parts.lexicon
+        # Not in the contract: tests and benchmarks reach these through ``internals``.
+        self._clock: Clock = parts.clock
+        self._embedder = parts.embedder
+        self._model_dir = parts.model_dir
+        self._index = parts.index
+        self._lexicon = parts.lexicon
         self._rows = parts.rows
         self._lifecycle = parts.lifecycle
         self._schema_version = parts.schema_version
@@ -108,7 +109,7 @@ class Vault:
     def _learn_owner(self) -> None:
         """Recall needs the person's name to know "Sam" and "user" are one holder."""
         if self._opened is not None and not self._opened.locked:
-            name = self.db.read(lambda c: self._rows.get_setting(c, "owner.name"))
+            name = self._db.read(lambda c: self._rows.get_setting(c, "owner.name"))
             self._recall.owner = str(name).strip() or None if name else None
 
     # --- construction (app/bootstrap.py) -------------------------------------------------
@@ -140,7 +141,7 @@ class Vault:
     def watch_integrity(self, on_corrupt: Callable[[], None]) -> None:
         """``on_corrupt()`` (from the check's thread) if the background self-test fails, at
         once if it already has."""
-        db = self.db
+        db = self._db
         db.on_corrupt.append(on_corrupt)
         if db.integrity == "failed":  # failed before this call: the thread has called the others
             db.on_corrupt.remove(on_corrupt)
@@ -148,7 +149,8 @@ class Vault:
 
     # --- plumbing ----------------------------------------------------------------------
     @property
-    def db(self) -> ports.Database:
+    def _db(self) -> ports.Database:
+        """The Database; ``VaultLocked`` once the vault is locked."""
         if self._opened is None or self._opened.locked:
             raise VaultLocked()
         return self._opened.db
@@ -176,17 +178,17 @@ class Vault:
 
     @property
     def semantic_search(self) -> bool:
-        return self.embedder is not None
+        return self._embedder is not None
 
     def lock(self) -> Result[None]:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
             self._agents.flush_reads()  # what assistants read goes in before the keys go
-            self.lexicon.clear()  # first: its thread may start the Chroma build when done
-            self.index.close()
+            self._lexicon.clear()  # first: its thread may start the Chroma build when done
+            self._index.close()
             self._opened.lock()
         # The services were built once for this unlock: they let go of the model too.
-        self.embedder = self._ingest.embedder = self._recall.embedder = None
+        self._embedder = self._ingest.embedder = self._recall.embedder = None
         changes = Changes(lock=True)
         self._emit(changes)
         return Result(None, changes)
@@ -226,16 +228,16 @@ class Vault:
         def run(conn: ports.Connection) -> tuple[dict[str, dict[str, int]], str, int]:
             return (self._rows.counts(conn, agent), self._schema_version(conn),
                     self._rows.open_contradictions(conn, agent))
-        counts, version, open_items = self.db.read(run)
+        counts, version, open_items = self._db.read(run)
         totals = {store: sum(v.values()) for store, v in counts.items()}
         kdf = KdfInfo(alg=kf.kdf.alg, version=kf.kdf.v, m_kib=kf.kdf.m, t=kf.kdf.t,
                       p=kf.kdf.p)
         return VaultStatus(
             vault_id=kf.vault_id, path=str(self.folder), kdf=kdf, counts=counts, totals=totals,
-            schema_version=version, model_found=self.model_dir is not None,
-            model_dir=str(self.model_dir) if self.model_dir else None,
-            semantic_search=self.semantic_search, vectors=len(self.index),
-            index=("chroma" if self.index.chroma_ready else "exact") if self.embedder else "off",
+            schema_version=version, model_found=self._model_dir is not None,
+            model_dir=str(self._model_dir) if self._model_dir else None,
+            semantic_search=self.semantic_search, vectors=len(self._index),
+            index=("chroma" if self._index.chroma_ready else "exact") if self._embedder else "off",
             recovery_code=kf.wrap_recovery is not None,
             remember_device=kf.wrap_device is not None, open_contradictions=open_items,
             agent=agent)
@@ -246,11 +248,11 @@ class Vault:
         if self.locked:
             return []
         out = []
-        if self.db.integrity == "pending":
+        if self._db.integrity == "pending":
             out.append("checking the vault")
-        if self.lexicon.building:
+        if self._lexicon.building:
             out.append("indexing text")
-        if self.index.chroma_building:
+        if self._index.chroma_building:
             out.append("building the vector index")
         return out
 
@@ -319,7 +321,7 @@ class Vault:
                 errors.append(LineError(t.line or n, exc.user_message))
         if errors:
             raise ImportInvalid(errors)
-        now = self.clock.now()
+        now = self._clock.now()
         self._check_unlocked()
         from app.services import sensitive
         never = self._never_store()
@@ -359,7 +361,7 @@ class Vault:
 
     # --- reading -----------------------------------------------------------------------
     def get(self, mid: int) -> Memory:
-        m: Memory | None = self.db.read(lambda c: self._rows.get_memory(c, mid))
+        m: Memory | None = self._db.read(lambda c: self._rows.get_memory(c, mid))
         if m is None:
             raise NotFound()
         return m
@@ -367,12 +369,13 @@ class Vault:
     def refs(self, ids: Iterable[int]) -> Mapping[MemoryId, list[str]]:
         """Each memory's conversation refs (its own and its sources')."""
         ids = list(ids)
-        refs = self.db.read(lambda c: self._rows.refs_of(c, ids))
+        refs = self._db.read(lambda c: self._rows.refs_of(c, ids))
         return {MemoryId(k): v for k, v in refs.items()}
 
     # --- recall ------------------------------------------------------------------------
     @property
-    def recall_service(self) -> RecallService:
+    def _recall_service(self) -> RecallService:
+        """The recall service; ``VaultLocked`` once the vault is locked."""
         self._check_unlocked()
         return self._recall
 
@@ -385,10 +388,10 @@ class Vault:
         filters = filters or Filters()
         if now is not None:
             filters = replace(filters, happened_by=now)
-        now = self.clock.now() if now is None else now
-        hits = self.recall_service.recall(query, k=k, now=now, filters=filters)
+        now = self._clock.now() if now is None else now
+        hits = self._recall_service.recall(query, k=k, now=now, filters=filters)
         if touch and hits:
-            self.recall_service.touch([h.id for h in hits], now)
+            self._recall_service.touch([h.id for h in hits], now)
         return hits
 
     def recall_batch(self, queries: Sequence[tuple[str, str, float | None]], *, k: int = 10,
@@ -396,12 +399,12 @@ class Vault:
                      ) -> list[tuple[str, list[Hit]]]:
         """Many queries at once (one embedding batch); read-only, so evaluations do not
         reinforce what they read. Items: (qid, query, now)."""
-        service = self.recall_service
+        service = self._recall_service
         vecs = self._ingest.embed([q for _, q, _ in queries])
         out = []
         for n, (qid, query, now) in enumerate(queries):
             qvec = vecs[n] if vecs is not None else None
-            when = self.clock.now() if now is None else now
+            when = self._clock.now() if now is None else now
             f = filters or Filters()
             if now is not None:  # an explicit now never returns what happened after it
                 f = replace(f, happened_by=now)
@@ -423,20 +426,20 @@ class Vault:
         filters = filters or Filters()
         if now is not None:
             filters = replace(filters, happened_by=now)
-        now = self.clock.now() if now is None else now
+        now = self._clock.now() if now is None else now
         # A briefing puts what is current first by default (issue 23), whatever the query's
         # form, unless it asks about the past.
-        hits = self.recall_service.recall(query, k=40, now=now, filters=filters, current=True)
+        hits = self._recall_service.recall(query, k=40, now=now, filters=filters, current=True)
         ctx = self._context.assemble(query, hits, budget=budget, now=now)
         # Only what made it into the context was "returned"
         # (docs/memory-model.md#touch-and-reinforcement).
-        self.recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
+        self._recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
         return ctx
 
     def explain(self, mid: int, query: str | None = None, now: float | None = None
                 ) -> Explanation:
         self._check_unlocked()
-        return self._context.explain(mid, query, self.clock.now() if now is None else now)
+        return self._context.explain(mid, query, self._clock.now() if now is None else now)
 
     # --- forget, correct, history, archive (docs/memory-model.md#forgetting) ----------------------
     def forget_plan(self, *, ids: Sequence[int] = (), query: str | None = None,
@@ -456,8 +459,8 @@ class Vault:
         if report.memories:
             # Implicit statistics are recomputed from what is left (their text may name
             # what was forgotten).
-            self.consolidation.recompute_statistics(self.clock.now(), create=False)
-            self.db.checkpoint()
+            self._consolidation_service.recompute_statistics(self._clock.now(), create=False)
+            self._db.checkpoint()
         changes = Changes(memories=True, entities=True, contradictions=True, history=True,
                           index=True, runs=True)
         self._emit(changes)
@@ -474,12 +477,12 @@ class Vault:
     def confirm(self, mid: int) -> Result[None]:
         """The person says this memory is right: user-validated, confidence 1.0."""
         self.get(mid)
-        now = self.clock.now()
+        now = self._clock.now()
 
         def run(conn: ports.Connection) -> None:
             self._lifecycle.confirm(conn, mid)
             self._rows.add_history(conn, mid, now, "confirmed", None, None)
-        self.db.write_sync(run)
+        self._db.write_sync(run)
         self._emit(MEMORY_CHANGES)
         return Result(None, MEMORY_CHANGES)
 
@@ -491,12 +494,12 @@ class Vault:
         m = self.get(mid)
         if m.status.value not in allowed:
             raise ValidationError(f"Memory {mid} is {m.status.value}; cannot {action} it.")
-        now = self.clock.now()
+        now = self._clock.now()
 
         def run(conn: ports.Connection) -> None:
             self._lifecycle.set_status(conn, mid, status)
             self._rows.add_history(conn, mid, now, action, None, None)
-        self.db.write_sync(run)
+        self._db.write_sync(run)
         self._emit(MEMORY_CHANGES)
 
     def archive(self, mid: int) -> Result[None]:
@@ -510,7 +513,8 @@ class Vault:
 
     # --- consolidation (docs/memory-model.md#consolidation) ---------------------------------------
     @property
-    def consolidation(self) -> ConsolidationService:
+    def _consolidation_service(self) -> ConsolidationService:
+        """The consolidation service; ``VaultLocked`` once the vault is locked."""
         self._check_unlocked()
         return self._consolidation
 
@@ -518,8 +522,8 @@ class Vault:
                     progress: Progress | None = None, kind: str = "consolidation",
                     steps: tuple[str, ...] | None = None) -> Result[RunReport]:
         """Run the pipeline once; returns the run report (ids and counts only)."""
-        report = self.consolidation.run(now=now, cancel=cancel, progress=progress, kind=kind,
-                                        steps=steps)
+        report = self._consolidation_service.run(now=now, cancel=cancel, progress=progress,
+                                                 kind=kind, steps=steps)
         self._learn_owner()  # the run may have learned the person's name ("I'm Sam")
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
                           index=True, settings=bool(report.counts.get("owner_named")))
@@ -528,36 +532,36 @@ class Vault:
 
     def contradictions(self, status: InboxStatus | None = "open"
                        ) -> list[ContradictionItem]:
-        return list(self.consolidation.contradictions(status=status))
+        return list(self._consolidation_service.contradictions(status=status))
 
     def inbox_page(self, status: InboxStatus, page: int = 0, size: int = 25) -> InboxPage:
         """One page of an inbox list (open, auto or resolved): ids first, batched rows."""
-        return self.consolidation.inbox_page(status, page, size)
+        return self._consolidation_service.inbox_page(status, page, size)
 
     def inbox_items(self, ids: Sequence[int]) -> list[ContradictionItem]:
         """These inbox items (contradictions or review requests), with both sides."""
-        return list(self.consolidation.inbox_items(tuple(ids)))
+        return list(self._consolidation_service.inbox_items(tuple(ids)))
 
     def inbox_count(self) -> int:
         """Open contradictions and review requests."""
-        return int(self.consolidation.inbox_count())
+        return int(self._consolidation_service.inbox_count())
 
     def resolve(self, cid: int, keep: ResolveChoice, text: str | None = None
                 ) -> Result[MemoryId | None]:
-        new = self.consolidation.resolve(cid, keep, text)
+        new = self._consolidation_service.resolve(cid, keep, text)
         changes = Changes(memories=True, contradictions=True, history=True)
         self._emit(changes)
         return Result(None if new is None else MemoryId(new), changes)
 
     def reopen(self, cid: int) -> Result[None]:
-        self.consolidation.reopen(cid)
+        self._consolidation_service.reopen(cid)
         changes = Changes(memories=True, contradictions=True)
         self._emit(changes)
         return Result(None, changes)
 
     def undo_run(self, run_id: int) -> Result[UndoReport]:
         """Revert everything run ``run_id`` changed; the value counts what was reverted."""
-        counts = UndoReport(RunId(run_id), dict(self.consolidation.undo(run_id)))
+        counts = UndoReport(RunId(run_id), dict(self._consolidation_service.undo(run_id)))
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
                           index=True)
         self._emit(changes)
@@ -565,11 +569,11 @@ class Vault:
 
     def runs(self, limit: int = 20) -> list[RunSummary]:
         """The newest runs first."""
-        return self.consolidation.run_summaries(limit)
+        return self._consolidation_service.run_summaries(limit)
 
     def setting(self, key: str) -> SettingValue | None:
         from app.settings import BY_KEY
-        value = self.db.read(lambda c: self._rows.get_setting(c, key))
+        value = self._db.read(lambda c: self._rows.get_setting(c, key))
         if not isinstance(value, bool | int | float | str):  # unset (or not a setting's kind)
             value = None
         if value is None and key in BY_KEY:
@@ -587,8 +591,8 @@ class Vault:
         except (TypeError, ValueError) as exc:
             raise ValidationError(f"{key} must be a {spec.type.__name__}.") from exc
         if key == "owner.name" and str(value).strip():
-            self.consolidation.rename_owner(str(value).strip(), self._recall.owner)
-        self.db.write_sync(lambda c: self._rows.put_setting(c, key, value))
+            self._consolidation_service.rename_owner(str(value).strip(), self._recall.owner)
+        self._db.write_sync(lambda c: self._rows.put_setting(c, key, value))
         if key == "owner.name":
             self._learn_owner()
         changes = Changes(settings=True)
@@ -685,8 +689,8 @@ class Vault:
         if why is not None:
             raise ValidationError(f"Not saved: {why} (a fact needs a named holder and a "
                                   "whole value, such as subject 'Ana', value 'Lisbon').")
-        report = self.consolidation.store_assistant_fact(candidate, (agent, None),
-                                                         self.clock.now())
+        report = self._consolidation_service.store_assistant_fact(candidate, (agent, None),
+                                                                  self._clock.now())
         created = report.ids.get("created") or []
         outcome = FactOutcome(
             id=MemoryId(created[0]) if created else None,
@@ -795,7 +799,7 @@ class Vault:
         ``password`` when one is given."""
         self._check_unlocked()
         rec = self._backup_service().store.create(Path(path), password=password,
-                                                  progress=progress, now=self.clock.now())
+                                                  progress=progress, now=self._clock.now())
         changes = Changes(settings=True)
         self._emit(changes)
         return Result(rec, changes)
@@ -810,7 +814,7 @@ class Vault:
         """Make these recorded backups again from the vault as it is now (after a forget:
         without what was forgotten), each replacing its old file atomically."""
         self._check_unlocked()
-        done = self._backup_service().remake(ids, progress=progress, now=self.clock.now())
+        done = self._backup_service().remake(ids, progress=progress, now=self._clock.now())
         changes = Changes(settings=True)
         self._emit(changes)
         return Result(done, changes)
@@ -819,3 +823,47 @@ class Vault:
 # mypy checks here that the in-process Vault is a VaultAPI (tests/guards/test_contract.py checks
 # that no signature of either holds Any or a dict).
 _CONTRACT: type[VaultAPI] = Vault
+
+
+# --- the one way in for tests and benchmarks ------------------------------------------------
+@dataclass(frozen=True)
+class Internals:
+    """What one unlocked ``Vault`` was composed of, beyond the contract. Built by
+    :func:`internals`, for tests and benchmarks only.
+
+    The parts fixed for an unlock (clock, model folder, vector index, lexicon) are fields. The
+    rest read the vault at the time of use, as the vault itself does: ``db``, ``recall`` and
+    ``consolidation`` raise ``VaultLocked`` once it is locked, and ``embedder`` is None after
+    the lock let go of the model."""
+    clock: Clock
+    model_dir: Path | None
+    index: ports.VectorIndex
+    lexicon: ports.Lexicon
+    _vault: Vault = field(repr=False, compare=False)
+
+    @property
+    def db(self) -> ports.Database:
+        return self._vault._db
+
+    @property
+    def embedder(self) -> ports.Embedder | None:
+        return self._vault._embedder
+
+    @property
+    def recall(self) -> RecallService:
+        return self._vault._recall_service
+
+    @property
+    def consolidation(self) -> ConsolidationService:
+        return self._vault._consolidation_service
+
+
+def internals(vault: Vault) -> Internals:
+    """The parts behind ``vault`` (its database, clock, embedder, model folder, vector index,
+    lexicon, recall and consolidation services), for tests and benchmarks only. Not part of
+    ``VaultAPI``: front ends and services never reach past the contract, and a guard
+    (``tests/guards/test_facade_fence.py``) checks that nothing in ``app/`` or ``ui/`` calls
+    this."""
+    return Internals(clock=vault._clock, model_dir=vault._model_dir, index=vault._index,
+                     lexicon=vault._lexicon, _vault=vault)
+

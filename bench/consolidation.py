@@ -109,8 +109,9 @@ def changed(after: dict[str, float], before: dict[str, float]) -> dict[str, int]
 
 
 def store_counts(vault: Any) -> dict[str, dict[str, int]]:
+    from app.facade import internals
     from storage import repo
-    return vault.db.read(repo.counts)  # type: ignore[no-any-return]
+    return internals(vault).db.read(repo.counts)  # type: ignore[no-any-return]
 
 
 def run_sample(sample: dict[str, Any], qs: list[dict[str, Any]], folder: Path, depth: int,

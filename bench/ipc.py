@@ -229,7 +229,7 @@ async def _served(n: int, a: argparse.Namespace, serve: subprocess.Popen[str], s
     from app.agent_scope import AgentSession
     from app.api import Filters
     from app.domain.memory import Draft
-    from app.facade import Vault
+    from app.facade import Vault, internals
     from app.ipc.client import RemoteVault, owner_running
 
     def up() -> bool:
@@ -246,8 +246,8 @@ async def _served(n: int, a: argparse.Namespace, serve: subprocess.Popen[str], s
         from storage.vector import CHROMA_MIN_ROWS
         want = "chroma" if local.status().vectors >= CHROMA_MIN_ROWS else "exact"
         t0 = time.monotonic()
-        if local.lexicon._thread is not None:  # built from lexicon.MIN_ROWS rows only
-            local.lexicon.wait_ready(1800)
+        if internals(local).lexicon._thread is not None:  # built from lexicon.MIN_ROWS rows only
+            internals(local).lexicon.wait_ready(1800)
         with RemoteVault.at(served) as probe:
             _wait(lambda: local.status().index == want == probe.status().index, 1800,
                   f"the {want} index on both sides")
@@ -308,7 +308,7 @@ async def _served(n: int, a: argparse.Namespace, serve: subprocess.Popen[str], s
                     # Untimed settle: this process's own background writes (the in-process
                     # read log, touch) must not hold the GIL during the next path's call, and
                     # an assistant's calls are never back to back.
-                    local.db.write_sync(lambda c: None)
+                    internals(local).db.write_sync(lambda c: None)
                     time.sleep(GAP_S)
 
             m = a.remember

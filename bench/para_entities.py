@@ -41,7 +41,7 @@ PARA = ("project", "area", "resource")
 
 def run(sample: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from app.clock import parse_iso
-    from app.facade import Vault
+    from app.facade import Vault, internals
     from app.services.importer import parse_import
     from storage.crypto import KdfParams
 
@@ -57,7 +57,7 @@ def run(sample: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[dict
         seconds = time.perf_counter() - started
 
         def q(sql: str, *p: Any) -> list[Any]:
-            return vault.db.read(lambda c: c.execute(sql, p).fetchall())
+            return internals(vault).db.read(lambda c: c.execute(sql, p).fetchall())
         ents = q("SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id) FROM entity e "
                  "LEFT JOIN entity_mention em ON em.entity_id = e.id GROUP BY e.id")
         kinds = Counter(r[1] for r in ents)

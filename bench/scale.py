@@ -252,7 +252,7 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
 
     from app.api import Turn
     from app.domain.memory import Store
-    from app.facade import Vault
+    from app.facade import Vault, internals
     from storage.crypto import KdfParams
     cdir = cache_dir(args)
     done = cdir / "build.json"
@@ -287,9 +287,10 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
     assert report_.added == n_turns, report_
     mems = sum(sum(v.values()) for v in vault.status().counts.values())
     # Kept's vectors of the turn texts, in turn order, for the Chroma-alone collection.
-    ids, mat = vault.db.read(lambda c: __import__("storage.repo", fromlist=["x"]).load_vectors(
-        c, vault.embedder.model_name))
-    order = vault.db.read(lambda c: [r[0] for r in c.execute(
+    inner = internals(vault)
+    ids, mat = inner.db.read(lambda c: __import__("storage.repo", fromlist=["x"]).load_vectors(
+        c, inner.embedder.model_name))
+    order = inner.db.read(lambda c: [r[0] for r in c.execute(
         "SELECT id FROM memory WHERE store = ? ORDER BY id", (Store.EPISODIC.value,))])
     row = {int(i): r for r, i in enumerate(ids)}
     np.save(cdir / "turn_vectors.npy", mat[[row[i] for i in order]])
@@ -355,11 +356,13 @@ STAGES = (("repo", "fts_search"), ("repo", "recall_meta"), ("repo", "refs_of"),
 def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
     """Process CPU ms per recall stage (median, p95 over the queries), by wrapping the functions
     recall calls; "rest" is everything else (query analysis, ranking, Python glue)."""
+    from app.facade import internals
     from app.services import recall as recall_mod
     from storage import repo
+    inner = internals(vault)
     owners = {"repo": repo, "service": recall_mod.RecallService,
-              "index": type(vault.index), "embedder": type(vault.embedder),
-              "lexicon": type(vault.lexicon)}
+              "index": type(inner.index), "embedder": type(inner.embedder),
+              "lexicon": type(inner.lexicon)}
     acc: dict[str, float] = {}
     depth = [0]
     saved = []
@@ -402,7 +405,7 @@ def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
 def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
     import storage.vector
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
+    from app.facade import Vault, internals
     from storage import crypto, repo
     from storage.db import Database
     src = cache_dir(args) / "vault"
@@ -432,8 +435,9 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         vault = Vault.open(folder, PASSWORD)
         t_open, c_open = time.perf_counter() - t0, time.process_time() - c0
         verified: dict[str, float] = {}
+        inner = internals(vault)
 
-        def watch_verify(db: Any = vault.db) -> None:
+        def watch_verify(db: Any = inner.db) -> None:
             db.wait_verified(900)
             verified["s"] = time.perf_counter() - t0
         threading.Thread(target=watch_verify, daemon=True).start()
@@ -446,10 +450,10 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         during: list[float] = []
         during_cpu: list[float] = []
         j = 1
-        lex_thread = vault.lexicon._thread
+        lex_thread = inner.lexicon._thread
         lex_at: dict[str, float] = {}
 
-        def watch_lexicon(lex: Any = vault.lexicon) -> None:
+        def watch_lexicon(lex: Any = inner.lexicon) -> None:
             if lex.wait_ready(900):
                 lex_at["s"] = time.perf_counter() - t0
         threading.Thread(target=watch_lexicon, daemon=True).start()
@@ -457,20 +461,20 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         def building() -> bool:
             if lex_thread is not None and lex_thread.is_alive():
                 return True
-            t = vault.index._build_thread
-            return t is not None and not vault.index.chroma_ready and t.is_alive()
+            t = inner.index._build_thread
+            return t is not None and not inner.index.chroma_ready and t.is_alive()
         while building() and j < len(queries):
             _, w, c = timed_call(vault.recall, queries[j], k=10, touch=False)
             during.append(w)
             during_cpu.append(c)
             j += 1
-        lex_ready = vault.lexicon.wait_ready(900)
+        lex_ready = inner.lexicon.wait_ready(900)
         time.sleep(0.1)
         t_lex = lex_at.get("s", time.perf_counter() - t0)
         if lex_thread is not None:
             lex_thread.join()  # it starts the Chroma build when done
-        builds = vault.index._build_thread is not None
-        ready = vault.index.wait_ready(900) if builds else False
+        builds = inner.index._build_thread is not None
+        ready = inner.index.wait_ready(900) if builds else False
         t_ready = time.perf_counter() - t0
         out["unlock"] = {
             "kdf_mib": vault._opened.key_file.kdf.m // 1024,
@@ -483,7 +487,7 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
             "unlock_to_page_self_test_passed_s": round(verified["s"], 3) if "s" in verified
             else None,
             **{k: round(v, 3) for k, v in parts.items()},
-            "vectors": len(vault.index),
+            "vectors": len(inner.index),
             "note": ("open_s = KDF + SQLCipher open + vector load (model load alongside); the "
                      "page self-test (cipher_integrity_check) then runs in the background and "
                      "holds writes, not reads; the first recall is served by exact search and "
@@ -493,22 +497,26 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
             out["recall_while_lexicon_and_chroma_build"] = lat(during, during_cpu)
         if not builds:
             out["unlock"]["note_chroma"] = (
-                f"{len(vault.index)} vectors < CHROMA_MIN_ROWS {storage.vector.CHROMA_MIN_ROWS}: "
+                f"{len(inner.index)} vectors < CHROMA_MIN_ROWS {storage.vector.CHROMA_MIN_ROWS}: "
                 "exact search only, by design; the Chroma latency below uses a forced build")
             vault.lock()
             storage.vector.CHROMA_MIN_ROWS = 0
             t1 = time.perf_counter()
             vault = Vault.open(folder, PASSWORD)
-            vault.lexicon.wait_ready(900)
-            vault.index.wait_ready(900)  # started by the lexicon thread once it is done
+            inner = internals(vault)
+            inner.lexicon.wait_ready(900)
+            inner.index.wait_ready(900)  # started by the lexicon thread once it is done
             out["chroma_forced_below_min_rows"] = True
             out["forced_unlock_to_chroma_ready_s"] = round(time.perf_counter() - t1, 3)
         # 2. Recall latency, Chroma vs exact, interleaved query by query.
-        real = vault.index
+        real = inner.index
         exact = ExactOnly(real)
         for q in queries[:5]:  # warm both paths
             vault.recall(q, k=10, touch=False)
-        lex = vault.lexicon
+        lex = inner.lexicon
+        # Recall reads the index and lexicon its service was built with (once per unlock):
+        # the modes swap them there.
+        service = inner.recall
         modes = ("chroma", "exact", "chroma_fts5")  # the last: Chroma, lexical on FTS5 not RAM
         times: dict[str, list[float]] = {m: [] for m in modes}
         cpus: dict[str, list[float]] = {m: [] for m in modes}
@@ -516,20 +524,20 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         for j, q in enumerate(queries):
             res = {}
             for mode in modes[j % 3:] + modes[:j % 3]:
-                vault.index = exact if mode == "exact" else real
-                vault.lexicon = None if mode == "chroma_fts5" else lex
+                service.index = exact if mode == "exact" else real
+                service.lexicon = None if mode == "chroma_fts5" else lex
                 hits, w, c = timed_call(vault.recall, q, k=10, touch=False)
                 times[mode].append(w)
                 cpus[mode].append(c)
                 res[mode] = [h.id for h in hits]
-            vault.index, vault.lexicon = real, lex
+            service.index, service.lexicon = real, lex
             if res["exact"]:
                 agree.append(len(set(res["exact"]) & set(res["chroma"])) / len(res["exact"]))
             if res["chroma_fts5"]:
                 agree_fts.append(res["chroma"] == res["chroma_fts5"])
         emb, emb_cpu = [], []
         for q in queries:
-            _, w, c = timed_call(vault.embedder.embed_one, q)
+            _, w, c = timed_call(inner.embedder.embed_one, q)
             emb.append(w)
             emb_cpu.append(c)
         out["recall"] = {"chroma": lat(times["chroma"], cpus["chroma"]),

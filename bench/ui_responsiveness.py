@@ -307,7 +307,7 @@ FROM n
 
 def paint_vault(cache: Path, rows: int) -> Path:
     """A cached vault of ``rows`` memories (no vectors, no FTS rows: the list needs neither)."""
-    from app.facade import Vault
+    from app.facade import Vault, internals
     from storage.crypto import KdfParams
     folder = cache / f"ui-paint-v{PAINT_VERSION}-{rows}"
     if (folder / "vault.db").exists():
@@ -320,8 +320,8 @@ def paint_vault(cache: Path, rows: int) -> Path:
     step = 25_000
     for first in range(1, rows + 1, step):
         last = min(rows, first + step - 1)
-        vault.db.write_sync(lambda c, a=first, b=last: c.execute(BUILD_SQL, (a, b)))
-    vault.db.checkpoint()
+        internals(vault).db.write_sync(lambda c, a=first, b=last: c.execute(BUILD_SQL, (a, b)))
+    internals(vault).db.checkpoint()
     vault.lock()
     tmp.rename(folder)
     return folder
@@ -419,7 +419,7 @@ def inbox_vault(cache: Path, rows: int, settled: int, open_n: int, reviews: int)
     of consolidation over 100k memories would take hours); the Inbox reads them through its
     real path. A vault written before review requests had their own kind stores them the old
     way (a memory contradicting itself), and opening it migrates them."""
-    from app.facade import Vault
+    from app.facade import Vault, internals
     from storage.crypto import KdfParams
     folder = cache / f"ui-inbox-v{INBOX_VERSION}-{rows}-{settled}-{open_n}-{reviews}"
     if (folder / "vault.db").exists():
@@ -432,7 +432,7 @@ def inbox_vault(cache: Path, rows: int, settled: int, open_n: int, reviews: int)
     step = 25_000
     for first in range(1, rows + 1, step):
         last = min(rows, first + step - 1)
-        vault.db.write_sync(lambda c, a=first, b=last: c.execute(BUILD_SQL, (a, b)))
+        internals(vault).db.write_sync(lambda c, a=first, b=last: c.execute(BUILD_SQL, (a, b)))
     pairs = settled + open_n
     if 20 * pairs + 20 > rows:
         raise SystemExit(f"--rows {rows} is too small for {pairs} contradictions")
@@ -469,8 +469,8 @@ def inbox_vault(cache: Path, rows: int, settled: int, open_n: int, reviews: int)
             else:
                 c.execute("INSERT INTO contradiction (a, b, reason, created_at) VALUES "
                           "(?,?,?,?)", (mid, mid, "review: the user asked", t0 + pairs + j))
-    vault.db.write_sync(contradictions)
-    vault.db.checkpoint()
+    internals(vault).db.write_sync(contradictions)
+    internals(vault).db.checkpoint()
     vault.lock()
     tmp.rename(folder)
     return folder

@@ -13,6 +13,7 @@ from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, MemoryId, Store
 from app.facade import Vault
+from tests.inside import inside
 
 PW = "pw"
 T0 = parse_iso("2026-06-01T12:00:00Z")  # a Monday
@@ -74,7 +75,7 @@ def turn(session: str, speaker: str, text: str, at: float, ref: str,
 
 
 def row(vault: Vault, sql: str, *params: Any) -> tuple[Any, ...]:
-    r = vault.db.read(lambda c: c.execute(sql, params).fetchone())
+    r = inside(vault).db.read(lambda c: c.execute(sql, params).fetchone())
     assert r is not None, sql
     return tuple(r)
 

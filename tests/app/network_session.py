@@ -26,6 +26,7 @@ from app.jobs import Jobs, build_scheduler, shutdown  # noqa: E402
 from app.services.importer import parse_import  # noqa: E402
 from storage.crypto import KdfParams  # noqa: E402
 from storage.paths import default_vault_dir  # noqa: E402
+from tests.inside import inside  # noqa: E402
 
 PW = "network session"
 LINES = [
@@ -47,13 +48,13 @@ def main(idle: float) -> dict[str, object]:
     finally:
         first.lock()
     vault = Vault.open(folder, PW)  # threaded, Chroma, background self-test: like the window
-    semantic = vault.embedder is not None
+    semantic = inside(vault).embedder is not None
     jobs = Jobs(vault, SystemClock())
     sched = None
     try:
         top = vault.recall("where is the summer trip going")[0].text
         vault.consolidate()
-        chroma = vault.index.wait_ready(60)
+        chroma = inside(vault).index.wait_ready(60)
         sched = build_scheduler(jobs, vault.setting)
         sched.start()
         time.sleep(idle)

@@ -11,18 +11,19 @@ import pytest
 from app.domain.memory import Store
 from app.errors import VaultLocked
 from app.facade import Vault
+from tests.inside import inside
 
 from .conftest import DAY, T0, remember, turn
 
 
 def test_services_are_built_once_and_refused_after_lock(vault: Vault) -> None:
-    assert vault.consolidation is vault.consolidation
-    assert vault.recall_service is vault.recall_service
+    assert inside(vault).consolidation is inside(vault).consolidation
+    assert inside(vault).recall is inside(vault).recall
     vault.lock()
     with pytest.raises(VaultLocked):
-        _ = vault.consolidation
+        _ = inside(vault).consolidation
     with pytest.raises(VaultLocked):
-        _ = vault.recall_service
+        _ = inside(vault).recall
     with pytest.raises(VaultLocked):
         vault.forget_plan(query="anything")
 
@@ -43,7 +44,7 @@ def test_remember_import_correct_and_consolidation_share_one_ingestion(
     assert scored == ["episodic"]
     new = vault.correct(mid, "I live in Porto, near the river.").value
     assert scored == ["episodic"] * 2
-    assert new in vault.index  # embedded and indexed like a remembered memory
+    assert new in inside(vault).index  # embedded and indexed like a remembered memory
     vault.import_turns([turn("s1", "Sam", "My sister Ana visits on Sundays.", T0 - DAY, "r1")])
     assert scored[2:] == ["short_term", "episodic"]  # the turn, and the episode derived from it
 
@@ -52,12 +53,12 @@ def test_remember_import_correct_and_consolidation_share_one_ingestion(
     assert report.counts["facts_created"] >= 1 and created
     assert len(scored[4:]) == len(created)  # every fact scored by the same ingestion code
     assert {s for s in scored[4:]} <= {Store.SEMANTIC.value, Store.PROCEDURAL.value}
-    assert all(c in vault.index for c in created)  # and its vector is in RAM
+    assert all(c in inside(vault).index for c in created)  # and its vector is in RAM
 
 
 def test_lock_lets_go_of_the_model(vault: Vault) -> None:
     """The services outlive no unlock: after lock none of them holds the embedder."""
-    ingest, recall = vault._ingest, vault.recall_service
+    ingest, recall = vault._ingest, inside(vault).recall
     assert ingest.embedder is not None and recall.embedder is not None
     vault.lock()
-    assert vault.embedder is None and ingest.embedder is None and recall.embedder is None
+    assert inside(vault).embedder is None and ingest.embedder is None and recall.embedder is None

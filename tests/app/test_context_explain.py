@@ -12,6 +12,7 @@ from app.facade import Vault
 from app.services.context import SECTIONS
 from app.services.text import approx_tokens
 from tests.app.conftest import DAY, HOUR, T0, neutral, remember, row, turn
+from tests.inside import inside
 
 BREAKDOWN_KEYS = {"lexical", "dense", "relevance", "session", "person", "boost", "composite",
                   "lift",
@@ -98,7 +99,7 @@ def test_explain_tier_follows_time_and_accesses(vault: Vault, clock: FixedClock)
     assert vault.explain(mid).tier == "hot"
     assert vault.explain(mid, now=T0 + 20 * DAY).tier == "warm"
     assert vault.explain(mid, now=T0 + 40 * DAY).tier == "cold"
-    vault.db.write_sync(lambda c: c.execute(
+    inside(vault).db.write_sync(lambda c: c.execute(
         "UPDATE memory SET access_count = 25 WHERE id = ?", (mid,)))
     assert vault.explain(mid, now=T0 + 40 * DAY).tier == "warm"    # > 20 accesses: 60 d
     assert vault.explain(mid, now=T0 + 12 * DAY).tier == "hot"     # > 20 accesses: 14 d

@@ -15,6 +15,7 @@ from app.api import Filters
 from app.clock import parse_iso
 from app.services.recall import asks_present
 from tests.conftest import turns_vault
+from tests.inside import inside
 
 TURNS = [
     ("s1", "2025-05-02T10:00:00Z", "Maya", "I work as a barista at Little Owl Coffee, the early "
@@ -63,7 +64,7 @@ def test_the_latest_statement_comes_first_before_consolidation(vault: Any) -> No
 
 def test_after_consolidation_the_current_fact_first_and_the_old_one_ended(vault: Any) -> None:
     vault.consolidate(now=NOW)
-    facts = vault.db.read(lambda c: c.execute(
+    facts = inside(vault).db.read(lambda c: c.execute(
         "select text, status, valid_until from memory where store = 'semantic'").fetchall())
     by_text = {t: (s, u) for t, s, u in facts}
     assert by_text["Maya lives in Denver"][0] == "superseded"

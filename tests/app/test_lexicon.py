@@ -21,6 +21,7 @@ from app.services.importer import parse_import
 from app.services.recall import RecallService, query_tokens
 from storage import lexicon, repo
 from tests.fake_embedder import use_fake_embedder
+from tests.inside import inside
 
 from .conftest import PW, T0
 
@@ -61,14 +62,14 @@ def turns(n_sessions: int = 4, per_session: int = 15) -> list[dict[str, Any]]:
 
 def fts(vault: Vault, query: str, limit: int = 200) -> list[tuple[int, float]]:
     match = repo.fts_query(query_tokens(query))
-    return vault.db.read(lambda c: repo.fts_search(c, match, limit))
+    return inside(vault).db.read(lambda c: repo.fts_search(c, match, limit))
 
 
 def assert_same(vault: Vault, queries: list[str] = QUERIES, limit: int = 200) -> None:
-    assert vault.lexicon.ready
+    assert inside(vault).lexicon.ready
     for q in queries:
         a = fts(vault, q, limit)
-        b = vault.lexicon.search(query_tokens(q), limit)
+        b = inside(vault).lexicon.search(query_tokens(q), limit)
         assert b is not None
         assert len(a) == len(b), q
         if not a:
@@ -91,7 +92,7 @@ def lex_vault(vault_dir: Path, fast_kdf: Any,
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, clock=FixedClock(T0),
                      use_chroma=False).vault
     assert v.import_turns(parse_import([json.dumps(t) for t in turns()])).value.added == 60
-    assert v.embedder is fake and fake.calls >= 60
+    assert inside(v).embedder is fake and fake.calls >= 60
     try:
         yield v
     finally:
@@ -99,13 +100,13 @@ def lex_vault(vault_dir: Path, fast_kdf: Any,
 
 
 def test_small_vaults_do_not_build_the_mirror(lex_vault: Vault) -> None:
-    assert len(lex_vault.lexicon) == 0 and not lex_vault.lexicon.ready
-    assert lex_vault.lexicon.search(["caroline"], 10) is None  # FTS5 answers
+    assert len(inside(lex_vault).lexicon) == 0 and not inside(lex_vault).lexicon.ready
+    assert inside(lex_vault).lexicon.search(["caroline"], 10) is None  # FTS5 answers
 
 
 def test_scores_equal_fts5(lex_vault: Vault) -> None:
-    lex_vault.lexicon.build(lex_vault.db.read)
-    assert len(lex_vault.lexicon) == lex_vault.db.read(
+    inside(lex_vault).lexicon.build(inside(lex_vault).db.read)
+    assert len(inside(lex_vault).lexicon) == inside(lex_vault).db.read(
         lambda c: c.execute("SELECT count(*) FROM memory_fts").fetchone()[0]) == 120
     assert_same(lex_vault)
     assert_same(lex_vault, limit=7)  # a cut inside the matches
@@ -113,7 +114,7 @@ def test_scores_equal_fts5(lex_vault: Vault) -> None:
 
 def test_stays_equal_through_writes(lex_vault: Vault) -> None:
     v = lex_vault
-    v.lexicon.build(v.db.read)
+    inside(v).lexicon.build(inside(v).db.read)
     # More turns: new rows plus neighbour context rewritten in older ones.
     more = [{**t, "ref": t["ref"] + "b", "session": "S1" if i % 2 else "S9",
              "text": "Lisbon trip planning with Jon: trams, custard tarts and fado"}
@@ -122,7 +123,7 @@ def test_stays_equal_through_writes(lex_vault: Vault) -> None:
     assert_same(v, [*QUERIES, "Lisbon trams fado"])
     mid = v.remember(Draft(text="The quokka at Rottnest island smiled at me",
                            store=Store.EPISODIC, speaker="Melanie")).value
-    assert [i for i, _ in v.lexicon.search(["quokka"], 5) or []] == [mid]
+    assert [i for i, _ in inside(v).lexicon.search(["quokka"], 5) or []] == [mid]
     new = v.correct(mid, "The quokka on Rottnest island ignored me completely").value
     assert_same(v, [*QUERIES, "quokka rottnest smiled ignored"])
     v.consolidate()
@@ -131,44 +132,45 @@ def test_stays_equal_through_writes(lex_vault: Vault) -> None:
     plan = v.forget_plan(query="quokka")
     assert {mid, new} <= set(plan.memory_ids)
     v.forget(plan)
-    assert v.lexicon.search(["quokka"], 5) == []
-    assert "quokka" not in v.lexicon._post and "rottnest" not in v.lexicon._post
+    assert inside(v).lexicon.search(["quokka"], 5) == []
+    assert "quokka" not in inside(v).lexicon._post and "rottnest" not in inside(v).lexicon._post
     assert_same(v, [*QUERIES, "quokka rottnest"])
 
 
 def test_a_rolled_back_write_leaves_no_trace(lex_vault: Vault) -> None:
     v = lex_vault
-    v.lexicon.build(v.db.read)
+    inside(v).lexicon.build(inside(v).db.read)
 
     def fails(conn: Any) -> None:
         repo.replace_fts_row(conn, 999_999, "platypus in the rollback")
         raise RuntimeError("boom")
     with pytest.raises(RuntimeError):
-        v.db.write_sync(fails)
-    assert v.lexicon.search(["platypus"], 5) == []
-    assert "platypu" not in v.lexicon._post and "platypus" not in v.lexicon._post
+        inside(v).db.write_sync(fails)
+    assert inside(v).lexicon.search(["platypus"], 5) == []
+    assert "platypu" not in inside(v).lexicon._post and "platypus" not in inside(v).lexicon._post
     assert_same(v)
 
 
 def test_background_build_with_concurrent_writes(lex_vault: Vault) -> None:
     v = lex_vault
-    v.lexicon.build_in_background(v.db.read)
+    inside(v).lexicon.build_in_background(inside(v).db.read)
     for i in range(20):
         v.remember(Draft(text=f"Background write {i}: the narwhal sang in Oslo",
                          store=Store.EPISODIC))
-    assert v.lexicon.wait_ready(60)
-    assert len(v.lexicon.search(["narwhal"], 50) or []) == 20
+    assert inside(v).lexicon.wait_ready(60)
+    assert len(inside(v).lexicon.search(["narwhal"], 50) or []) == 20
     assert_same(v, [*QUERIES, "narwhal Oslo"])
 
 
 def test_recall_ranks_the_same_with_the_mirror(lex_vault: Vault) -> None:
     v = lex_vault
     now = T0 + 86_400 * 40
-    without = RecallService(v.db, v.index, v.embedder, lexicon=None, rows=repo)
+    parts = inside(v)
+    without = RecallService(parts.db, parts.index, parts.embedder, lexicon=None, rows=repo)
     before = [[(h.id, h.score) for h in without.recall(q, k=10, now=now)] for q in QUERIES]
-    v.lexicon.build(v.db.read)
-    with_mirror = v.recall_service
-    assert with_mirror.lexicon is v.lexicon and v.lexicon.ready
+    parts.lexicon.build(parts.db.read)
+    with_mirror = parts.recall
+    assert with_mirror.lexicon is parts.lexicon and parts.lexicon.ready
     after = [[(h.id, h.score) for h in with_mirror.recall(q, k=10, now=now)] for q in QUERIES]
     assert after == before
 
@@ -183,11 +185,11 @@ def test_lock_drops_the_mirror(vault_dir: Path, fast_kdf: Any,
     monkeypatch.setattr(lexicon, "MIN_ROWS", 10)
     v = Vault.open(vault_dir, PW, use_chroma=False)
     try:
-        assert v.lexicon.wait_ready(60)
-        assert len(v.lexicon) == 40 and v.lexicon._post
+        assert inside(v).lexicon.wait_ready(60)
+        assert len(inside(v).lexicon) == 40 and inside(v).lexicon._post
         assert_same(v)
     finally:
-        lex = v.lexicon
+        lex = inside(v).lexicon
         v.lock()
     assert not lex.ready and len(lex) == 0 and not lex._post and lex._tok is None
 
@@ -197,19 +199,19 @@ def test_while_building_fts5_skips_the_context_column(lex_vault: Vault) -> None:
     column (5x fewer rows to score); rows matching only through a neighbour drop out."""
     v = lex_vault
     now = T0 + 86_400 * 40
-    only_ctx = v.db.read(lambda c: {r[0] for r in c.execute(
+    only_ctx = inside(v).db.read(lambda c: {r[0] for r in c.execute(
         "SELECT rowid FROM memory_fts WHERE memory_fts MATCH 'ctx : \"dinosaurs\"' "
         "EXCEPT SELECT rowid FROM memory_fts WHERE memory_fts MATCH '{text keys} : "
         "\"dinosaurs\"'")})
     assert only_ctx, "the fixture has turns next to a dinosaur turn"
     def lexical_hits() -> set[int]:
-        hits = v.recall_service.recall("dinosaurs", k=200, now=now)
+        hits = inside(v).recall.recall("dinosaurs", k=200, now=now)
         return {h.id for h in hits if h.breakdown["lexical"] > 0}
     normal = lexical_hits()
     assert normal & only_ctx
-    v.lexicon._building = True  # as between unlock and the end of the build
+    inside(v).lexicon._building = True  # as between unlock and the end of the build
     try:
         quick = lexical_hits()
     finally:
-        v.lexicon._building = False
+        inside(v).lexicon._building = False
     assert quick and not quick & only_ctx

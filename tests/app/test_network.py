@@ -27,6 +27,7 @@ from app.domain.memory import Draft, Store
 from app.facade import Vault
 from app.services.importer import parse_import
 from tests.app.conftest import PW, T0, share_embedder
+from tests.inside import inside
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +59,7 @@ def run_session(vault_dir: Path, kdf: Any, clock: Any) -> dict[str, Any]:
         v.lock()
     v = Vault.open(vault_dir, PW, threaded=False, use_chroma=True, clock=clock)
     try:
-        ready = v.index.wait_ready(60)
+        ready = inside(v).index.wait_ready(60)
         again = v.recall("train to Porto", touch=False)
     finally:
         v.lock()

@@ -21,11 +21,12 @@ from app.services.recall import (
     parse_time_range,
 )
 from tests.app.conftest import DAY, HOUR, T0, ids, neutral, remember, row, turn
+from tests.inside import inside
 
 
 def service(vault: Vault, tuning: RecallTuning) -> RecallService:
-    return RecallService(vault.db, vault.index, vault.embedder, tuning,
-                         rows=vault.recall_service.rows)
+    return RecallService(inside(vault).db, inside(vault).index, inside(vault).embedder, tuning,
+                         rows=inside(vault).recall.rows)
 
 
 def by_id(hits: list[Hit]) -> dict[int, Hit]:
@@ -360,8 +361,8 @@ def test_recall_reads_candidates_by_name(vault: Vault, clock: FixedClock) -> Non
                     context="health", valid_from=T0 - 2 * DAY, **neutral(importance=0.7))
     clock.advance(HOUR)
     newer = vault.correct(note, "Dentist on Thursday").value
-    rows = vault.recall_service.rows
-    meta = vault.db.read(lambda c: rows.recall_meta(c, [first, second, note, newer]))
+    rows = inside(vault).recall.rows
+    meta = inside(vault).db.read(lambda c: rows.recall_meta(c, [first, second, note, newer]))
     a, b, n = meta[first], meta[second], meta[note]
     assert (a.store, a.status, a.speaker, a.session) == ("episodic", "active", "Ana", "s1")
     assert (a.occurred_at, b.occurred_at) == (T0 - DAY, T0 - HOUR)
@@ -370,5 +371,5 @@ def test_recall_reads_candidates_by_name(vault: Vault, clock: FixedClock) -> Non
     assert (n.importance, n.valid_from, n.valid_until) == (0.7, T0 - 2 * DAY, None)
     assert (n.created_at, n.superseded_at, meta[newer].user_validated) == (T0, T0 + HOUR, 1)
     assert a.superseded_at is None and not a.user_validated
-    state = vault.db.read(lambda c: rows.reinforcement_state(c, [note]))[note]
+    state = inside(vault).db.read(lambda c: rows.reinforcement_state(c, [note]))[note]
     assert (state.importance, state.access_count, state.last_accessed_at) == (0.7, 0, None)

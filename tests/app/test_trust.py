@@ -17,6 +17,7 @@ from app.services import scoring
 from app.services.browse import LIVE, MemoryQuery
 from app.services.recall import TUNING, Filters, Hit
 from tests.app.conftest import DAY, T0, neutral, remember, row, turn
+from tests.inside import inside
 
 
 def ids(hits: list[Hit]) -> list[int]:
@@ -51,7 +52,7 @@ def test_edited_fact_is_returned_and_outranks_its_source_episode(vault: Vault) -
     teal = vault.correct(fact, "Sam's favorite color is teal").value
     assert vault.refs([teal])[teal] == vault.refs([ep])[ep] == ["c:1"]
     # ... and the episode, saying blue, matches the question far better than the correction.
-    raw = {int(h.id): h for h in vault.recall_service.recall(q, now=T0, dedupe=False)}
+    raw = {int(h.id): h for h in inside(vault).recall.recall(q, now=T0, dedupe=False)}
     assert raw[ep].breakdown["relevance"] > 1.5 * raw[teal].breakdown["relevance"]
     hits = vault.recall(q, touch=False)
     assert teal in ids(hits), "the person's own correction was deduped away"
@@ -70,7 +71,7 @@ def test_confirmed_fact_is_never_deduped(vault: Vault) -> None:
                     **neutral())
     vault.confirm(teal)
     q = "what is my favorite color"
-    raw = {int(h.id): h for h in vault.recall_service.recall(q, now=T0, dedupe=False)}
+    raw = {int(h.id): h for h in inside(vault).recall.recall(q, now=T0, dedupe=False)}
     assert raw[ep].breakdown["relevance"] > 1.5 * raw[teal].breakdown["relevance"]
     hits = ids(vault.recall(q, touch=False))
     assert teal in hits, "the person's confirmed fact was deduped away"
@@ -104,7 +105,7 @@ def test_a_weak_fact_is_not_lifted_over_its_source(vault: Vault) -> None:
     hits = vault.recall("pottery market vase", touch=False, k=20)
     assert ids(hits)[0] == ep
     assert weak not in ids(hits)  # same refs as the better episode: deduped as before
-    every = {int(h.id): h for h in vault.recall_service.recall("pottery market vase", now=T0,
+    every = {int(h.id): h for h in inside(vault).recall.recall("pottery market vase", now=T0,
                                                                dedupe=False)}
     assert every[ep].breakdown["lift"] == 0.0
 
@@ -171,18 +172,18 @@ def test_what_decay_archived_is_still_found_ranked_lower(vault: Vault) -> None:
 def test_forgetting_one_archived_episode_keeps_the_statistics(vault: Vault) -> None:
     eps = _import_old_history(vault)
     vault.consolidate(steps=("statistics",))
-    before = dict(vault.db.read(lambda c: c.execute(
+    before = dict(inside(vault).db.read(lambda c: c.execute(
         "SELECT metric, sample_size FROM statistic").fetchall()))
     assert before and set(before.values()) == {len(eps)} | ({before.get(
         "top_person_mentions")} if "top_person_mentions" in before else set())
     vault.consolidate(steps=("decay",), now=T0 + 400 * DAY)
     assert {status(vault, e) for e in eps} == {"archived"}
     vault.forget(vault.forget_plan(ids=[eps[0]]))
-    after = dict(vault.db.read(lambda c: c.execute(
+    after = dict(inside(vault).db.read(lambda c: c.execute(
         "SELECT metric, sample_size FROM statistic").fetchall()))
     assert after, "forgetting one archived episode emptied the implicit store"
     assert after["episodes_per_active_day"] == len(eps) - 1
-    implicit = vault.db.read(lambda c: c.execute(
+    implicit = inside(vault).db.read(lambda c: c.execute(
         "SELECT count(*) FROM memory WHERE store = 'implicit'").fetchone()[0])
     assert implicit == len(after)
 
@@ -214,7 +215,7 @@ def moved(vault: Vault) -> dict[str, int]:
         turn("mar", "Maya", "I moved to Porto last week!", parse_iso("2026-03-10T10:00:00Z"),
              "m:1")])
     vault.consolidate()
-    facts = dict(vault.db.read(lambda c: c.execute(
+    facts = dict(inside(vault).db.read(lambda c: c.execute(
         "SELECT text, id FROM memory WHERE store = 'semantic'").fetchall()))
     assert {"Maya lives in Lisbon", "Maya lives in Porto"} <= set(facts)
     return {"lisbon": facts["Maya lives in Lisbon"], "porto": facts["Maya lives in Porto"],
@@ -293,7 +294,7 @@ def test_migration_0016_gives_back_what_decay_archived(
             c.execute("INSERT INTO run_change (run_id, seq, kind, memory_id, payload) VALUES "
                       "(?, ?, 'status', ?, ?)", (run, n + 1, mid, json.dumps(
                           {"status": "active", "superseded_by": None, "valid_until": None})))
-    v.db.write_sync(old_decay)
+    inside(v).db.write_sync(old_decay)
     v.archive(mine)
     v.lock()
     monkeypatch.setattr(migrations, "migration_names", everything)

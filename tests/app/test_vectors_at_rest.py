@@ -36,6 +36,7 @@ import storage.vector
 from app.domain.memory import Draft, Store
 from app.facade import Vault
 from tests.app.conftest import PW, share_embedder
+from tests.inside import inside
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMA_NAMES = ("chroma.sqlite3", "data_level0.bin", "header.bin", "length.bin",
@@ -142,8 +143,8 @@ def test_reference_vector_leaves_no_bytes_and_no_chroma_files(
         for n in range(12):
             v.remember(Draft(text=f"Filler memory number {n} about the weather"))
         # The vault holds exactly the reference vector (so the scan looks for the right bytes).
-        blob = v.db.read(lambda c: c.execute("SELECT vec FROM vector WHERE memory_id = ?",
-                                             (mid,)).fetchone()[0])
+        blob = inside(v).db.read(lambda c: c.execute("SELECT vec FROM vector WHERE memory_id = ?",
+                                                     (mid,)).fetchone()[0])
         assert bytes(blob) == np.asarray(vec, dtype=np.float32).tobytes()
     finally:
         v.lock()
@@ -151,7 +152,7 @@ def test_reference_vector_leaves_no_bytes_and_no_chroma_files(
     # Reopen: the in-RAM Chroma index is built from the vectors and serves a query.
     v = Vault.open(vault_dir, PW, threaded=False, use_chroma=True)
     try:
-        assert v.index.wait_ready(60), "the Chroma index was not built"
+        assert inside(v).index.wait_ready(60), "the Chroma index was not built"
         assert v.status().index == "chroma"
         assert v.recall(canary, touch=False)[0].id == mid
         hits_unlocked = scan(files_under(vault_dir, *dirs.all()), needles)

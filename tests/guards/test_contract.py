@@ -15,6 +15,7 @@ from pathlib import Path
 from app.api import RunOutcome, VaultAPI
 from app.facade import Vault
 from app.ports import KdfParams
+from tests.inside import inside
 
 
 def _public(cls: type) -> Iterator[tuple[str, Callable[..., object]]]:
@@ -187,7 +188,7 @@ def test_services_are_built_once_per_unlock(vault_dir: Path, fast_kdf: KdfParams
                      use_chroma=False).vault
     try:
         assert isinstance(v, Vault)
-        assert v.recall_service is v.recall_service
-        assert v.consolidation is v.consolidation
+        assert inside(v).recall is inside(v).recall
+        assert inside(v).consolidation is inside(v).consolidation
     finally:
         v.lock()

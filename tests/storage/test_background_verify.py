@@ -102,19 +102,20 @@ def test_facade_grace_then_check_and_a_write_cuts_it_short(
         caplog: pytest.LogCaptureFixture) -> None:
     from app.bootstrap import BACKGROUND_GRACE_S
     from app.facade import Vault
+    from tests.inside import inside
     assert BACKGROUND_GRACE_S > 0
     folder = clone_vault()
     vault = Vault.open(folder, template_vault.password, load_model=False)
     try:
-        assert vault.db.integrity == "pending"  # still in the grace after unlock
+        assert inside(vault).db.integrity == "pending"  # still in the grace after unlock
         vault.set_setting("lock.idle_minutes", 7)  # a write: the check runs now, first
-        assert vault.db.integrity == "passed"
+        assert inside(vault).db.integrity == "passed"
         assert vault.setting("lock.idle_minutes") == 7
     finally:
         vault.lock()
     # Locked inside the grace: the check never starts, nothing is logged as a problem.
     vault = Vault.open(clone_vault(), template_vault.password, load_model=False)
-    db = vault.db
+    db = inside(vault).db
     vault.lock()
     assert db.integrity == "aborted"
     assert not [r for r in caplog.records if "integrity" in r.getMessage()]

@@ -21,6 +21,7 @@ from app.facade import Vault
 from storage import backup
 from tests.app.cli.conftest import PW, kept_in_process
 from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
+from tests.inside import inside
 
 CANARY = "Zebracanary7731"
 
@@ -45,7 +46,7 @@ def dump(v: Vault, skip: tuple[str, ...] = ("backup",)) -> dict[str, str]:
             rows = sorted(repr(tuple(r)) for r in c.execute(f'SELECT * FROM "{name}"'))
             out[name] = hashlib.sha256("\n".join(rows).encode()).hexdigest()
         return out
-    return dict(v.db.read(run))
+    return dict(inside(v).db.read(run))
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ def test_round_trip_keeps_every_row(vault: Path, tmp_path: Path) -> None:
     r = _open(tmp_path / "restored")
     try:
         assert dump(r) == before
-        ok = r.db.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0])
+        ok = inside(r).db.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0])
         assert ok == "ok"
         assert r.recall("watering the garden", k=3)  # vectors and text index work
     finally:
@@ -305,7 +306,8 @@ def test_real_full_disk_during_backup(vault: Path, small_disk: Path) -> None:
             v.backup(small_disk / "b.bak")
         assert dump(v, skip=()) == before
         assert v.backups() == []
-        assert v.db.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
+        assert inside(v).db.read(
+            lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
     finally:
         v.lock()
     assert list(small_disk.iterdir()) == []

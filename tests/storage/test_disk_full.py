@@ -25,6 +25,7 @@ from app.facade import Vault
 from app.services.importer import parse_import
 from storage import crypto
 from tests.app.cli.conftest import kept_in_process
+from tests.inside import inside
 from tests.storage.helpers import sha_tree
 
 PW = "disk full password"
@@ -51,7 +52,7 @@ def _checks(v: Vault) -> tuple[str, list[Any], list[Any]]:
         c.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('integrity-check', 1)")
         refs = c.execute("SELECT ref FROM memory WHERE store = 'short_term'").fetchall()
         return ok, cipher, refs
-    return v.db.write_sync(run)
+    return inside(v).db.write_sync(run)
 
 
 @pytest.fixture
@@ -128,15 +129,15 @@ def test_sqlite_full_through_the_page_limit(vault_dir: Path, fast_kdf: object) -
     v = _open(vault_dir)
     try:
         first = v.remember(Draft(text="saved before the disk filled", store=Store.SEMANTIC))
-        pages = v.db.write_sync(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
-        v.db.write_sync(lambda c: c.execute(f"PRAGMA max_page_count = {pages + 2}"))
+        pages = inside(v).db.write_sync(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
+        inside(v).db.write_sync(lambda c: c.execute(f"PRAGMA max_page_count = {pages + 2}"))
         with pytest.raises(StorageFull) as info:
             v.remember(Draft(text="big " * 20_000, store=Store.SEMANTIC))
         assert "the last change was not saved" in info.value.user_message
         assert info.value.exit_code == 5
         with pytest.raises(StorageFull):
             v.import_turns(parse_import(_turn_lines(400)), batch=64)
-        v.db.write_sync(lambda c: c.execute("PRAGMA max_page_count = 1073741823"))
+        inside(v).db.write_sync(lambda c: c.execute("PRAGMA max_page_count = 1073741823"))
         ok, cipher, refs = _checks(v)
         assert ok == "ok" and cipher == [] and refs == []
         assert v.get(first.value).text == "saved before the disk filled"

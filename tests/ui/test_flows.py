@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QModelIndex, Qt, QThreadPool
 
+from tests.inside import inside
+
 pytestmark = pytest.mark.gui
 
 PASSWORD = "correct horse battery staple"
@@ -556,7 +558,7 @@ def test_auto_lock_controller_memory_hygiene(qtbot: Any, qapp: Any, tmp_path: Pa
         assert vault.locked and db.closed and db.open_connection_count == 0
         keys = vault._opened.keys
         assert not any(keys.dek) and not any(keys.db_key) and not any(keys.file_key)
-        assert len(vault.index) == 0 and vault.embedder is None
+        assert len(inside(vault).index) == 0 and inside(vault).embedder is None
         assert controller.window is None and controller.vault is None
         assert isinstance(controller.dialog, UnlockDialog) and controller.dialog.isVisible()
         from PySide6.QtWidgets import QApplication

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.inside import inside
+
 WAIT = 60_000
 
 
@@ -90,11 +92,11 @@ def test_malformed_file_is_refused_whole(qtbot: Any, window: Any, tmp_path: Path
 
 def test_status_bar_says_what_is_being_prepared(qtbot: Any, window: Any) -> None:
     vault = window.vault
-    vault.lexicon._building = True  # as in the seconds after unlocking a big vault
+    inside(vault).lexicon._building = True  # as in the seconds after unlocking a big vault
     try:
         window._bg_timer.start()
         qtbot.waitUntil(lambda: "indexing text…" in window.status_label.text(), timeout=WAIT)
     finally:
-        vault.lexicon._building = False
+        inside(vault).lexicon._building = False
     qtbot.waitUntil(lambda: "indexing" not in window.status_label.text(), timeout=WAIT)
     assert not window._bg_timer.isActive()

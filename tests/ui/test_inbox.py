@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.inside import inside
+
 pytestmark = pytest.mark.gui
 
 
@@ -144,7 +146,7 @@ def _add_review(vault: Any, text: str = "Sam lives in Porto") -> tuple[int, int]
         cid = c.execute("INSERT INTO contradiction (a, b, reason, created_at, kind) VALUES "
                         "(?, ?, 'user asked', 1.8e9, 'review')", (mid, mid)).lastrowid
         return int(cid), int(mid)
-    return vault.db.write_sync(w)  # type: ignore[no-any-return]
+    return inside(vault).db.write_sync(w)  # type: ignore[no-any-return]
 
 
 def test_review_request_is_a_one_sided_card_and_still_true_keeps_it(
@@ -207,7 +209,7 @@ def test_lists_are_paged_and_only_a_page_of_widgets_exists(qtbot: Any, open_page
                       "VALUES (?, ?, 'facts disagree', ?, ?, ?)",
                       (x, y, status, json.dumps({"kept": y, "rule": f"rule {n}", "prior": {}})
                        if status == "auto" else None, 1.8e9 + n))
-    demo_vault.db.write_sync(add)
+    inside(demo_vault).db.write_sync(add)
     n_auto = len(demo_vault.contradictions("auto"))
     n_open = len(demo_vault.contradictions("open"))
     assert n_auto == 61 and n_open == 13

@@ -11,6 +11,8 @@ from typing import Any
 from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QWidget
 
+from tests.inside import inside
+
 
 def test_pool_tasks_reuse_one_reader_per_thread(qtbot: Any, demo_vault: Any) -> None:
     from ui.tasks import run_query
@@ -23,7 +25,7 @@ def test_pool_tasks_reuse_one_reader_per_thread(qtbot: Any, demo_vault: Any) -> 
         run_query(parent, lambda: len(demo_vault.timeline_days()), results.append)
     qtbot.waitUntil(lambda: len(results) == n_tasks, timeout=30_000)
     assert len(set(results)) == 1 and results[0] > 0
-    readers = len(demo_vault.db._readers)
+    readers = len(inside(demo_vault).db._readers)
     assert readers <= pool.maxThreadCount() + 1, (
         f"{readers} reader connections after {n_tasks} pool tasks on "
         f"{pool.maxThreadCount()} threads")

@@ -15,6 +15,7 @@ import pytest
 from app.facade import Vault
 from tests.app.cli.conftest import PW, kept_in_process, make_vault
 from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
+from tests.inside import inside
 
 CANARY = "Quokkacanary5521"
 OWN = "backup password of its own"
@@ -31,7 +32,8 @@ def _decrypted_hits(backup: Path, password: str, where: Path) -> list[str]:
     v = Vault.open(where, password, threaded=False, load_model=False, use_chroma=False)
     try:
         key = bytes(v._opened.keys.db_key)
-        assert v.db.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
+        assert inside(v).db.read(
+            lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
     finally:
         v.lock()
     return scan_decrypted(where, key, CANARY)

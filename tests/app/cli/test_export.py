@@ -23,6 +23,7 @@ from app.api import MemoryQuery
 from app.facade import Vault
 from tests import ROOT
 from tests.app.cli.conftest import PW, kept_in_process, run_cli
+from tests.inside import inside
 
 SCHEMA = json.loads((ROOT / "docs" / "export.schema.json").read_text("utf-8"))
 DAYS = {"2026-05-01", "2026-05-02", "2026-05-03", "2026-06-10"}
@@ -69,7 +70,7 @@ def _find(v: object, text: str, store: str) -> int:
 def _counts(folder: Path) -> dict[str, object]:
     v = Vault.open(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:
-        return v.db.read(lambda c: {
+        return inside(v).db.read(lambda c: {
             "by_store": dict(c.execute("SELECT store, count(*) FROM memory GROUP BY store")),
             "links": c.execute("SELECT count(*) FROM link").fetchone()[0],
             "history": c.execute("SELECT count(*) FROM history").fetchone()[0],
@@ -338,7 +339,7 @@ def test_export_pages_stay_small(vault: Path) -> None:
             seen += [int(r.memory.id) for r in page]
             after = seen[-1]
         assert seen == sorted(set(seen)) and len(seen) == total
-        small = v.db.read(lambda c: browse.export_page(
+        small = inside(v).db.read(lambda c: browse.export_page(
             c, store=None, status=None, entity_id=None, day=None, after=0, limit=100,
             budget=40))
         assert len(small) == 1  # at least one, never more than the budget allows

@@ -13,6 +13,7 @@ import pytest
 from app.errors import AgentNotPaired, PasswordNeeded, RemoteRefused, WrongKey
 from app.facade import Vault
 from tests.app.cli.conftest import PW, kept_in_process, make_vault
+from tests.inside import inside
 
 
 @pytest.fixture
@@ -105,7 +106,8 @@ def test_reads_are_logged_by_id_and_time_and_go_with_the_memory(owner: object) -
     with pytest.raises(RemoteRefused):  # an assistant does not see another's, nor its own log
         agent.agent_reads("claude")
     vault.forget(vault.forget_plan(ids=[hit.id]))
-    rows = vault.db.read(lambda c: c.execute("SELECT count(*) FROM memory_read").fetchone()[0])
+    rows = inside(vault).db.read(
+        lambda c: c.execute("SELECT count(*) FROM memory_read").fetchone()[0])
     assert rows == 0 and vault.agent_reads("claude") == []
 
 

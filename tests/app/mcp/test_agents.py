@@ -11,6 +11,7 @@ from app.api import AssistantFact, Filters
 from app.domain.memory import Draft, Store
 from app.errors import AgentNotPaired, NotFound, ValidationError
 from app.facade import Vault
+from tests.inside import inside
 
 PW = "correct horse battery"
 
@@ -32,7 +33,8 @@ def test_pair_verify_revoke(vault: Vault) -> None:
     with pytest.raises(AgentNotPaired):
         vault.verify_agent("nobody", key)
     # Only a hash is stored.
-    assert key not in repr(vault.db.read(lambda c: c.execute("SELECT * FROM agent").fetchall()))
+    assert key not in repr(inside(vault).db.read(
+        lambda c: c.execute("SELECT * FROM agent").fetchall()))
     new = vault.pair_agent("cursor").value  # re-pairing replaces the key
     with pytest.raises(AgentNotPaired):
         vault.verify_agent("cursor", key)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import ROOT
+from tests.inside import inside
 
 FONTS = ROOT / "assets" / "fonts"
 FIXED_NOW = 1_784_000_000.0  # 2026-07-14 03:33 UTC, three days after the last demo turn
@@ -85,10 +86,13 @@ def fixed_demo_vault(folder: Path, *, load_model: bool = True) -> Any:
                 mock.patch.object(bootstrap, "load_embedder", lambda _load: (None, None)):
             vault = app.demo.create_demo_vault(folder, threaded=True)
     fixed = FixedClock(FIXED_NOW)
-    vault.clock = fixed  # type: ignore[attr-defined]
-    for service in vars(vault).values():  # the services composed with the system clock
-        if isinstance(getattr(service, "clock", None), SystemClock):
-            service.clock = fixed
+    # The facade's own clock and its services' were composed with the system clock.
+    for name, part in list(vars(vault).items()):
+        if isinstance(part, SystemClock):
+            setattr(vault, name, fixed)
+        elif isinstance(getattr(part, "clock", None), SystemClock):
+            part.clock = fixed
+    assert inside(vault).clock is fixed
     return vault
 
 

@@ -19,6 +19,7 @@ from app.clock import parse_iso
 from app.facade import Vault
 from tests import ROOT
 from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
+from tests.inside import inside
 
 NOW = parse_iso("2031-03-04T05:06:07Z")  # far from the wall clock on any test machine
 PW = "pw-clock"
@@ -34,7 +35,7 @@ def vault(vault_dir: Path, fast_kdf: object, fake: FakeLlm) -> Iterator[Vault]:
 
 
 def _one(v: Vault, sql: str) -> object:
-    return v.db.read(lambda c: c.execute(sql).fetchone()[0])
+    return inside(v).db.read(lambda c: c.execute(sql).fetchone()[0])
 
 
 def test_review_requests_llm_replies_and_undo_are_dated_by_the_vault_clock(

@@ -15,6 +15,7 @@ from app.clock import FixedClock, parse_iso
 from app.facade import Vault
 from app.services.recall import Filters
 from storage import lifecycle
+from tests.inside import inside
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("shared_model")
@@ -44,7 +45,7 @@ PLANTED = turns(
 
 
 def active_texts(v: Vault) -> dict[int, str]:
-    return dict(v.db.read(lambda c: c.execute(
+    return dict(inside(v).db.read(lambda c: c.execute(
         "SELECT id, text FROM memory WHERE status = 'active'").fetchall()))
 
 
@@ -56,7 +57,7 @@ def snapshot(v: Vault) -> dict[str, object]:
                                   "FROM memory ORDER BY id").fetchall(),
             "links": c.execute("SELECT src, dst, kind FROM link ORDER BY 1,2,3").fetchall(),  # type: ignore[attr-defined]
         }
-    return v.db.read(read)
+    return inside(v).db.read(read)
 
 
 def test_import_consolidate_recall_returns_facts_with_sources(vault: Vault) -> None:
@@ -148,19 +149,19 @@ def test_habits_become_procedures_and_statistics_follow_forget(vault: Vault) -> 
                         for n, d in enumerate(saturdays)])
     report = vault.consolidate().value
     assert report.counts["procedures_created"] >= 1
-    procs = vault.db.read(lambda c: c.execute(
+    procs = inside(vault).db.read(lambda c: c.execute(
         "SELECT m.id, m.text, p.trigger FROM memory m JOIN procedure p ON p.memory_id = m.id "
         "WHERE p.kind = 'procedure'").fetchall())
     assert any("often goes climbing on Saturdays" in t for _i, t, _k in procs)
     proc_id = next(i for i, t, _k in procs if "climbing" in t)
     assert len(vault.explain(proc_id).sources) >= 3
-    stats = dict(vault.db.read(lambda c: c.execute(
+    stats = dict(inside(vault).db.read(lambda c: c.execute(
         "SELECT metric, sample_size FROM statistic").fetchall()))
     assert stats["most_active_weekday"] == 4
     # Forgetting the episodes recomputes the statistics from what is left.
     plan = vault.forget_plan(query="climbing")
     vault.forget(plan)
-    stats = dict(vault.db.read(lambda c: c.execute(
+    stats = dict(inside(vault).db.read(lambda c: c.execute(
         "SELECT metric, sample_size FROM statistic").fetchall()))
     assert stats == {}
 
@@ -174,7 +175,7 @@ def test_decay_archives_never_deletes(vault: Vault) -> None:
                                 occurred_at=parse_iso("2024-01-01T00:00:00Z"),
                                 user_validated=True, importance=0.9)).value
     # Retention counts from when Kept learned a memory (issue 12): a year and more later.
-    later = vault.clock.now() + 400 * DAY
+    later = inside(vault).clock.now() + 400 * DAY
     report = vault.consolidate(steps=("decay",), now=later).value
     assert report.counts["archived"] >= 1
     assert vault.get(old).status.value == "archived"
@@ -208,9 +209,9 @@ def test_a_failing_batch_is_skipped_and_retried(vault: Vault, monkeypatch: pytes
 def test_run_report_holds_no_text(vault: Vault) -> None:
     vault.import_turns(PLANTED)
     report = vault.consolidate().value
-    raw = vault.db.read(lambda c: c.execute("SELECT report FROM run WHERE id = ?",
-                                            (report.run_id,)).fetchone()[0])
-    payloads = vault.db.read(lambda c: [r[0] or "" for r in c.execute(
+    raw = inside(vault).db.read(lambda c: c.execute("SELECT report FROM run WHERE id = ?",
+                                                    (report.run_id,)).fetchone()[0])
+    payloads = inside(vault).db.read(lambda c: [r[0] or "" for r in c.execute(
         "SELECT payload FROM run_change")])
     for blob in [raw, *payloads]:
         assert "Lisbon" not in blob and "Porto" not in blob
@@ -230,7 +231,7 @@ def test_cancel_stops_between_batches(vault: Vault) -> None:
 
 def test_scheduler_wiring_adds_the_jobs(vault: Vault) -> None:
     from app.jobs import Jobs, build_scheduler
-    jobs = Jobs(vault, vault.clock)
+    jobs = Jobs(vault, inside(vault).clock)
     sched = build_scheduler(jobs, vault.setting)
     sched.start(paused=True)  # job defaults apply when jobs are scheduled; nothing runs
     try:
@@ -287,7 +288,7 @@ def test_jobs_never_overlap_and_survive_failures(vault_dir: Path, fast_kdf: obje
                     active["now"] -= 1
         monkeypatch.setattr(v, "consolidate", slow)
         outcomes = []
-        jobs = Jobs(v, v.clock, on_done=outcomes.append)
+        jobs = Jobs(v, inside(v).clock, on_done=outcomes.append)
         sched = build_scheduler(jobs, v.setting)
         sched.start()
         from datetime import UTC, datetime

@@ -21,6 +21,7 @@ from app.services import scoring
 from app.services.extract import extract
 from app.settings import SETTINGS
 from tests import ROOT
+from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 HOUR = 3600.0
@@ -95,11 +96,11 @@ def test_the_boost_reaches_stored_scores_and_recall(vault: Vault) -> None:
                                 occurred_at=NOW - 40 * 24 * HOUR)).value
     idle = vault.remember(Draft(text="Sam keeps the bike lock code in the blue notebook.",
                                 occurred_at=NOW - 40 * 24 * HOUR)).value
-    vault.db.write_sync(lambda c: c.executemany(
+    inside(vault).db.write_sync(lambda c: c.executemany(
         "UPDATE memory SET access_count = 12, last_accessed_at = ? WHERE id = ?",
         [(NOW - 2 * 24 * HOUR, used), (NOW - 20 * 24 * HOUR, idle)]))
     vault.consolidate(steps=("decay",))
-    stored = dict(vault.db.read(lambda c: c.execute(
+    stored = dict(inside(vault).db.read(lambda c: c.execute(
         "SELECT id, frequency FROM memory WHERE id IN (?, ?)", (used, idle)).fetchall()))
     assert stored[used] == pytest.approx(scoring.frequency(12) * policy.FREQUENT_WEEKLY_BOOST)
     assert stored[idle] == pytest.approx(scoring.frequency(12))
@@ -119,7 +120,7 @@ def test_a_derived_fact_carries_the_003_confidence(vault: Vault) -> None:
     text, at = "I work at Spotify as a backend engineer.", "2026-06-01T10:00:00Z"
     vault.import_turns(turns((text, at)))
     vault.consolidate(steps=("extract",))
-    [(conf,)] = vault.db.read(lambda c: c.execute(
+    [(conf,)] = inside(vault).db.read(lambda c: c.execute(
         "SELECT confidence FROM memory WHERE store = 'semantic'").fetchall())
     [cand] = [f for f in extract(EpisodeView(1, text, "Sam", parse_iso(at)))
               if f.predicate == "works_at"]
@@ -143,7 +144,7 @@ def test_corroboration_outweighs_a_lone_newer_claim(vault: Vault) -> None:
     assert report.counts["auto_resolved"] == 1
     [item] = vault.contradictions(status="auto")
     assert "confidence margin" in (item.resolution or "")
-    active = {t for (t,) in vault.db.read(lambda c: c.execute(
+    active = {t for (t,) in inside(vault).db.read(lambda c: c.execute(
         "SELECT text FROM memory WHERE store = 'semantic' AND status = 'active'").fetchall())}
     assert active == {"Sam works at Deezer"}
 

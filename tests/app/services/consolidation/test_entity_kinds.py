@@ -57,6 +57,7 @@ def test_the_migration_keeps_every_entity_and_allows_the_new_kinds(
         vault_dir: Path, fast_kdf: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import storage.migrations as migrations
     from app.facade import Vault
+    from tests.inside import inside
     everything = migrations.migration_names
     monkeypatch.setattr(migrations, "migration_names",
                         lambda: [n for n in everything() if n < "0019"])
@@ -70,19 +71,19 @@ def test_the_migration_keeps_every_entity_and_allows_the_new_kinds(
                   "updated_at) VALUES (7, 'person', 'Biscuit', 'biscuit', 'a dog', ?, ?)",
                   (NOW, NOW))
         c.execute("INSERT INTO entity_mention (entity_id, memory_id) VALUES (7, ?)", (mid,))
-    v.db.write_sync(old)
+    inside(v).db.write_sync(old)
     v.lock()
     monkeypatch.setattr(migrations, "migration_names", everything)
     v = Vault.open(vault_dir, "pw-mig", threaded=False, use_chroma=False, load_model=False,
                    clock=FixedClock(NOW))
     try:
-        rows = v.db.read(lambda c: c.execute(
+        rows = inside(v).db.read(lambda c: c.execute(
             "SELECT id, kind, name, summary FROM entity").fetchall())
         assert [tuple(r) for r in rows] == [(7, "person", "Biscuit", "a dog")]
-        assert v.db.read(lambda c: c.execute(
+        assert inside(v).db.read(lambda c: c.execute(
             "SELECT memory_id FROM entity_mention WHERE entity_id = 7").fetchone())[0] == mid
-        v.db.write_sync(lambda c: c.execute("UPDATE entity SET kind = 'pet' WHERE id = 7"))
-        assert v.db.read(lambda c: c.execute(
+        inside(v).db.write_sync(lambda c: c.execute("UPDATE entity SET kind = 'pet' WHERE id = 7"))
+        assert inside(v).db.read(lambda c: c.execute(
             "SELECT kind FROM entity WHERE id = 7").fetchone())[0] == "pet"
     finally:
         v.lock()

@@ -19,6 +19,7 @@ from app.clock import FixedClock, parse_iso
 from app.errors import ValidationError
 from app.facade import Vault
 from app.services.consolidation import BatchFailure
+from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 PW = "pw-failures"
@@ -38,7 +39,7 @@ def turn(text: str, at: str, ref: str) -> Turn:
 
 
 def fact_id(v: Vault, text: str) -> int:
-    return int(v.db.read(lambda c: c.execute(
+    return int(inside(v).db.read(lambda c: c.execute(
         "SELECT id FROM memory WHERE text = ? AND status = 'active'", (text,)).fetchone()[0]))
 
 
@@ -106,7 +107,7 @@ def test_a_failed_batch_is_in_the_report_with_its_error_class_and_no_content(
     [run] = vault.runs(1)
     assert run.status == "partial" and run.report is not None
     assert run.report.failures == (BatchFailure("extract", "ValueError", 1),)
-    stored = vault.db.read(lambda c: c.execute("SELECT report FROM run").fetchone()[0])
+    stored = inside(vault).db.read(lambda c: c.execute("SELECT report FROM run").fetchone()[0])
     assert "Lisbon" not in stored and "Lisbon" not in caplog.text
     assert "ValueError" in caplog.text
 
@@ -122,7 +123,7 @@ def test_scheduled_job_outcome_names_the_failure(vault: Vault,
     from app.jobs import Jobs
     vault.import_turns([turn("I live in Lisbon.", "2026-05-03T10:00:00Z", "a")])
     failing_extract(monkeypatch)
-    outcome = Jobs(vault, vault.clock).heartbeat()
+    outcome = Jobs(vault, inside(vault).clock).heartbeat()
     assert not outcome.ok and outcome.error == "1 failed batch (extract: ValueError)"
 
 

@@ -13,6 +13,7 @@ from app.clock import parse_iso
 from app.facade import Vault
 from app.services.recall import Filters
 from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault, raw
+from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 
@@ -25,7 +26,7 @@ def vault(vault_dir: Path, fast_kdf: object, fake: FakeLlm) -> Vault:
 
 
 def episodes(v: Vault) -> dict[str, int]:
-    return dict(v.db.read(lambda c: c.execute(
+    return dict(inside(v).db.read(lambda c: c.execute(
         "SELECT m.ref, e.id FROM memory m JOIN link l ON l.dst = m.id AND l.kind = "
         "'DERIVED_FROM' JOIN memory e ON e.id = l.src WHERE e.store = 'episodic'").fetchall()))
 
@@ -64,7 +65,7 @@ def test_broken_replies_are_kept_and_the_rules_take_over(vault: Vault,
     facts = Filters(stores=("semantic",))
     assert vault.recall("favorite book", k=1, touch=False, filters=facts)[0].text == \
         "Sam's favorite book is Dune"
-    replies = vault.db.read(lambda c: c.execute(
+    replies = inside(vault).db.read(lambda c: c.execute(
         "SELECT raw, error FROM llm_reply ORDER BY id").fetchall())
     assert [r[0] for r in replies][0].find("this is not json") >= 0
     assert all(r[1].startswith("ParseError") for r in replies)
@@ -72,7 +73,8 @@ def test_broken_replies_are_kept_and_the_rules_take_over(vault: Vault,
     plan = vault.forget_plan(query="Dune")
     assert plan.rows.get("llm_reply") == len(replies)
     vault.forget(plan)
-    assert vault.db.read(lambda c: c.execute("SELECT count(*) FROM llm_reply").fetchone()[0]) == 0
+    assert inside(vault).db.read(
+        lambda c: c.execute("SELECT count(*) FROM llm_reply").fetchone()[0]) == 0
 
 
 def test_cloud_endpoint_without_consent_falls_back_without_connecting(

@@ -16,6 +16,7 @@ from app.api import MemoryQuery
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, Store
 from app.facade import Vault
+from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 DAY = 86400.0
@@ -38,7 +39,7 @@ def said(v: Vault, text: str, at: str = "2026-06-30T10:00:00Z", *, agent: str = 
 
 
 def rows(v: Vault, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in v.db.read(lambda c: c.execute(sql, params).fetchall())]
+    return [tuple(r) for r in inside(v).db.read(lambda c: c.execute(sql, params).fetchall())]
 
 
 def entities(v: Vault) -> dict[tuple[str, str, str], int]:

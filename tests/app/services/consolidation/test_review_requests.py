@@ -22,6 +22,7 @@ from app.facade import Vault
 from app.services.recall import Filters
 from tests import ROOT
 from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply, llm_vault
+from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 PW = "pw-review"
@@ -37,7 +38,7 @@ def vault(vault_dir: Path, fast_kdf: object, fake: FakeLlm) -> Iterator[Vault]:
 
 
 def _episode(v: Vault, ref: str) -> int:
-    return int(v.db.read(lambda c: c.execute(
+    return int(inside(v).db.read(lambda c: c.execute(
         "SELECT e.id FROM memory m JOIN link l ON l.dst = m.id AND l.kind = 'DERIVED_FROM' "
         "JOIN memory e ON e.id = l.src WHERE e.store = 'episodic' AND m.ref = ?",
         (ref,)).fetchone()[0]))
@@ -101,9 +102,9 @@ def test_edit_replaces_the_memory_and_still_true_is_no_answer_to_a_contradiction
     assert vault.get(new).text == "Sam lives in Porto"
     assert vault.get(new).status.value == "active"
     # A real contradiction (two memories) takes a/b/both/edit only.
-    a = int(vault.db.read(lambda c: c.execute(
+    a = int(inside(vault).db.read(lambda c: c.execute(
         "SELECT id FROM memory WHERE store = 'episodic' ORDER BY id LIMIT 1").fetchone()[0]))
-    cid = vault.db.write_sync(lambda c: c.execute(
+    cid = inside(vault).db.write_sync(lambda c: c.execute(
         "INSERT INTO contradiction (a, b, reason, created_at) VALUES (?, ?, 'facts disagree', "
         "?)", (a, new, NOW)).lastrowid)
     with pytest.raises(ValidationError, match="is a contradiction"):
@@ -112,7 +113,8 @@ def test_edit_replaces_the_memory_and_still_true_is_no_answer_to_a_contradiction
 
 def test_paged_reads_batch_and_clamp(vault: Vault, fake: FakeLlm) -> None:
     _item, _mid = _review_request(vault, fake)
-    ids = vault.db.read(lambda c: [r[0] for r in c.execute("SELECT id FROM memory ORDER BY id")])
+    ids = inside(vault).db.read(
+        lambda c: [r[0] for r in c.execute("SELECT id FROM memory ORDER BY id")])
     pairs = [(x, y) for n, x in enumerate(ids) for y in ids[n + 1:]]
     assert len(pairs) >= 5
 
@@ -121,7 +123,7 @@ def test_paged_reads_batch_and_clamp(vault: Vault, fake: FakeLlm) -> None:
             c.execute("INSERT INTO contradiction (a, b, reason, status, resolution, created_at) "
                       "VALUES (?, ?, 'facts disagree', 'auto', ?, ?)",
                       (x, y, json.dumps({"kept": y, "rule": "r", "prior": {}}), NOW + n))
-    vault.db.write_sync(add)
+    inside(vault).db.write_sync(add)
     first = vault.inbox_page("auto", 0, 2)
     assert (first.total, first.pages, len(first.items)) == (5, 3, 2)
     # Settled lists are newest first; pages do not overlap and the last is short.
@@ -181,7 +183,7 @@ def _old_shape_vault(folder: Path, kdf: object, monkeypatch: pytest.MonkeyPatch)
         c.execute("UPDATE memory SET valid_until = occurred_at WHERE id = ?", (m,))
         c.execute("UPDATE contradiction SET status = 'resolved', resolution = ? WHERE a = ?",
                   (json.dumps({"keep": "both", "new": None, "prior": p}), m))
-    v.db.write_sync(old)
+    inside(v).db.write_sync(old)
     assert v.get(mids["kept"]).superseded_by == mids["kept"]  # the bug, as it was stored
     v.lock()
     monkeypatch.setattr(migrations, "migration_names", everything)
@@ -211,7 +213,7 @@ def test_migration_0003_turns_old_rows_into_review_requests_and_repairs(
             res = json.loads(items[mids[name]].resolution)
             assert res["keep"] == "still_true" and items[mids[name]].status == "resolved"
             assert any(e.action == "restored" for e in v.history(mids[name]).entries)
-        assert v.db.read(lambda c: c.execute(
+        assert inside(v).db.read(lambda c: c.execute(
             "SELECT count(*) FROM link WHERE src = dst").fetchone()[0]) == 0
         hit = v.recall("where does Sam work", k=1, touch=False, filters=SEMANTIC)[0]
         assert hit.id == mids["kept"]

@@ -17,6 +17,7 @@ from app.domain.memory import Draft, Store
 from app.facade import Vault
 from app.services.recall import Filters
 from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply
+from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
 DAY = 86400.0
@@ -54,7 +55,7 @@ def said(v: Vault, agent: str, text: str, at: str = "2026-06-01T10:00:00Z", **kw
 
 
 def rows(v: Vault, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in v.db.read(lambda c: c.execute(sql, params).fetchall())]
+    return [tuple(r) for r in inside(v).db.read(lambda c: c.execute(sql, params).fetchall())]
 
 
 def derived(v: Vault, store: str) -> dict[str, tuple[str, str | None]]:
@@ -176,7 +177,7 @@ def test_statistics_and_habits_are_computed_per_agent(vault: Vault) -> None:
 def test_a_promoted_memory_keeps_its_scope(vault: Vault) -> None:
     mid = said(vault, "finance", "The tax office moved the deadline to the first of March.",
                "2026-01-10T10:00:00Z", importance=0.9, emotional=0.0)
-    vault.db.write_sync(lambda c: c.execute(
+    inside(vault).db.write_sync(lambda c: c.execute(
         "UPDATE memory SET access_count = 12, created_at = ? WHERE id = ?",
         (NOW - 60 * DAY, mid)))
     report = vault.consolidate(steps=("decay",)).value
@@ -239,7 +240,7 @@ def test_migration_rescopes_leaked_facts_and_entities(vault_dir: Path, fast_kdf:
                   "updated_at) VALUES (7, 'person', 'Ana', 'ana', 'Sam lives in Lisbon', ?, ?)",
                   (NOW, NOW))
         c.execute("INSERT INTO entity_mention VALUES (7, ?), (7, ?)", (ep, glob))
-    v.db.write_sync(old)
+    inside(v).db.write_sync(old)
     v.lock()
     monkeypatch.setattr(migrations, "migration_names", everything)
     v = Vault.open(vault_dir, PW, threaded=False, use_chroma=False, load_model=False,
@@ -250,7 +251,7 @@ def test_migration_rescopes_leaked_facts_and_entities(vault_dir: Path, fast_kdf:
             (7, "Ana", "global", None, None)]
         assert rows(v, "SELECT entity_id, memory_id FROM entity_mention") == [(7, glob)]
         # The entity counter carried over: a new entity never takes an old id.
-        v.db.write_sync(lambda c: c.execute(
+        inside(v).db.write_sync(lambda c: c.execute(
             "INSERT INTO entity (kind, name, name_key, agent, created_at, updated_at) VALUES "
             "('person', 'Ana', 'ana', 'finance', ?, ?)", (NOW, NOW)))
         assert rows(v, "SELECT max(id) FROM entity") == [(8,)]

@@ -18,6 +18,7 @@ from app.facade import Vault
 from app.services.recall import Filters
 from storage import lifecycle
 from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
+from tests.inside import inside
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("shared_model")
@@ -43,9 +44,9 @@ def seed(v: Vault) -> dict[str, int]:
     ]
     v.import_turns(turns)
     from app.domain.memory import Draft, Store
-    ep = {r[1]: r[0] for r in v.db.read(lambda c: c.execute(
+    ep = {r[1]: r[0] for r in inside(v).db.read(lambda c: c.execute(
         "SELECT id, ref FROM memory WHERE store = 'episodic'").fetchall())}
-    eps = v.db.read(lambda c: c.execute(
+    eps = inside(v).db.read(lambda c: c.execute(
         "SELECT m.id FROM memory m JOIN link l ON l.src = m.id WHERE m.store='episodic'"
         " ORDER BY m.id").fetchall())
     first_episode = eps[0][0]
@@ -64,7 +65,7 @@ def seed(v: Vault) -> dict[str, int]:
         for mid in (first_episode, fact):
             conn.execute("INSERT INTO entity_mention VALUES (?, ?)", (eid, mid))  # type: ignore[attr-defined]
         return eid
-    eid = v.db.write_sync(entity)
+    eid = inside(v).db.write_sync(entity)
     return {"episode": first_episode, "fact": fact, "other": other, "entity": eid, **ep}
 
 
@@ -85,7 +86,7 @@ def sql_hits(v: Vault, canary: str) -> list[str]:
                 if n:
                     hits.append(f"{t}.{col}")
         return hits
-    return v.db.read(run)
+    return inside(v).db.read(run)
 
 
 def test_forget_leaves_no_trace(vault_dir: Path, fast_kdf: object, tmp_path: Path,
@@ -98,7 +99,7 @@ def test_forget_leaves_no_trace(vault_dir: Path, fast_kdf: object, tmp_path: Pat
     v = Vault.create(vault_dir, "pw-forget", kdf=fast_kdf, threaded=True, clock=FixedClock(NOW),
                      use_chroma=False).vault
     ids = seed(v)
-    canary_vec = v.embedder.embed_one(f"My neighbour {CANARY} lent me a ladder")
+    canary_vec = inside(v).embedder.embed_one(f"My neighbour {CANARY} lent me a ladder")
     assert sql_hits(v, CANARY), "the seed must be visible before forgetting"
     plan = v.forget_plan(query=CANARY)
     matched = {i.id for i in plan.items}
@@ -109,9 +110,10 @@ def test_forget_leaves_no_trace(vault_dir: Path, fast_kdf: object, tmp_path: Pat
     assert report.checkpoint_busy == 0
     # (c) SQL over all columns, (d) FTS MATCH, (e) vector top-k.
     assert sql_hits(v, CANARY) == []
-    assert v.db.read(lambda c: c.execute("SELECT count(*) FROM memory_fts WHERE memory_fts "
-                                         "MATCH ?", (f'"{CANARY}"',)).fetchone()[0]) == 0
-    top = [i for i, _ in v.index.search_exact(canary_vec, 50)]
+    assert inside(v).db.read(lambda c: c.execute(
+        "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+        (f'"{CANARY}"',)).fetchone()[0]) == 0
+    top = [i for i, _ in inside(v).index.search_exact(canary_vec, 50)]
     assert not set(top) & matched
     assert v.recall(CANARY, k=20, touch=False) == [] or all(
         h.id not in matched for h in v.recall(CANARY, k=20, touch=False))
@@ -169,7 +171,7 @@ def test_cancel_changes_nothing_and_plan_counts_are_exact(vault_dir: Path, fast_
 
     v = Vault.open(vault_dir, "pw-forget", threaded=False, clock=FixedClock(NOW), use_chroma=False)
     try:
-        before = v.db.read(lifecycle.table_counts)
+        before = inside(v).db.read(lifecycle.table_counts)
         status_before = v.status().totals
         plan = v.forget_plan(ids=[ids["episode"]])
         roles = {i.id: i.role for i in plan.items}
@@ -177,7 +179,7 @@ def test_cancel_changes_nothing_and_plan_counts_are_exact(vault_dir: Path, fast_
         assert roles[ids["episode"]] == "matched" and roles[ids["fact"]] == "derived"
         assert "source" in roles.values()
         report = v.forget(plan).value
-        after = v.db.read(lifecycle.table_counts)
+        after = inside(v).db.read(lifecycle.table_counts)
         diff = {t: before[t] - after[t] for t in before if before[t] != after[t]}
         assert diff == plan.rows
         assert sum(diff.values()) == plan.total_rows == report.total_rows
@@ -205,7 +207,8 @@ def test_forget_entity_takes_everything_about_them(vault: Vault) -> None:
     names = {i.id for i in plan.items}
     assert {ids["episode"], ids["fact"]} <= names
     vault.forget(plan)
-    assert vault.db.read(lambda c: c.execute("SELECT count(*) FROM entity").fetchone()[0]) == 0
+    assert inside(vault).db.read(
+        lambda c: c.execute("SELECT count(*) FROM entity").fetchone()[0]) == 0
     assert sql_hits(vault, CANARY) == []
 
 

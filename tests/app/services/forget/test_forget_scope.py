@@ -19,6 +19,7 @@ from app.domain.memory import Draft, Store
 from app.facade import Vault
 from storage import lifecycle
 from tests.app.services.forget.pagescan import scan_decrypted
+from tests.inside import inside
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("shared_model")
@@ -37,8 +38,8 @@ def vault(vault_dir: Path, fast_kdf: object) -> Iterator[Vault]:
 
 
 def ids_of(v: Vault, text: str, store: str) -> int:
-    row = v.db.read(lambda c: c.execute("SELECT id FROM memory WHERE text = ? AND store = ?",
-                                        (text, store)).fetchone())
+    row = inside(v).db.read(lambda c: c.execute(
+        "SELECT id FROM memory WHERE text = ? AND store = ?", (text, store)).fetchone())
     assert row is not None, (text, store)
     return int(row[0])
 
@@ -67,9 +68,9 @@ def moved(v: Vault) -> dict[str, int]:
 
 def counts_match(v: Vault, plan: object) -> None:
     """Requirement 14: the plan's rows are exactly the row-count difference."""
-    before = v.db.read(lifecycle.table_counts)
+    before = inside(v).db.read(lifecycle.table_counts)
     report = v.forget(plan).value
-    after = v.db.read(lifecycle.table_counts)
+    after = inside(v).db.read(lifecycle.table_counts)
     diff = {t: before[t] - after[t] for t in before if before[t] != after[t]}
     assert diff == plan.rows  # type: ignore[attr-defined]
     assert report.total_rows == plan.total_rows  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ from app.domain.memory import Draft, Store
 from app.errors import NotFound, WrongKey
 from app.facade import Vault
 from storage.crypto import KdfParams
+from tests.inside import inside
 
 KDF = KdfParams(m=65_536, t=3, p=4)
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=3, max_size=30).map(
@@ -125,7 +126,7 @@ class VaultMachine(RuleBasedStateMachine):
         if not self.unlocked():
             return
         assert self.vault is not None
-        rows = self.vault.db.read(lambda c: c.execute(
+        rows = inside(self.vault).db.read(lambda c: c.execute(
             "SELECT id, text FROM memory WHERE status = 'active'").fetchall())
         assert dict(rows) == self.model
         for mid in list(self.forgotten)[:5]:
