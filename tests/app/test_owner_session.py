@@ -24,12 +24,15 @@ def folder(tmp_path: Path) -> Path:
 
 
 def _opened(folder: Path, **kwargs: Any) -> OwnerSession:
-    return OwnerSession.open(folder, PW, **kwargs)
+    """A session over the vault unlocked without the model (the socket, the jobs and the lock
+    order do not need it); ``kept serve``'s tests go through ``OwnerSession.open``."""
+    from app.facade import Vault
+    return OwnerSession(Vault.open(folder, PW, load_model=False), **kwargs)
 
 
 def test_start_serves_and_schedules_then_lock_goes_socket_jobs_keys(
         folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    session = _opened(folder)
+    session = OwnerSession.open(folder, PW)
     session.start()
     sock = socket_path(folder)
     try:
