@@ -236,12 +236,6 @@ class RemoteVault(_Contract):
             self._session = info
         return self._session
 
-    def may_read(self) -> bool:
-        """False in strict mode until this connection (or its terminal session) proved the
-        password; asked afresh each time."""
-        self._session = None
-        return self.session().may_read
-
     def logout(self) -> None:
         """Drop what this connection proved, and its terminal session's ticket."""
         self._call(p.LOGOUT)
