@@ -567,6 +567,11 @@ class Vault:
         self._emit(changes)
         return Result(counts, changes)
 
+    def undo_plan(self, run_id: int) -> UndoReport:
+        """What ``undo_run(run_id)`` would revert, counted the same way; changes nothing (and
+        refuses what undo_run refuses)."""
+        return UndoReport(RunId(run_id), self._consolidation_service.undo_plan(run_id))
+
     def runs(self, limit: int = 20) -> list[RunSummary]:
         """The newest runs first."""
         return self._consolidation_service.run_summaries(limit)

@@ -184,13 +184,14 @@ class Controller:
             self.window.addAction(action)
 
     def _on_reset_demo_action_triggered(self) -> None:
-        from PySide6.QtWidgets import QMessageBox
-        answer = QMessageBox.question(
-            self.window, "Reset demo",
-            "Replace the demo vault with a fresh copy of its made-up memories? Everything "
-            "added, corrected or forgotten in it is lost.")
-        if answer == QMessageBox.StandardButton.Yes:
-            self.reset_demo()
+        from ui.dialogs import confirm
+        if self.window is None:
+            return
+        confirm.ask(self.window, "Reset demo",
+                    "Replace the demo vault with a fresh copy of its made-up memories? "
+                    "Everything added, corrected or forgotten in it is lost.",
+                    detail="Your own vaults are not touched.", action="&Reset demo",
+                    then=self.reset_demo)
 
     def reset_demo(self) -> None:
         """Close the demo vault, delete it, and open a fresh one (only ever the demo)."""

@@ -84,3 +84,30 @@ def open_page(qtbot: Any, window: Any) -> Any:
         assert window.stack.currentWidget() is page
         return page
     return open_
+
+
+def answer_confirm(qtbot: Any, *, accept: bool, timeout: int = 15_000) -> str:
+    """Wait for the question ``ui.dialogs.confirm.ask`` opens and answer it as a person does:
+    Space on the action's button (after tabbing to it), or Enter, which takes the default
+    Cancel. Returns the question's words (text and detail) for the test to read."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
+
+    def box() -> QMessageBox | None:
+        for w in QApplication.topLevelWidgets():
+            if isinstance(w, QMessageBox) and w.objectName() == "confirm" and w.isVisible():
+                return w
+        return None
+    qtbot.waitUntil(lambda: box() is not None, timeout=timeout)
+    found = box()
+    assert found is not None
+    words = f"{found.text()}\n{found.informativeText()}"
+    if accept:
+        action = found.findChild(QPushButton, "confirmAction")
+        assert action is not None
+        action.setFocus()
+        qtbot.keyClick(action, Qt.Key.Key_Space)
+    else:
+        qtbot.keyClick(found, Qt.Key.Key_Return)  # the default button is Cancel
+    qtbot.waitUntil(lambda: not found.isVisible(), timeout=timeout)
+    return words

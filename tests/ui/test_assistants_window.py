@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, Qt, QThreadPool
-from PySide6.QtWidgets import QLabel, QMessageBox
+from PySide6.QtWidgets import QLabel
+
+from tests.ui.conftest import answer_confirm
 
 pytestmark = pytest.mark.gui
 
@@ -246,16 +248,15 @@ def test_settings_lists_pairs_and_blocks_assistants(qtbot: Any, owner: Any, demo
     client = remote(demo_vault.folder, AGENT, key)
     assert client.status().counts == demo_vault.status().counts
 
-    # Block: asked first; "No" changes nothing.
-    monkeypatch.setattr(QMessageBox, "question",
-                        staticmethod(lambda *a, **k: QMessageBox.StandardButton.No))
-    panel.block_buttons[AGENT].click()
+    # Block: asked first, in words; Enter takes Cancel and changes nothing.
+    qtbot.mouseClick(panel.block_buttons[AGENT], Qt.MouseButton.LeftButton)
+    words = answer_confirm(qtbot, accept=False)
+    assert f"Block {AGENT}?" in words and "What it wrote stays" in words
     drain()
     assert client.status() is not None
     assert all(a.revoked_at is None for a in demo_vault.agents())
-    monkeypatch.setattr(QMessageBox, "question",
-                        staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes))
-    panel.block_buttons[AGENT].click()
+    qtbot.mouseClick(panel.block_buttons[AGENT], Qt.MouseButton.LeftButton)
+    answer_confirm(qtbot, accept=True)
     qtbot.waitUntil(lambda: AGENT not in panel.block_buttons, timeout=WAIT)
     assert [a.name for a in demo_vault.agents() if a.revoked_at is not None] == [AGENT]
     assert any(w.text().startswith("blocked ") for w in panel.table.findChildren(QLabel))

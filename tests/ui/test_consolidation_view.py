@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.ui.conftest import answer_confirm
 from ui.models.run_table import Column, RunRow, RunTableModel
 
 pytestmark = pytest.mark.gui
@@ -63,8 +65,9 @@ def test_run_now_adds_a_run_and_undo_reverts_it(qtbot: Any, open_page: Any, wind
     assert not old.isEnabled()
     assert f"Undo the newer run {new_id} first" in old.toolTip()
 
+    qtbot.mouseClick(view.undo_buttons[new_id], Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=30_000):
-        qtbot.mouseClick(view.undo_buttons[new_id], Qt.MouseButton.LeftButton)
+        answer_confirm(qtbot, accept=True)
     qtbot.waitUntil(lambda: view.model.rowCount() == 2
                     and view.model.rows[0].undone_at is not None, timeout=10_000)
     assert demo_vault.runs(1)[0].undone_at is not None
@@ -82,13 +85,32 @@ def test_undo_the_demo_run_removes_what_it_learned(qtbot: Any, open_page: Any, w
     view = open_page("consolidation")
     _loaded(qtbot, view, 1)
     (run,) = demo_vault.runs(10)
-    assert demo_vault.contradictions(None)
+    contradictions = len(demo_vault.contradictions(None))
+    assert contradictions
+    before = demo_vault.status().counts
+    # It asks first and says what will change; Enter takes Cancel and nothing changes.
+    qtbot.mouseClick(view.undo_buttons[run.id], Qt.MouseButton.LeftButton)
+    words = answer_confirm(qtbot, accept=False)
+    assert f"Undoing run {run.id} removes" in words
+    made = re.search(r"(\d+) memories it made", words)
+    assert made is not None and "people and projects it found" in words
+    assert (f"{contradictions} contradictions it raised (they leave the Inbox)" in words
+            if contradictions > 1 else "contradiction it raised" in words)
+    assert "conversations and notes it learned from stay" in words
+    assert "#" not in words and "_" not in words
+    assert demo_vault.status().counts == before and demo_vault.runs(1)[0].undone_at is None
+    # Asked again and answered with the action's own button: undone.
+    qtbot.mouseClick(view.undo_buttons[run.id], Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=30_000):
-        qtbot.mouseClick(view.undo_buttons[run.id], Qt.MouseButton.LeftButton)
+        answer_confirm(qtbot, accept=True)
     qtbot.waitUntil(lambda: view.model.rowCount() == 1
                     and view.model.rows[0].undone_at is not None, timeout=10_000)
     assert demo_vault.contradictions(None) == []
     assert demo_vault.insights().by_store.get("semantic", 0) == 0
+    # The words added up: as many memories went as it said.
+    after = demo_vault.status()
+    assert sum(after.totals.values()) == sum(sum(c.values()) for c in before.values()) - int(
+        made.group(1))
 
 
 def test_run_table_model_undo_rules(qtmodeltester: Any) -> None:

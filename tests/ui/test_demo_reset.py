@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QThreadPool
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMessageBox
+
+from tests.ui.conftest import answer_confirm
 
 WAIT = 60_000
 CAT = "allergic to cats"
@@ -41,14 +42,13 @@ def test_reset_demo_action_replaces_the_demo_vault(qtbot: Any, qapp: Any, tmp_pa
         action = first.findChild(QAction, "resetDemoAction")
         assert action is not None and action.text() == "Reset demo…"
 
-        monkeypatch.setattr(QMessageBox, "question",
-                            lambda *a, **k: QMessageBox.StandardButton.No)
         action.trigger()
-        assert ctl.window is first and ctl.vault is first_vault  # "No" changes nothing
+        words = answer_confirm(qtbot, accept=False)  # Enter: Cancel
+        assert "Everything added, corrected or forgotten in it is lost" in words
+        assert ctl.window is first and ctl.vault is first_vault  # nothing changed
 
-        monkeypatch.setattr(QMessageBox, "question",
-                            lambda *a, **k: QMessageBox.StandardButton.Yes)
         action.trigger()
+        answer_confirm(qtbot, accept=True)
         assert first_vault.locked
         qtbot.waitUntil(lambda: ctl.window is not None, timeout=WAIT)
         assert ctl.vault is not first_vault

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -29,6 +28,7 @@ from app.api import AgentRow, Result, VaultAPI
 from app.changes import Changes
 from ui import errors, theme
 from ui.bridge import CoreBridge
+from ui.dialogs import confirm
 from ui.tasks import run_op
 from ui.views.page import Page
 
@@ -161,12 +161,12 @@ class AssistantsPanel(Page):
     # --- actions ------------------------------------------------------------------------
     def block(self, name: str) -> None:
         """Ask first, then revoke the assistant's key (``Vault.revoke_agent``)."""
-        answer = QMessageBox.question(
-            self, "Block assistant",
-            f"Block {name}? Kept refuses it from its next call on. What it wrote stays; you "
-            "can pair it again later, with a new key.")
-        if answer != QMessageBox.StandardButton.Yes:
-            return
+        confirm.ask(self, "Block assistant",
+                    f"Block {name}? Kept refuses it from its next call on.",
+                    detail="What it wrote stays; you can pair it again later, with a new "
+                    "key.", action="&Block", then=lambda: self._block_now(name))
+
+    def _block_now(self, name: str) -> None:
         btn = self.block_buttons.get(name)
         if btn is not None:
             btn.setEnabled(False)

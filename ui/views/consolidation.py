@@ -31,9 +31,10 @@ from app.api import CancelToken, Result, RunReport, UndoReport, VaultAPI
 from app.changes import Changes
 from ui import errors, theme
 from ui.bridge import CoreBridge
+from ui.dialogs import confirm
 from ui.models.run_table import Column, RunRow, RunTableModel, counts_text, when_text
 from ui.progress import DelayedProgress
-from ui.tasks import run_op
+from ui.tasks import run_op, run_query
 from ui.views.page import Page, setting_int
 
 if TYPE_CHECKING:
@@ -53,6 +54,44 @@ UNDO_LABELS = {"created": ("memory it made removed", "memories it made removed")
                "mention": ("mention removed", "mentions removed"),
                "statistic": ("statistic restored", "statistics restored"),
                "watermark": ("", "")}
+# What undoing a run will do, as ``undo_plan`` counts it: (one, many, verb) where verb is
+# "remove" or "restore"; "" = not worth saying (bookkeeping the person never sees).
+UNDO_PLAN_WORDS = {"created": ("memory it made", "memories it made", "remove"),
+                   "entity": ("person or project it found", "people and projects it found",
+                              "remove"),
+                   "contradiction": ("contradiction it raised (it leaves the Inbox)",
+                                     "contradictions it raised (they leave the Inbox)",
+                                     "remove"),
+                   "link": ("link it drew", "links it drew", "remove"),
+                   "status": ("memory it archived, merged or replaced",
+                              "memories it archived, merged or replaced", "restore"),
+                   "confidence": ("confidence it changed", "confidences it changed",
+                                  "restore"),
+                   "statistic": ("statistic it updated", "statistics it updated", "restore"),
+                   "mention": ("", "", ""), "watermark": ("", "", "")}
+
+
+def undo_plan_text(run_id: int, counts: dict[str, int]) -> str:
+    """"Undoing run 5 removes the 14 memories it made and 2 people and projects it found, and
+    puts back 3 memories it archived, merged or replaced." from ``undo_plan``'s counts."""
+    said: dict[str, list[str]] = {"remove": [], "restore": []}
+    for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        one, many, verb = UNDO_PLAN_WORDS.get(kind, (kind.replace("_", " "),) * 2 + ("remove",))
+        if n and verb:
+            said[verb].append(f"{n} {one if n == 1 else many}")
+
+    def listed(parts: list[str]) -> str:
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    clauses = []
+    if said["remove"]:
+        clauses.append(f"removes {listed(said['remove'])}")
+    if said["restore"]:
+        clauses.append(f"puts back {listed(said['restore'])} as they were before it")
+    if not clauses:
+        return f"Run {run_id} changed nothing you can see; undoing it only marks it undone."
+    return f"Undoing run {run_id} {', and '.join(clauses)}."
+
+
 SCHEDULE_KEYS = ("consolidation.heartbeat_minutes", "consolidation.interval_minutes",
                  "consolidation.decay_hour", "consolidation.synthesis_weekday")
 
@@ -295,6 +334,17 @@ class ConsolidationView(Page):
 
     # --- undo ---------------------------------------------------------------------------
     def undo_run(self, run_id: int) -> None:
+        """Ask first, saying in words what undoing will change (``undo_plan``), then undo."""
+        vault = self.vault
+
+        def planned(plan: UndoReport) -> None:
+            confirm.ask(self, "Undo a consolidation run", undo_plan_text(run_id, plan.counts),
+                        detail="The conversations and notes it learned from stay as they are.",
+                        action="&Undo this run", then=lambda: self._undo_now(run_id))
+        run_query(self, lambda: vault.undo_plan(run_id), planned,
+                  lambda exc: errors.report_error(self, exc, self._say))
+
+    def _undo_now(self, run_id: int) -> None:
         for btn in self.undo_buttons.values():
             btn.setEnabled(False)
         self.run_btn.setEnabled(False)

@@ -74,21 +74,33 @@ class RunLogService:
         self.runlog = runlog
         self._resummarise = resummarise  # entity summaries, after undo removed facts
 
+    def _check_undoable(self, conn: Any, run_id: int) -> None:
+        runlog = self.runlog
+        run = runlog.get(conn, run_id)
+        if run is None:
+            raise NotFound("No consolidation run with that id.")
+        if run.undone_at is not None:
+            raise ValidationError(f"Run {run_id} was already undone.")
+        later = runlog.later_runs_with_changes(conn, run_id)
+        if later:
+            raise ValidationError(
+                f"Undo the later runs first ({', '.join(str(r) for r in later)}).")
+
+    def plan(self, run_id: int) -> dict[str, int]:
+        """What ``undo(run_id)`` would revert, counted as it counts (nothing changes); the
+        same refusals."""
+        def read(conn: Any) -> dict[str, int]:
+            self._check_undoable(conn, run_id)
+            return dict(Counter(change.kind for change in self.runlog.changes(conn, run_id)))
+        return self.db.read(read)
+
     def undo(self, run_id: int) -> dict[str, int]:
         """Revert ``run_id`` (one transaction): counts of the changes reverted, by kind."""
         rows, runlog = self.rows, self.runlog
         now = self.clock.now()
 
         def write(conn: Any) -> tuple[dict[str, int], set[int]]:
-            run = runlog.get(conn, run_id)
-            if run is None:
-                raise NotFound("No consolidation run with that id.")
-            if run.undone_at is not None:
-                raise ValidationError(f"Run {run_id} was already undone.")
-            later = runlog.later_runs_with_changes(conn, run_id)
-            if later:
-                raise ValidationError(
-                    f"Undo the later runs first ({', '.join(str(r) for r in later)}).")
+            self._check_undoable(conn, run_id)
             counts: Counter[str] = Counter()
             created: set[int] = set()
             for change in runlog.changes(conn, run_id):

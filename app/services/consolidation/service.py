@@ -84,6 +84,9 @@ class ConsolidationService:
     def undo(self, run_id: int) -> dict[str, int]:
         return self.runlog.undo(run_id)
 
+    def undo_plan(self, run_id: int) -> dict[str, int]:
+        return self.runlog.plan(run_id)
+
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         return self.runlog.runs(limit)
 
