@@ -13,22 +13,25 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
 
 from app.api import BackupCheck, BackupRecord
 from app.changes import Changes, Result
 from app.errors import AppError, ValidationError
 from ui import errors
+from ui.dialogs import confirm
 from ui.tasks import run_op, run_query
 from ui.work_window import WorkWindow
 
 if TYPE_CHECKING:
     from app.transfer import FileImport
-    from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog
+    from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog, WorkDialog
+
+D = TypeVar("D", bound="WorkDialog")
 
 IMPORT_FILTER = ("Chats and notes (*.json *.jsonl *.md *.markdown *.txt *.zip);;"
                  "ChatGPT or Claude export (conversations.json) (*.json);;"
@@ -154,20 +157,37 @@ class FileMenu(QObject):
     @Slot()
     def _on_export_triggered(self) -> None:
         from ui.dialogs.files import ExportDialog
-        dlg = ExportDialog(self.folder, self.window)
-        if dlg.exec() == ExportDialog.DialogCode.Accepted:
-            self.export_from(dlg)
+        self._open(ExportDialog(self.folder, self.window), self.export_from)
+
+    def _open(self, dlg: D, submit: Callable[[D], bool]) -> None:
+        """Show ``dlg`` window-modal; its action calls ``submit(dlg)``, which closes it once
+        the work succeeded."""
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.submitted.connect(lambda: submit(dlg))
+        dlg.open()
+
+    def _refused_in(self, dlg: WorkDialog, field: QLineEdit | None = None
+                    ) -> Callable[[BaseException], None]:
+        """A failure of ``dlg``'s work: said in the dialog, which stays open."""
+        def fail(exc: BaseException) -> None:
+            self.window._end_work()
+            self.window.statusBar().clearMessage()
+            self.last_message = (exc.user_message if isinstance(exc, AppError)
+                                 else type(exc).__name__)
+            dlg.refuse(exc, field)
+        return fail
 
     def export_from(self, dlg: ExportDialog) -> bool:
         try:
             target = dlg.checked_target()
         except AppError as exc:
-            self._fail(exc)
+            self._refused_in(dlg, dlg.path)(exc)
             return False
-        self.export(dlg.fmt(), target)
+        dlg.set_busy("Exporting…")
+        self.export(dlg.fmt(), target, dlg)
         return True
 
-    def export(self, fmt: str, target: Path) -> None:
+    def export(self, fmt: str, target: Path, dlg: ExportDialog | None = None) -> None:
         from app.transfer import export
         vault = self.window.vault
         box = self.window._begin_work("Exporting", "memories")
@@ -177,28 +197,31 @@ class FileMenu(QObject):
             memories, files, where = written
             in_files = f"{files:,} files in " if fmt == "markdown" else ""
             self._say(f"Exported {memories:,} memories to {in_files}{where} (plaintext)")
+            if dlg is not None:
+                dlg.accept()
         run_query(self.window, lambda: export(vault, fmt, target, now=time.time(),
-                                              progress=box.report), done, self._fail)
+                                              progress=box.report), done,
+                  self._fail if dlg is None else self._refused_in(dlg, dlg.path))
 
     # --- backups --------------------------------------------------------------------------
     @Slot()
     def _on_backup_triggered(self) -> None:
         from ui.dialogs.files import BackupDialog
         folder = str(self.window.vault.setting("backup.folder") or "")
-        dlg = BackupDialog(folder, self.window)
-        if dlg.exec() == BackupDialog.DialogCode.Accepted:
-            self.backup_from(dlg)
+        self._open(BackupDialog(folder, self.window), self.backup_from)
 
     def backup_from(self, dlg: BackupDialog) -> bool:
         try:
             path, own = dlg.checked()
         except AppError as exc:
-            self._fail(exc)
+            self._refused_in(dlg)(exc)
             return False
-        self.backup(path, own)
+        dlg.set_busy("Backing up…")
+        self.backup(path, own, dlg)
         return True
 
-    def backup(self, path: Path, password: str | None = None) -> None:
+    def backup(self, path: Path, password: str | None = None,
+               dlg: BackupDialog | None = None) -> None:
         vault = self.window.vault
         box = self.window._begin_work("Backing up", "MB")
 
@@ -207,40 +230,51 @@ class FileMenu(QObject):
             rec = result.value
             self._say(f"Backed up {rec.memories:,} memories to {rec.path} "
                       f"({rec.bytes / 1e6:.1f} MB, encrypted; read back and checked)")
+            if dlg is not None:
+                dlg.accept()
         run_op(self.window, lambda: vault.backup(path, password, progress=box.report), done,
-               self.window.bridge, self._fail)
+               self.window.bridge, self._fail if dlg is None else self._refused_in(dlg))
 
     @Slot()
     def _on_restore_triggered(self) -> None:
         from ui.dialogs.files import RestoreDialog
-        dlg = RestoreDialog(self.window)
-        if dlg.exec() == RestoreDialog.DialogCode.Accepted:
-            self.restore_from(dlg)
+        self._open(RestoreDialog(self.window), self.restore_from)
 
     def restore_from(self, dlg: RestoreDialog, *, ask_open: bool = True) -> bool:
         try:
             path, folder, password = dlg.checked()
         except AppError as exc:
-            self._fail(exc)
+            self._refused_in(dlg)(exc)
             return False
-        self.restore(path, folder, password, ask_open=ask_open)
+        dlg.set_busy("Restoring…")
+        self.restore(path, folder, password, ask_open=ask_open, dlg=dlg)
         return True
 
-    def restore(self, path: Path, folder: Path, password: str, *, ask_open: bool = True) -> None:
+    def restore(self, path: Path, folder: Path, password: str, *, ask_open: bool = True,
+                dlg: RestoreDialog | None = None) -> None:
         from app import bootstrap
+        from app.errors import WrongKey
         self.window._begin_work("Restoring", "MB")
+
+        def failed(exc: BaseException) -> None:
+            if dlg is None:
+                self._fail(exc)
+            else:  # a wrong password: that field, selected, to type again
+                self._refused_in(dlg, dlg.password if isinstance(exc, WrongKey) else None)(exc)
 
         def done(chk: BackupCheck) -> None:
             self.window._end_work()
+            if dlg is not None:
+                dlg.accept()
             self._say(f"Restored {chk.memories:,} memories into {folder}; it opens with the "
                       "backup's password")
-            if ask_open and QMessageBox.question(
-                    self.window, "Kept", f"Restored {chk.memories:,} memories into {folder}. "
-                    "Lock this vault and open the restored one now?") \
-                    == QMessageBox.StandardButton.Yes:
-                self.vault_requested.emit(folder)
+            if ask_open:
+                confirm.ask(self.window, "Restored",
+                            f"Restored {chk.memories:,} memories into {folder}. Lock this vault "
+                            "and open the restored one now?", action="&Open it now",
+                            then=lambda: self.vault_requested.emit(folder))
         run_query(self.window, lambda: bootstrap.restore_backup(path, password, folder), done,
-                  self._fail)
+                  failed)
 
     @Slot()
     def _on_quit_triggered(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.facade import Vault
+from tests.ui.conftest import answer_confirm
 
 pytestmark = pytest.mark.gui
 WAIT = 60_000
@@ -93,9 +94,10 @@ def test_export_needs_the_tick_warns_about_cloud_folders_and_writes(
     msg = _said(qtbot, window, "Exported")
     doc = json.loads(target.read_text("utf-8"))
     assert doc["memories"] and str(len(doc["memories"])) in msg.replace(",", "")
-    # An existing file is refused before anything is written.
+    # An existing file is refused before anything is written, in the dialog itself.
     assert not window.files.export_from(dlg)
-    assert popups and "already exists" in str(popups[-1])
+    assert "already exists" in dlg.problem.text() and not popups
+    assert dlg.path.text() == str(target)
 
 
 def test_back_up_now_then_restore_refuses_a_vault_and_restores_into_a_new_folder(
@@ -120,7 +122,8 @@ def test_back_up_now_then_restore_refuses_a_vault_and_restores_into_a_new_folder
     rd.folder.setText(str(vault.folder))  # the open vault itself
     rd.password.setText(DEMO_PASSWORD)
     assert not window.files.restore_from(rd, ask_open=False)
-    assert isinstance(popups[-1], VaultExists)
+    assert VaultExists.__name__ and "already exists there" in rd.problem.text()
+    assert not popups
     new = tmp_path / "restored"
     rd.folder.setText(str(new))
     assert window.files.restore_from(rd, ask_open=False)
@@ -218,3 +221,53 @@ def test_backup_settings_save_check_the_folder_and_show_the_last_backup(
             vault.setting("backup.keep")) == (str(tmp_path), "daily", 3)
     window.files.backup(tmp_path / "one.keptbackup")
     qtbot.waitUntil(lambda: "one.keptbackup" in view.last_backup.text(), timeout=WAIT)
+
+
+def test_a_wrong_backup_password_keeps_the_restore_dialog_and_what_was_typed(
+        qtbot: Any, window: Any, tmp_path: Path, popups: list[BaseException]) -> None:
+    """Issue 25: a wrong backup password closed the dialog and everything had to be typed
+    again. Driven by key presses from File > Restore: Enter in the password field restores;
+    the wrong password is said in the dialog, which stays with the file and folder, the
+    password selected; the right one then restores and closes it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from app.demo import DEMO_PASSWORD
+    from ui.dialogs.files import RestoreDialog
+    backup = tmp_path / "b.keptbackup"
+    window.vault.backup(backup)
+    window.show()
+    qtbot.waitExposed(window)
+    window.files.restore_action.trigger()
+
+    def dialog() -> RestoreDialog | None:
+        found = [w for w in QApplication.topLevelWidgets()
+                 if isinstance(w, RestoreDialog) and w.isVisible()]
+        return found[0] if found else None
+    qtbot.waitUntil(lambda: dialog() is not None, timeout=WAIT)
+    rd = dialog()
+    assert rd is not None
+    target = tmp_path / "restored"
+    qtbot.keyClicks(rd.file, str(backup))
+    qtbot.keyClicks(rd.folder, str(target))
+    qtbot.keyClicks(rd.password, "not the password")
+    qtbot.keyClick(rd.password, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: rd.problem.isVisible() and rd.password.isEnabled(), timeout=WAIT)
+    assert "Wrong password" in rd.problem.text()
+    assert rd.isVisible() and not popups
+    assert rd.file.text() == str(backup) and rd.folder.text() == str(target)
+    assert rd.password.hasSelectedText() and rd.password.selectedText() == "not the password"
+    assert not (target / "vault.db").exists()
+    qtbot.keyClicks(rd.password, DEMO_PASSWORD)  # replaces the selected text
+    qtbot.keyClick(rd.password, Qt.Key.Key_Return)
+    _said(qtbot, window, "Restored")
+    qtbot.waitUntil(lambda: dialog() is None, timeout=WAIT)
+    words = answer_confirm(qtbot, accept=False)  # open it now? Enter: not now
+    assert "Lock this vault and open the restored one now?" in words
+    assert not window.vault.locked
+    restored = Vault.open(target, DEMO_PASSWORD, threaded=False, use_chroma=False,
+                          load_model=False)
+    try:
+        assert _count(restored) == _count(window.vault)
+    finally:
+        restored.lock()

@@ -1,7 +1,9 @@
 """The File menu's dialogs (issue 16): Export, Back up now, Restore. Layer: ui. GUI thread.
 
 Each dialog only gathers and checks what the person chose; the work runs in the window
-(``ui.file_menu``) on a worker with progress. The export dialog states that the files are
+(``ui.file_menu``) on a worker with progress, while the dialog stays open saying so. It closes
+when the work succeeded; a refusal or failure is said in it and nothing typed is lost
+(``WorkDialog``). The export dialog states that the files are
 plaintext and where they go, warns visibly about a cloud-synced folder and needs an explicit
 tick before its button works, as ``kept export`` needs a typed 'export'.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.errors import ValidationError
-from ui import theme
+from ui import errors, theme
 
 FORMATS = {"markdown": "Markdown folder (people, projects, areas, days…)",
            "json": "JSON file (everything, one documented schema)"}
@@ -39,19 +42,77 @@ def _path_row(edit: QLineEdit, browse: QPushButton) -> QWidget:
     lay.setContentsMargins(0, 0, 0, 0)
     lay.addWidget(edit, 1)
     lay.addWidget(browse)
+    browse.setAutoDefault(False)  # Enter in a field does the dialog's action, never "Choose…"
     return row
 
 
-def _buttons(dialog: QDialog, label: str) -> tuple[QDialogButtonBox, QPushButton]:
-    """Cancel and the dialog's own action (``label``), wired to reject and accept."""
-    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
-    go = box.addButton(label, QDialogButtonBox.ButtonRole.AcceptRole)
-    box.accepted.connect(dialog.accept)
-    box.rejected.connect(dialog.reject)
-    return box, go
+class WorkDialog(QDialog):
+    """A dialog whose action button does not close it: it emits ``submitted``, the window
+    checks what was chosen and does the work, and closes the dialog (``accept``) only once the
+    work succeeded. A refusal or a failure (a wrong backup password, a file that exists) is
+    said inline by ``refuse``, and everything typed stays, ready to correct."""
+
+    submitted = Signal()
+
+    def _finish(self, lay: QVBoxLayout, label: str) -> None:
+        """The problem line, the busy line and Cancel + ``label`` (the default button: Enter
+        in a field does the action) at the bottom of ``lay``."""
+        self.problem = theme.plain(QLabel())
+        self.problem.setObjectName("problem")
+        self.problem.setStyleSheet(theme.ERROR_STYLE)
+        self.problem.setWordWrap(True)
+        self.problem.hide()
+        self.busy = QLabel()
+        self.busy.hide()
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.go = self.buttons.addButton(label, QDialogButtonBox.ButtonRole.AcceptRole)
+        self.go.setDefault(True)
+        self.buttons.accepted.connect(self._on_go)
+        self.buttons.rejected.connect(self.reject)
+        lay.addWidget(self.problem)
+        lay.addWidget(self.busy)
+        lay.addWidget(self.buttons)
+        cancel = self.buttons.button(QDialogButtonBox.StandardButton.Cancel)
+        cancel.setAutoDefault(False)  # else showing the dialog makes Cancel the default
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
+        self.go.setDefault(True)  # Enter in any field does the action, once shown too
+
+    @Slot()
+    def _on_go(self) -> None:
+        self.problem.hide()
+        self.submitted.emit()
+
+    def set_busy(self, text: str) -> None:
+        """While the work runs: the fields and the action wait; "" when it ended."""
+        for child in self.findChildren(QWidget):
+            if isinstance(child, QLineEdit | QCheckBox | QComboBox | QPushButton) \
+                    and child is not self.buttons.button(QDialogButtonBox.StandardButton.Cancel):
+                child.setEnabled(not text)
+        self.busy.setText(text)
+        self.busy.setVisible(bool(text))
+        if not text:
+            self._after_busy()
+
+    def _after_busy(self) -> None:
+        """Controls a dialog enables by its own rules, put back after the work ended."""
+
+    def refuse(self, exc: BaseException, field: QLineEdit | None = None) -> None:
+        """Say why inline (an unexpected error also gets the popup with details); the person's
+        input stays; ``field`` (else the first empty one) gets the focus, its text selected."""
+        self.set_busy("")
+
+        def say(text: str) -> None:
+            self.problem.setText(text)
+            self.problem.setVisible(bool(text))
+        errors.report_error(self, exc, say)
+        if field is not None:
+            field.selectAll()
+            field.setFocus()
 
 
-class ExportDialog(QDialog):
+class ExportDialog(WorkDialog):
     """Format and target; ``target()`` and ``fmt()`` once accepted."""
 
     def __init__(self, vault_folder: Path | None, parent: QWidget | None = None) -> None:
@@ -77,14 +138,13 @@ class ExportDialog(QDialog):
         self.cloud.setStyleSheet(theme.BANNER_STYLE)
         self.cloud.hide()
         self.understood = QCheckBox("I understand: these files are not encrypted")
-        self.buttons, self.go = _buttons(self, "Export")
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.warning)
         lay.addWidget(self.cloud)
         lay.addWidget(self.understood)
         lay.addStretch(1)
-        lay.addWidget(self.buttons)
+        self._finish(lay, "Export")
         self.format.currentIndexChanged.connect(self._on_changed)
         self.path.textChanged.connect(self._on_changed)
         self.understood.toggled.connect(self._on_changed)
@@ -124,13 +184,16 @@ class ExportDialog(QDialog):
                                f"be uploaded to {cloud} and stored there in plaintext.")
         self.go.setEnabled(bool(where) and self.understood.isChecked())
 
+    def _after_busy(self) -> None:
+        self._on_changed()
+
     def checked_target(self) -> Path:
         """The absolute target, or ``ValidationError`` (the same checks as ``kept export``)."""
         from app.transfer import export_target
         return export_target(self.target(), self.fmt(), self.vault_folder)
 
 
-class BackupDialog(QDialog):
+class BackupDialog(WorkDialog):
     """A new backup file, and whose password opens it."""
 
     def __init__(self, folder: str = "", parent: QWidget | None = None) -> None:
@@ -161,12 +224,15 @@ class BackupDialog(QDialog):
         note = QLabel("One encrypted file, read back and checked after writing. Keep it on "
                       "another disk.")
         note.setWordWrap(True)
-        buttons, _go = _buttons(self, "Back up")
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(note)
         lay.addStretch(1)
-        lay.addWidget(buttons)
+        self._finish(lay, "Back up")
+
+    def _after_busy(self) -> None:
+        self.pw1.setEnabled(self.own.isChecked())
+        self.pw2.setEnabled(self.own.isChecked())
 
     @Slot()
     def _on_browse_clicked(self) -> None:
@@ -195,7 +261,7 @@ class BackupDialog(QDialog):
         return path, self.pw1.text()
 
 
-class RestoreDialog(QDialog):
+class RestoreDialog(WorkDialog):
     """A backup file, a new folder and the backup's password."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -216,11 +282,14 @@ class RestoreDialog(QDialog):
         form.addRow("Backup file", _path_row(self.file, pick_file))
         form.addRow("New vault folder", _path_row(self.folder, pick_folder))
         form.addRow("Backup password", self.password)
-        buttons, _go = _buttons(self, "Restore")
+        note = QLabel("The backup becomes a new vault in that folder, opened with the "
+                      "backup's password. The vault open now stays as it is.")
+        note.setWordWrap(True)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
+        lay.addWidget(note)
         lay.addStretch(1)
-        lay.addWidget(buttons)
+        self._finish(lay, "Restore")
 
     @Slot()
     def _on_pick_file_clicked(self) -> None:

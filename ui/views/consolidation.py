@@ -341,8 +341,9 @@ class ConsolidationView(Page):
             confirm.ask(self, "Undo a consolidation run", undo_plan_text(run_id, plan.counts),
                         detail="The conversations and notes it learned from stay as they are.",
                         action="&Undo this run", then=lambda: self._undo_now(run_id))
-        run_query(self, lambda: vault.undo_plan(run_id), planned,
-                  lambda exc: errors.report_error(self, exc, self._say))
+        def refused(exc: BaseException) -> None:  # "undo the later runs first", inline
+            errors.report_error(self, exc, self._say)
+        run_query(self, lambda: vault.undo_plan(run_id), planned, refused)
 
     def _undo_now(self, run_id: int) -> None:
         for btn in self.undo_buttons.values():
