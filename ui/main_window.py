@@ -140,6 +140,8 @@ class MainWindow(WorkWindow):
 
     def _build_status_bar(self) -> None:
         """The vault's figures, what is still being prepared, and long work's progress."""
+        from ui.status_bar import StatusBar
+        self.setStatusBar(StatusBar(self))
         self.status_label = theme.plain(QLabel())  # may name a file
         self.statusBar().addPermanentWidget(self.status_label)
         # Long work (import, consolidation): a bar in the status bar (ui.progress).

@@ -1,0 +1,72 @@
+"""The window's status bar. Layer: ui. GUI thread.
+
+Qt's own status bar paints a passing message under its permanent widgets, so a long message
+ran into the vault's figures ("…encrypted; re41 memories"). Here a passing message is a label
+laid out beside them: it takes the room left, ends in "…" when it does not fit (the whole text
+in its tooltip), and a gap always separates it from the figures on the right.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
+
+from ui import theme
+
+
+class _Elided(QLabel):
+    """One line that ends in "…" rather than running under what is beside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(0)
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self.setToolTip(text if text else "")
+        self._fit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        room = max(0, self.contentsRect().width())
+        self.setText(self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, room))
+
+
+class StatusBar(QStatusBar):
+    """``showMessage`` / ``clearMessage`` / ``currentMessage`` as Qt's, shown in a label of
+    their own (see the module's note)."""
+
+    GAP = 16  # pixels between a message and the permanent figures
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._message = _Elided()
+        theme.plain(self._message)  # a message may name a file
+        self._message.setObjectName("statusMessage")
+        self._message.setContentsMargins(0, 0, self.GAP, 0)
+        self.addWidget(self._message, 1)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.clearMessage)
+
+    def showMessage(self, text: str, timeout: int | None = 0) -> None:  # noqa: N802 (Qt name)
+        self._message.set_full(text)
+        self._timer.stop()
+        if timeout:
+            self._timer.start(timeout)
+        self.messageChanged.emit(text)
+
+    def clearMessage(self) -> None:  # noqa: N802 (Qt name)
+        self._timer.stop()
+        if self._message.full:
+            self._message.set_full("")
+            self.messageChanged.emit("")
+
+    def currentMessage(self) -> str:  # noqa: N802 (Qt name)
+        return self._message.full
