@@ -183,7 +183,10 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
                 return 3
             report = vault.close_pending_forget(confirm, plan).value
             n = 0 if report is None else report.memories
-            print(f"Forgot {words.count(n, 'memory', 'memories')} for good (request {confirm}).")
+            groups = _groups(plan)
+            if sum(c for _w, c in groups) != n:  # the plan goes whole or not at all
+                groups = [(words.count(n, "memory", "memories"), n)]
+            print(f"Forgot {words.forget_sentence(groups)} for good (request {confirm}).")
             return 0
         requests = vault.pending_forgets("pending")
     finally:
