@@ -121,8 +121,10 @@ def build_scheduler(jobs: Jobs, settings: Settings) -> BackgroundScheduler:
     from apscheduler.schedulers.background import BackgroundScheduler
     sched = BackgroundScheduler(
         executors={"default": ThreadPoolExecutor(1)},
-        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
-        timezone="UTC")
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
+    # No ``timezone``: APScheduler takes the computer's own zone (tzlocal), so "daily decay at
+    # 03:00" is three at night where the person is, as Settings says it (issue 25: schedules
+    # in local time; they ran at 03:00 UTC before).
     sched.add_job(jobs.heartbeat, "interval", id="heartbeat", name="heartbeat",
                   minutes=_int(settings, "consolidation.heartbeat_minutes"))
     sched.add_job(jobs.consolidation, "interval", id="consolidation", name="consolidation",

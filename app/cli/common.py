@@ -15,7 +15,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
@@ -160,8 +159,10 @@ def time_arg(text: object, what: str = "The time") -> float | None:
 
 
 def when(ts: float | None) -> str:
-    """A time in a listing: UTC, to the minute; ``-`` for none."""
-    return "-" if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+    """A time in a text listing, local and as people write it ("today 09:14", "15 June 2026,
+    20:00"); ``-`` for none. JSON output keeps epoch seconds and ISO times."""
+    from app import words
+    return words.when(ts, never="-")
 
 
 # --- the parser ------------------------------------------------------------------------------

@@ -9,7 +9,15 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from app.cli.common import Subcommands, id_arg, open_vault, print_json, progress, time_arg
+from app.cli.common import (
+    Subcommands,
+    id_arg,
+    open_vault,
+    print_json,
+    progress,
+    time_arg,
+    when,
+)
 from app.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -74,7 +82,6 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_contradictions(args: argparse.Namespace) -> int:
-    from app.clock import to_iso
     vault = open_vault(args, load_model=False)
     try:
         items = vault.contradictions(status=None if args.all else "open")
@@ -89,11 +96,11 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
     for i in items:
         if i.kind == "review":  # one memory, not two: an LLM asked to forget it
             print(f"#{i.id} (review request, {i.status}: {i.reason or 'asked to forget'})")
-            print(f"  memory: [{i.a.id}] {to_iso(i.a.occurred_at)} {i.a.text}")
+            print(f"  memory: [{i.a.id}] {when(i.a.occurred_at)}: {i.a.text}")
             continue
         print(f"#{i.id} ({i.status}, {i.reason})")
         for side, s in (("a", i.a), ("b", i.b)):
-            print(f"  {side}: [{s.id}] {to_iso(s.occurred_at)} {s.text}")
+            print(f"  {side}: [{s.id}] {when(s.occurred_at)}: {s.text}")
     if items and not args.all:
         if len(reviews) < len(items):
             print("Resolve a contradiction with: kept resolve ID --keep a|b|both|edit")

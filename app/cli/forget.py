@@ -11,6 +11,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from app import words
 from app.cli.common import Subcommands, id_arg, open_vault, print_json, progress, when
 from app.errors import ValidationError
 
@@ -51,20 +52,27 @@ def _plan_json(plan: ForgetPlan) -> dict[str, object]:
             "backups": [asdict(b) for b in plan.backups]}
 
 
+def _groups(plan: ForgetPlan) -> list[tuple[str, int]]:
+    """The plan's memories in the window's words ("the fact", "2 earlier versions")."""
+    return words.forget_groups((i.role, i.store) for i in plan.items)
+
+
 def _print_plan(plan: ForgetPlan) -> None:
-    print(f"Forget plan: {len(plan.items)} memories, {plan.total_rows} rows in all.")
-    for kind, n in plan.groups().items():
-        print(f"  {n:>6}  {kind}")
+    print(f"Forget plan: {words.forget_sentence(_groups(plan))}.")
+    for label, n in _groups(plan):
+        print(f"  {n:>6,}  {label}")
+    for label, n in words.also_gone({**plan.rows, "summaries": plan.entity_summaries}):
+        print(f"  {n:>6,}  {label}")
     print("Memories that will go:")
     for item in plan.items:
         text = item.text if len(item.text) <= 70 else item.text[:67] + "..."
         where = f"  ({item.why})" if item.why else ""
-        print(f"  [{item.id}] {item.role:<8} {item.store:<10} {text}{where}")
+        print(f"  [{item.id}] {words.store_one(item.store):<12} {text}{where}")
     if plan.staying:
         print("Linked memories that stay:")
         for item in plan.staying:
             text = item.text if len(item.text) <= 50 else item.text[:47] + "..."
-            print(f"  [{item.id}] {item.store:<10} {text}: {item.why}")
+            print(f"  [{item.id}] {words.store_one(item.store):<12} {text}: {item.why}")
     if plan.backups:
         print(f"Backups made earlier that still hold some of it ({len(plan.backups)}):")
         for b in plan.backups:
@@ -116,7 +124,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
             out["backups"] = [asdict(r) for r in remade]
         print_json(out)
     else:
-        print(f"Forgot {report.memories} memories ({report.total_rows} rows). {report.note}")
+        groups = _groups(plan)
+        if sum(n for _w, n in groups) != report.memories:  # forget deletes the plan or refuses
+            groups = [(words.count(report.memories, "memory", "memories"), report.memories)]
+        print(f"Forgot {words.forget_sentence(groups)}. {report.note}")
         if remade is not None:
             _print_remade(plan, remade)
     return 0
@@ -172,7 +183,10 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
                 return 3
             report = vault.close_pending_forget(confirm, plan).value
             n = 0 if report is None else report.memories
-            print(f"Forgot {n} memories for good (request {confirm}).")
+            groups = _groups(plan)
+            if sum(c for _w, c in groups) != n:  # the plan goes whole or not at all
+                groups = [(words.count(n, "memory", "memories"), n)]
+            print(f"Forgot {words.forget_sentence(groups)} for good (request {confirm}).")
             return 0
         requests = vault.pending_forgets("pending")
     finally:

@@ -11,6 +11,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from app import words
 from app.cli.common import (
     Subcommands,
     id_arg,
@@ -19,6 +20,7 @@ from app.cli.common import (
     print_json,
     progress,
     time_arg,
+    when,
 )
 from app.errors import ValidationError
 
@@ -160,7 +162,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     for n, h in enumerate(hits, 1):
         refs = f"  refs: {', '.join(h.refs)}" if h.refs else ""
         aside = f" {note(h.currency)}" if note(h.currency) else ""
-        print(f"{n:>2}. [{h.id}] ({h.store}, {h.score:.3f}) {h.text}{aside}{refs}")
+        print(f"{n:>2}. [{h.id}] ({words.store_one(h.store)}, {h.score:.3f}) {h.text}{aside}"
+              f"{refs}")
     return 0
 
 
@@ -225,15 +228,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         print_json(asdict(ex))
         return 0
-    print(f"[{ex.id}] {ex.store}, {ex.status}, tier {ex.tier}")
+    print(f"[{ex.id}] {words.store_one(ex.store)}, {ex.status}, "
+          f"{words.tier_word(ex.tier).lower()} ({words.tier_tip(ex.tier).split(': ', 1)[-1]})")
     print(f"  {ex.text}")
-    print("  scores: " + ", ".join(f"{k} {v:.3f}" for k, v in ex.scores.items()))
+    print(f"  strength {words.strength_word(ex.scores['composite'])}; scores: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in ex.scores.items()))
     if ex.breakdown is not None:
         print("  for this query: " + ", ".join(f"{k} {v:.3f}" for k, v in ex.breakdown.items()))
     for s in ex.sources:
-        print(f"  source [{s.id}] {s.store} {s.occurred_at} ref={s.ref}: {s.text}")
+        who = f"{s.speaker} said" if s.speaker else words.store_one(s.store)
+        ref = f" (ref {s.ref})" if s.ref else ""
+        print(f"  source [{s.id}] {words.when_iso(s.occurred_at)}{ref}, {who}: {s.text}")
     for link in ex.links:
-        print(f"  link {link.src} -{link.kind}-> {link.dst}")
+        outgoing = link.src == ex.id
+        other = link.dst if outgoing else link.src
+        print(f"  {words.link_sentence(link.kind, outgoing, f'memory [{other}]')}")
     return 0
 
 
@@ -248,7 +257,6 @@ def cmd_correct(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from app.clock import to_iso
     vault = open_vault(args, load_model=False)
     try:
         h = vault.history(args.id)
@@ -260,11 +268,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     print(f"Versions of memory {args.id} (oldest first):")
     for v in h.versions:
         mark = " (confirmed)" if v.user_validated else ""
-        print(f"  [{v.id}] {to_iso(v.created_at)} {v.status}{mark}: {v.text}")
+        print(f"  [{v.id}] {when(v.created_at)}, {v.status}{mark}: {v.text}")
     print("History:")
     for e in h.entries:
         detail = f" ({e.detail})" if e.detail else ""
-        print(f"  {to_iso(e.at)} [{e.memory_id}] {e.action}{detail}")
+        print(f"  [{e.memory_id}] {words.history_line(e.action, True, at=when(e.at))}"
+              f"{detail}")
     return 0
 
 

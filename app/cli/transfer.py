@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from app import words
 from app.cli.common import (
     Subcommands,
     open_vault,
@@ -23,6 +24,7 @@ from app.cli.common import (
     read_secret_file,
     secret_env,
     vault_dir,
+    when,
 )
 from app.errors import ValidationError
 
@@ -76,8 +78,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         r = import_scanned(vault, scan, progress=progress("Importing"))
     finally:
         vault.lock()
-    print(f"Imported {r.added} turn(s) from {r.sessions} session(s); "
-          f"{r.skipped_duplicates} already present. (Read as {scan.format_name}.)")
+    print(f"Imported {words.count(r.added, 'turn', 'turns')} from "
+          f"{words.count(r.sessions, 'conversation', 'conversations')}; "
+          f"{r.skipped_duplicates:,} already present. (Read as {scan.format_name}.)")
     for s in r.skipped:
         print(printable(f"  {s}."))
     return 0
@@ -169,13 +172,13 @@ def cmd_backup(args: argparse.Namespace) -> int:
     if args.backup_command == "list":
         return _backup_list(args)
     from app import bootstrap
-    from app.clock import to_iso
     path = _backup_file(args.file, new=False)
     if args.backup_command == "verify":
         chk = bootstrap.verify_backup(path, password(args, "Backup password: "))
-        print(f"Backup OK: made {to_iso(chk.created_at)}, {chk.memories} memories, "
-              f"{chk.links} links, {chk.history} history entries, {chk.vectors} vectors; "
-              "every part decrypted and checked.")
+        print(f"Backup OK: made {when(chk.created_at)}, {_held(chk.memories)}, "
+              f"{words.count(chk.links, 'link', 'links')}, "
+              f"{words.count(chk.history, 'history entry', 'history entries')} and the search "
+              "index; every part decrypted and checked.")
         return 0
     from app.errors import VaultExists
     folder = Path(args.new_folder).expanduser().absolute()
@@ -184,7 +187,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
                           "Name a new or empty folder.")
     bootstrap.check_new_vault_folder(folder)
     chk = bootstrap.restore_backup(path, password(args, "Backup password: "), folder)
-    print(f"Restored {chk.memories} memories (made {to_iso(chk.created_at)}) into {folder}; "
+    print(f"Restored {_held(chk.memories)} (made {when(chk.created_at)}) into {folder}; "
           "the database passed its integrity check.")
     print(f"It opens with the backup's password: kept --vault '{folder}' status. It has no "
           "recovery code; make one with `kept recovery-code`.")
@@ -199,17 +202,22 @@ def _backup_create(args: argparse.Namespace) -> int:
         rec = vault.backup(target, own, progress=progress("Backing up")).value
     finally:
         vault.lock()
-    print(f"Backed up {rec.memories} memories, {rec.links} links, {rec.history} history "
-          f"entries and {rec.vectors} vectors to {rec.path} ({rec.bytes / 1e6:.1f} MB, "
-          "encrypted; read back and checked).")
+    print(f"Backed up {_held(rec.memories)}, {words.count(rec.links, 'link', 'links')}, "
+          f"{words.count(rec.history, 'history entry', 'history entries')} and the search "
+          f"index to {rec.path} ({rec.bytes / 1e6:.1f} MB, encrypted; read back and checked).")
     print("It opens with " + ("its own password." if own else
                               "the vault's password as it is now (a later password "
                               "change does not change it)."))
     return 0
 
 
+def _held(n: int) -> str:
+    """A backup's memories: every one the vault holds, not only the active ones the window
+    counts (issue 25: "Backed up 42" beside 41 memories)."""
+    return words.count(n, "memory", "memories") + " (every version, the Archive too)"
+
+
 def _backup_list(args: argparse.Namespace) -> int:
-    from app.clock import to_iso
     vault = open_vault(args, load_model=False)
     try:
         recs = vault.backups()
@@ -222,5 +230,5 @@ def _backup_list(args: argparse.Namespace) -> int:
         print("This vault has made no backups.")
     for r in recs:
         state = "" if r.exists else "  (gone or replaced)"
-        print(f"{to_iso(r.created_at)}  {r.memories:>7} memories  {r.path}{state}")
+        print(f"{when(r.created_at):<26}  {r.memories:>7,} memories  {r.path}{state}")
     return 0

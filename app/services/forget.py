@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
+from app import words
 from app.api import (  # noqa: F401  (re-exported: the old import paths)
     KIND_LABELS,
     EntityId,
@@ -138,18 +139,27 @@ def _staying(lifecycle: ForgetRows, conn: Connection, gone: set[int], include_so
     typed = lifecycle.typed_corrections(conn, {s for s, _d, _k in links})
     back = lifecycle.reinstated(conn, gone)
 
+    named: dict[int, str] = {}
+
+    def name(mid: int) -> str:
+        """Another memory as the person reads it (issue 25: no ``#18``)."""
+        if mid not in named:
+            for i, store, _status, text in lifecycle.describe(conn, {mid}):
+                named[int(i)] = f"the {words.store_noun(store)} “{words.short(text, 40)}”"
+        return named.get(mid, "another memory")
+
     def own_sources(mid: int) -> str:
         srcs = sorted(lifecycle.parents(conn, [mid]) - gone)
         if not srcs:
             return "not learned from anything that goes"
-        return ("its own source " if len(srcs) == 1 else "its own sources ") + \
-            ", ".join(f"#{i}" for i in srcs) + " stay" + ("s" if len(srcs) == 1 else "")
+        return ("its own source, " if len(srcs) == 1 else "its own sources, ") + \
+            words.join([name(i) for i in srcs]) + (", stays" if len(srcs) == 1 else ", stay")
 
     for src, dst, kind in links:
         if kind != "SUPERSEDES":
             continue
         if src not in gone:      # a newer version stays
-            reasons.setdefault(src, f"your typed correction of #{dst}: its own source"
+            reasons.setdefault(src, f"your typed correction of {name(dst)}: its own source"
                                if src in typed else f"newer version; {own_sources(src)}")
         else:                    # an older version stays
             again = "; current again" if dst in back else ""
@@ -165,10 +175,10 @@ def _staying(lifecycle: ForgetRows, conn: Connection, gone: set[int], include_so
                                    else "a source that stays")
         elif kind == "CONTRADICTS":
             other, keep = (dst, src) if src not in gone else (src, dst)
-            reasons.setdefault(keep, f"disagreed with #{other}; not learned from it")
+            reasons.setdefault(keep, f"disagreed with {name(other)}; not learned from it")
     for mid in list(reasons):
         for anc in sorted(lifecycle.ancestors(conn, [mid]) - gone):
-            reasons.setdefault(anc, f"source of #{mid}, which stays")
+            reasons.setdefault(anc, f"source of {name(mid)}, which stays")
     # In the order found: the versions first, then what else they touch, their sources last.
     order = {mid: n for n, mid in enumerate(reasons)}
     return tuple(sorted((PlanItem(MemoryId(mid), Store(store), Status(status), text, "staying",

@@ -201,7 +201,7 @@ def test_reads_by_assistants_appear_in_the_detail_pane(qtbot: Any, owner: Any,
     assert lines() == ["Not read by an assistant"]
     agent = paired(demo_vault)
     assert int(agent.explain(mid).id) == mid
-    qtbot.waitUntil(lambda: any(ln.endswith(f"{AGENT} (explain)") for ln in lines()),
+    qtbot.waitUntil(lambda: any(ln.endswith(f"{AGENT} to explain it") for ln in lines()),
                     timeout=WAIT)
     # ids and times only: no memory text in the section
     assert all(browse.model.rows[0].text[:20] not in ln for ln in lines())

@@ -34,8 +34,8 @@ def test_shows_last_run_schedule_and_passes_the_model_tester(
     assert view.undo_buttons[run.id].isEnabled()
     assert view.schedule["consolidation.heartbeat_minutes"].text() == "every 15 minutes"
     assert view.schedule["consolidation.interval_minutes"].text().startswith("every 4 hours")
-    assert view.schedule["consolidation.decay_hour"].text() == "daily at 03:00 UTC"
-    assert view.schedule["consolidation.synthesis_weekday"].text() == "Sundays at 00:00 UTC"
+    assert view.schedule["consolidation.decay_hour"].text() == "daily at 03:00"
+    assert view.schedule["consolidation.synthesis_weekday"].text() == "Sundays at 00:00"
     qtmodeltester.check(view.model)
 
 
@@ -131,7 +131,7 @@ def test_run_table_model_undo_rules(qtmodeltester: Any) -> None:
     assert not model.undo_state(1)[0] and "already undone" in model.undo_state(1)[1]
     assert not model.undo_state(2)[0] and "run 3 first" in model.undo_state(2)[1]
     assert model.data(model.index(2, Column.CHANGES)) == "1 fact learned"
-    assert model.data(model.index(0, Column.RUN)) == "#3"
+    assert model.data(model.index(0, Column.RUN)) == "3"
     qtmodeltester.check(model)
 
 

@@ -423,15 +423,16 @@ def test_correct_from_detail_pane(qtbot: Any, flow_window: Any, flow_vault: Any)
     qtbot.waitUntil(lambda: detail.text.toPlainText() == new, timeout=WAIT)
     assert detail.memory_id != mid and not detail.editor.isVisible()
     lines = history_lines(detail)
-    assert any(f"version #{detail.memory_id} (current): {new}" in s for s in lines), lines
-    assert any(f"version #{mid} (superseded): {old}" in s for s in lines), lines
+    assert any(f"current version (this one): {new}" in s for s in lines), lines
+    assert any(f"earlier version: {old}" in s for s in lines), lines
+    assert not any("#" in s for s in lines), lines
     assert flow_vault.get(mid).status.value == "superseded"
 
 
 # --- forget ---------------------------------------------------------------------------------
 def test_forget_confirmed(qtbot: Any, flow_window: Any, flow_vault: Any) -> None:
     from app.errors import NotFound
-    from ui.dialogs.forget import ROLE_LABELS
+    from ui.dialogs.forget import GROUP_ROLE
     text = "Marguerite keeps bees on the lighthouse roof in Ushuaia."
     mid = find_fact(flow_vault, text)
     assert int(flow_vault.recall("Marguerite bees Ushuaia", touch=False)[0].id) == mid
@@ -440,7 +441,8 @@ def test_forget_confirmed(qtbot: Any, flow_window: Any, flow_vault: Any) -> None
     qtbot.mouseClick(detail.forget_btn, Qt.MouseButton.LeftButton)
     dlg = forget_dialog(qtbot, flow_window)
     groups = tree_groups(dlg.tree)
-    assert groups[ROLE_LABELS["matched"]] == "1"
+    assert groups["the fact"] == "1"
+    assert dlg.tree.topLevelItem(0).data(0, GROUP_ROLE) == "matched"
     assert "Also removed with them" in groups
     matched = dlg.tree.topLevelItem(0)
     assert matched.childCount() == 1 and text in matched.child(0).text(0)
@@ -449,7 +451,7 @@ def test_forget_confirmed(qtbot: Any, flow_window: Any, flow_vault: Any) -> None
     also_counts = {also.child(i).text(0): also.child(i).text(1)
                    for i in range(also.childCount())}
     assert all(v.isdigit() and int(v) > 0 for v in also_counts.values()), also_counts
-    assert "1 memories" in dlg.summary.text()
+    assert "(1 memory)" in dlg.summary.text()
     assert not dlg.forget_btn.isEnabled()
     qtbot.keyClick(dlg, Qt.Key.Key_Return)  # Enter never forgets
     assert dlg.isVisible() and dlg.report is None

@@ -36,8 +36,9 @@ def test_open_contradiction_shows_both_facts_side_by_side(qtbot: Any, open_page:
     card = view.cards[item.id]
     assert card.side_a.text.text() == item.a.text
     assert card.side_b.text.text() == item.b.text
-    assert f"confidence {item.a.confidence:.2f}" in card.side_a.meta.text()
-    assert item.a.refs[0] in card.side_a.sources.text()
+    assert f"Confidence {item.a.confidence:.2f}" in card.side_a.meta.toolTip()
+    assert "Kept is" in card.side_a.meta.text()  # the number in words, the number in the tip
+    assert item.a.refs[0] in card.side_a.sources.toolTip()
     for btn in (card.keep_a_btn, card.keep_b_btn, card.both_btn, card.edit_btn):
         assert btn.isVisible() and btn.isEnabled()
     assert view.empty.isHidden()

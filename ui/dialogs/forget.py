@@ -19,14 +19,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import ForgetPlan, ForgetReport, PlanItem, VaultAPI
 from ui import errors
 from ui.bridge import CoreBridge
 from ui.tasks import run_op, run_query
 
-ROLE_LABELS = {"matched": "What you chose", "version": "Earlier versions of it",
-               "derived": "Facts and procedures learned only from it",
-               "source": "Conversation turns and episodes it came from"}
+# Each group of the tree carries what it is (a role of ``PlanItem``, "also", "staying") here;
+# its words come from ``app.words`` and name what goes ("the fact", "2 earlier versions").
+GROUP_ROLE = Qt.ItemDataRole.UserRole
+ALSO_LABEL = "Also removed with them"
 STAYING_LABEL = "What stays, and why"
 
 
@@ -57,7 +59,7 @@ class ForgetDialog(QDialog):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["What goes", "Count"])
         self.tree.setColumnWidth(0, 480)
-        self.keep_sources = QCheckBox("Keep the conversation turns and episodes it came from")
+        self.keep_sources = QCheckBox("Keep the conversation it came from")
         # An assistant's request names its memories only: their sources are never in its plan.
         self.keep_sources.setVisible(pending is None)
         self.warning = QLabel("<b>This cannot be undone.</b> Everything listed is removed from "
@@ -109,36 +111,49 @@ class ForgetDialog(QDialog):
         by_role: dict[str, list[PlanItem]] = {}
         for item in plan.items:
             by_role.setdefault(item.role, []).append(item)
-        for role in ("matched", "version", "derived", "source"):
-            items = by_role.get(role, [])
-            if not items:
-                continue
-            parent = QTreeWidgetItem(self.tree, [ROLE_LABELS[role], str(len(items))])
-            for it in items:
+        labels = dict(zip((r for r in words.FORGET_ROLES if by_role.get(r)),
+                          plan_groups(plan), strict=True))
+        for role, (label, n) in labels.items():
+            parent = self._group(label, n, role)
+            for it in by_role[role]:
                 where = f" ({it.why})" if it.why else ""
-                QTreeWidgetItem(parent, [f"#{it.id} {it.store}: {_short(it.text)}{where}", ""])
-            parent.setExpanded(True)
-        also = QTreeWidgetItem(self.tree, ["Also removed with them", ""])
-        for kind, n in plan.groups().items():
-            if kind in ("matched memories", "earlier versions", "derived facts and procedures",
-                        "source turns and episodes"):
-                continue
-            QTreeWidgetItem(also, [kind, str(n)])
-        also.setExpanded(True)
+                QTreeWidgetItem(parent, [f"{words.store_one(it.store)}: {_short(it.text)}"
+                                         f"{where}", ""])
+        self._also({**plan.rows, "summaries": plan.entity_summaries})
         # Linked memories that do not go (a newer version with its own source, a correction
         # the person typed, ...), each with the reason: the plan is honest about its edges.
         if plan.staying:
-            stays = QTreeWidgetItem(self.tree, [STAYING_LABEL, str(len(plan.staying))])
+            stays = self._group(STAYING_LABEL, len(plan.staying), "staying")
             for it in plan.staying:
-                line = QTreeWidgetItem(stays, [f"#{it.id} {it.store}: {_short(it.text)}", ""])
+                line = QTreeWidgetItem(stays, [f"{words.store_one(it.store)}: "
+                                               f"{_short(it.text)}", ""])
                 why = QTreeWidgetItem(line, [it.why, ""])
                 why.setToolTip(0, it.why)
                 line.setExpanded(True)
-            stays.setExpanded(True)
         n = len(plan.items)
-        self.summary.setText(f"{n} memories and {plan.total_rows} stored rows in all will be "
-                             "removed." if n else "Nothing matches; nothing would be forgotten.")
+        their = "its" if n == 1 else "their"
+        self.summary.setText(
+            f"Forgets {words.forget_sentence(plan_groups(plan))}, with {their} links and "
+            f"history and {their} words in the search index."
+            + (" Patterns are counted again without it." if plan.statistics_to_recompute else "")
+            if n else "Nothing matches; nothing would be forgotten.")
         self.forget_btn.setEnabled(bool(n) and self.confirm.isChecked())
+
+    def _group(self, label: str, n: int, role: str) -> QTreeWidgetItem:
+        item = QTreeWidgetItem(self.tree, [label, f"{n:,}"])
+        item.setData(0, GROUP_ROLE, role)
+        item.setExpanded(True)
+        return item
+
+    def _also(self, rows: dict[str, int]) -> QTreeWidgetItem:
+        """ "Also removed with them": links, history entries... in the same words in the
+        plan and in the report (``app.words.also_gone``)."""
+        also = self._group(ALSO_LABEL, 0, "also")
+        also.setText(1, "")
+        for label, n in words.also_gone(rows):
+            QTreeWidgetItem(also, [label, f"{n:,}"])
+        also.setHidden(also.childCount() == 0)
+        return also
 
     @Slot(bool)
     def _on_confirm_toggled(self, on: bool) -> None:
@@ -171,11 +186,18 @@ class ForgetDialog(QDialog):
         if report is None:  # a confirmed plan always forgets; said if it ever did not
             self.summary.setText("Nothing was forgotten.")
         else:
-            for kind, n in sorted(report.deleted.items()):
-                if n:
-                    QTreeWidgetItem(self.tree, [kind.replace("_", " "), str(n)])
-            self.summary.setText(f"Forgot {report.memories} memories "
-                                 f"({report.total_rows} rows). {report.note}")
+            # The report in the plan's words: the groups it showed (forget deletes exactly
+            # the plan, or refuses), then what else went, counted as it was counted before.
+            plan = self.plan
+            groups = plan_groups(plan) if plan is not None else []
+            if sum(n for _w, n in groups) != report.memories:  # never expected; said plainly
+                groups = [(words.count(report.memories, "memory", "memories"),
+                           report.memories)]
+            for label, n in groups:
+                self._group(label, n, "gone")
+            self._also({**report.deleted,
+                        "summaries": report.deleted.get("entity_summaries_cleared", 0)})
+            self.summary.setText(f"Forgot {words.forget_sentence(groups)}. {report.note}")
         self.cancel_btn.setText("Close")
         self.cancel_btn.setEnabled(True)
         self.warning.hide()
@@ -197,6 +219,11 @@ class ForgetDialog(QDialog):
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             return  # Enter never forgets: the button must be clicked
         super().keyPressEvent(event)
+
+
+def plan_groups(plan: ForgetPlan) -> list[tuple[str, int]]:
+    """What the plan forgets in words, per role (``app.words.forget_groups``)."""
+    return words.forget_groups((i.role, i.store) for i in plan.items)
 
 
 def _short(text: str) -> str:

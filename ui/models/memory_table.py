@@ -8,7 +8,6 @@ that belong to an older query. Stays smooth at 100k rows: nothing loads more tha
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from enum import IntEnum
 
 from PySide6.QtCore import (
@@ -20,6 +19,7 @@ from PySide6.QtCore import (
     Signal,
 )
 
+from app import words
 from app.api import MemoryQuery, MemoryRow, Page, VaultAPI
 from ui.tasks import assert_gui_thread, run_query
 
@@ -35,10 +35,8 @@ class Column(IntEnum):
     SCORE = 4
 
 
-HEADERS = {Column.TEXT: "Memory", Column.STORE: "Store", Column.WHEN: "When",
-           Column.TIER: "Tier", Column.SCORE: "Strength"}
-STORE_LABELS = {"short_term": "Short-term", "episodic": "Episode", "semantic": "Fact",
-                "procedural": "Procedure", "implicit": "Statistic"}
+HEADERS = {Column.TEXT: "Memory", Column.STORE: "Kind", Column.WHEN: "When",
+           Column.TIER: "Freshness", Column.SCORE: "Strength"}
 
 
 def currency_mark(row: MemoryRow) -> str:
@@ -54,11 +52,10 @@ def currency_tip(row: MemoryRow) -> str:
     if c is None or c.state == "current":
         return ""
     if c.state == "earlier":
-        when = (datetime.fromtimestamp(c.later_at, UTC).strftime("%d %B %Y")
-                if c.later_at is not None else "later")
-        return f"Said earlier: the same was spoken of again on {when}, shown above it."
-    ended = (datetime.fromtimestamp(c.ended_at, UTC).strftime("%d %B %Y")
-             if c.ended_at is not None else "")
+        when = words.day(c.later_at, never="later")
+        when = when if when in ("today", "yesterday", "later") else f"on {when}"
+        return f"Said earlier: the same was spoken of again {when}, shown above it."
+    ended = words.day(c.ended_at, never="")
     return f"No longer true{' since ' + ended if ended else ''}."
 
 
@@ -136,15 +133,19 @@ class MemoryTableModel(QAbstractTableModel):
                 marks = [m for m in (currency_mark(row), agent_mark(row)) if m]
                 return " · ".join([*marks, text])
             if col is Column.STORE:
-                return STORE_LABELS.get(row.store, row.store)
+                return words.store_one(row.store)
             if col is Column.WHEN:
-                return datetime.fromtimestamp(row.occurred_at, UTC).strftime("%Y-%m-%d %H:%M")
+                return words.when(row.occurred_at)
             if col is Column.TIER:
-                return row.tier or ""  # a search result has no tier
+                return words.tier_word(row.tier)  # a search result has no tier
             if col is Column.SCORE:
-                return f"{row.composite:.2f}"
+                return words.strength_word(row.composite)
         if role == Qt.ItemDataRole.UserRole:
             return row
+        if role == Qt.ItemDataRole.ToolTipRole and col is Column.TIER:
+            return words.tier_tip(row.tier) or None
+        if role == Qt.ItemDataRole.ToolTipRole and col is Column.SCORE:
+            return words.strength_tip(row.composite)
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.TEXT:
             mark = agent_mark(row)
             tip = f"Written by an assistant ({mark}):\n{row.text}" if mark else row.text

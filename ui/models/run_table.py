@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from enum import IntEnum
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
+from app import words
 from app.api import RunSummary
 from ui.tasks import assert_gui_thread
 
@@ -44,7 +44,7 @@ COUNT_LABELS: dict[str, tuple[str, str]] = {
     "facts_corroborated": ("fact corroborated", "facts corroborated"),
     "entities_created": ("person, project, area or resource found",
                          "people, projects, areas and resources found"),
-    "statistics_updated": ("statistic updated", "statistics updated"),
+    "statistics_updated": ("pattern updated", "patterns updated"),
     "summaries_written": ("summary written", "summaries written"),
     "similar_links": ("near-duplicate linked", "near-duplicates linked"),
     "promoted": ("memory promoted", "memories promoted"),
@@ -60,9 +60,8 @@ LLM_REASONS = {"LlmUnavailable": "endpoint unreachable or failing",
 
 
 def when_text(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    """ "today 09:14", "15 June 2026, 20:00" (local time)."""
+    return words.when(ts)
 
 
 def counts_text(counts: dict[str, int], *, limit: int | None = None,
@@ -136,7 +135,7 @@ class RunRow:
     @property
     def status_text(self) -> str:
         if self.undone_at is not None:
-            return f"undone {when_text(self.undone_at)}"
+            return f"undone {when_text(self.undone_at)}"  # "undone today 09:14"
         if self.status == "partial":
             n = self.failed_batches
             return f"partial ({n} batch{'es' if n != 1 else ''} failed, retried next run)"
@@ -173,7 +172,7 @@ class RunTableModel(QAbstractTableModel):
         if r is None:
             return False, ""
         if r.undone_at is not None:
-            return False, f"Run {r.id} was already undone on {when_text(r.undone_at)}."
+            return False, f"Run {r.id} was already undone ({when_text(r.undone_at)})."
         if not r.finished:
             return False, "This run is still going; wait for it to finish."
         newest = self.undoable_id()
@@ -205,9 +204,9 @@ class RunTableModel(QAbstractTableModel):
         col = Column(index.column())
         if role == Qt.ItemDataRole.DisplayRole:
             if col is Column.RUN:
-                return f"#{r.id}"
+                return str(r.id)  # the number the undo messages name ("run 12")
             if col is Column.KIND:
-                return r.kind
+                return words.run_kind(r.kind)
             if col is Column.STARTED:
                 return when_text(r.started_at)
             if col is Column.CHANGES:

@@ -9,7 +9,6 @@ changed (reads by assistants send that flag too).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Slot
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import AgentRow, Result, VaultAPI
 from app.changes import Changes
 from ui import errors, theme
@@ -39,7 +39,7 @@ HEADERS = ("Assistant", "Paired since", "Last seen", "State", "")
 
 
 def when(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "never"
+    return words.when(ts or None, never="never")
 
 
 class AssistantsPanel(Page):

@@ -76,7 +76,8 @@ class BrowsePage(Page):
         table.verticalHeader().setDefaultSectionSize(24)
         header = table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((1, 90), (2, 130), (3, 50), (4, 70)):
+        # Room for the words: "Conversation", "22 September 2026, 19:03", "Freshness".
+        for col, width in ((1, 100), (2, 170), (3, 80), (4, 70)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             header.resizeSection(col, width)
         table.setWordWrap(False)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import CancelToken, Result, RunReport, UndoReport, VaultAPI
 from app.changes import Changes
 from ui import errors, theme
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RUNS_SHOWN = 10
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+WEEKDAYS = words.WEEKDAYS
 # What ``undo_run`` reports it reverted (change-log kinds) -> words; "" = not worth saying.
 UNDO_LABELS = {"created": ("memory it made removed", "memories it made removed"),
                "status": ("memory state restored", "memory states restored"),
@@ -52,7 +53,7 @@ UNDO_LABELS = {"created": ("memory it made removed", "memories it made removed")
                "contradiction": ("contradiction removed", "contradictions removed"),
                "entity": ("person or project removed", "people and projects removed"),
                "mention": ("mention removed", "mentions removed"),
-               "statistic": ("statistic restored", "statistics restored"),
+               "statistic": ("pattern restored", "patterns restored"),
                "watermark": ("", "")}
 # What undoing a run will do, as ``undo_plan`` counts it: (one, many, verb) where verb is
 # "remove" or "restore"; "" = not worth saying (bookkeeping the person never sees).
@@ -241,21 +242,22 @@ class ConsolidationView(Page):
             self.last_run.setText("<b>Never run yet.</b>")
             self.last_changes.clear()
         elif not last.finished:
-            self.last_run.setText(f"<b>Run {last.id} ({last.kind}) is running</b>, started "
+            self.last_run.setText(f"<b>Run {last.id} ({words.run_kind(last.kind)}) is "
+                                  "running</b>, started "
                                   f"{when_text(last.started_at)}.")
             self.last_changes.clear()
         else:
             secs = f" in {last.seconds:.1f} s" if last.seconds is not None else ""
             self.last_run.setText(f"<b>Last run:</b> {when_text(last.started_at)}, "
-                                  f"{last.kind}{secs}, {last.status_text}.")
+                                  f"{words.run_kind(last.kind)}{secs}, {last.status_text}.")
             self.last_changes.setText(f"<b>What it changed:</b> {counts_text(last.counts)}.")
         beat, interval, hour, weekday = (schedule[k] for k in SCHEDULE_KEYS)
         self.schedule[SCHEDULE_KEYS[0]].setText(f"every {minutes_text(beat)}")
         self.schedule[SCHEDULE_KEYS[1]].setText(f"every {minutes_text(interval)}, or from "
                                                 "Run now")
-        self.schedule[SCHEDULE_KEYS[2]].setText(f"daily at {hour:02d}:00 UTC")
+        self.schedule[SCHEDULE_KEYS[2]].setText(f"daily at {words.hour_text(hour)}")
         self.schedule[SCHEDULE_KEYS[3]].setText(
-            f"{WEEKDAYS[weekday % 7]}s at 00:00 UTC")
+            f"{WEEKDAYS[weekday % 7]}s at {words.hour_text(0)}")
 
     def _make_undo_buttons(self) -> None:
         self.undo_buttons.clear()

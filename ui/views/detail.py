@@ -15,25 +15,33 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import Explanation, History, MemoryRead, VaultAPI
 from app.changes import Changes
-from app.clock import to_iso
-from app.domain.memory import Draft
-from app.errors import ValidationError
+from app.domain.memory import Draft, Memory
+from app.errors import NotFound, ValidationError
 from ui import theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op
 from ui.views.page import Page
 
-STORE_NAMES = {"short_term": "Short-term (conversation turn)", "episodic": "Episode",
-               "semantic": "Fact", "procedural": "Procedure or preference",
-               "implicit": "Statistic"}
+# Links shown per memory: the others are read one by one (a fact has a handful; a busy
+# conversation turn may have many SIMILAR_TO links, and the pane shows the first ones).
+LINKS_SHOWN = 30
+STATUS_WORDS = {"active": "", "archived": "in the Archive",
+                "superseded": "replaced by a newer version"}
+VIA_WORDS = {"recall": "in a search", "context": "for a conversation",
+             "explain": "to explain it"}
 
 
 def when_text(ts: float | None) -> str:
-    """A history or read time as the pane lists it: '2026-02-01T10:00:00' (UTC)."""
-    iso = to_iso(ts)
-    return iso[:19] if iso is not None else "(no time)"
+    """A history or read time as the pane lists it: "today 09:14", "15 June 2026, 20:00"."""
+    return words.when(ts, never="(no time)")
+
+
+# What the pane loads for one memory: the explanation, its versions and history, who wrote it,
+# which assistants read it, and the memories its links point at (to name them in sentences).
+Loaded = tuple[Explanation, History, str, list[MemoryRead], dict[int, Memory]]
 
 
 class DetailPane(Page):
@@ -129,9 +137,17 @@ class DetailPane(Page):
             return
         vault = self.vault
 
-        def load() -> tuple[Explanation, History, str, list[MemoryRead]]:
-            return (vault.explain(mid), vault.history(mid), vault.get(mid).agent,
-                    vault.memory_reads(mid))
+        def load() -> Loaded:
+            ex = vault.explain(mid)
+            others: dict[int, Memory] = {}
+            for link in ex.links[:LINKS_SHOWN]:
+                other = int(link.dst if link.src == ex.id else link.src)
+                if other not in others:
+                    try:
+                        others[other] = vault.get(other)
+                    except NotFound:  # forgotten between the two reads
+                        pass
+            return ex, vault.history(mid), vault.get(mid).agent, vault.memory_reads(mid), others
         self.load(load, self._fill)
 
     # --- assistants' reads (refreshed on Changes.agents: one query for the shown memory) --
@@ -148,12 +164,12 @@ class DetailPane(Page):
     def _fill_reads(self, reads: list[MemoryRead]) -> None:
         self.reads.clear()
         for r in reads:
-            self.reads.addItem(f"{when_text(r.at)} {r.agent} ({r.via})")
+            self.reads.addItem(f"{when_text(r.at)} · {r.agent} {VIA_WORDS.get(r.via, r.via)}")
         if not reads:
             self.reads.addItem("Not read by an assistant")
 
-    def _fill(self, result: tuple[Explanation, History, str, list[MemoryRead]]) -> None:
-        ex, hist, agent, reads = result
+    def _fill(self, result: Loaded) -> None:
+        ex, hist, agent, reads, others = result
         self.memory_id = ex.id
         self.origin.setText(f"from {agent}: written by this assistant"
                             if agent != "global" else "")
@@ -161,33 +177,47 @@ class DetailPane(Page):
         self._fill_reads(reads)
         self.status = ex.status
         self.text.setPlainText(ex.text)
-        confirmed = " · confirmed by you" if ex.scores["confidence"] >= 1.0 else ""
-        self.meta.setText(f"<b>{STORE_NAMES.get(ex.store, ex.store)}</b> · {ex.status} · "
-                          f"tier <b>{ex.tier}</b>{confirmed}")
         s = ex.scores
+        confirmed = s["confidence"] >= 1.0
+        parts = [f"<b>{words.store_one(ex.store)}</b>", STATUS_WORDS.get(ex.status, ex.status),
+                 words.tier_word(ex.tier), words.confidence_word(s["confidence"])]
+        self.meta.setText(" · ".join(p for p in parts if p))
+        self.meta.setToolTip(f"{words.tier_tip(ex.tier)}\n"
+                             f"{words.confidence_tip(s['confidence'])}")
+        used = int(s["access_count"])
         self.scores.setText(
-            f"strength {s['composite']:.2f} = importance {s['importance']:.2f}, recency "
-            f"{s['recency']:.2f}, frequency {s['frequency']:.2f}, emotional {s['emotional']:.2f},"
-            f" social {s['social']:.2f} · confidence {s['confidence']:.2f} · "
-            f"{int(s['access_count'])} accesses")
+            f"Strength: {words.strength_word(s['composite'])} · "
+            + ("never used by an assistant" if not used
+               else f"used {words.count(used, 'time', 'times')}")
+            + ("" if confirmed else " · not confirmed by you"))
+        self.scores.setToolTip(words.strength_tip(s["composite"], s))
         self.sources.clear()
+        lines: list[str] = []
         for src in ex.sources:
-            ref = f" [{src.ref}]" if src.ref else ""
-            self.sources.addItem(f"{src.occurred_at or ''} {STORE_NAMES.get(src.store, src.store)}"
-                                 f"{ref}: {src.text}")
+            at = words.when_iso(src.occurred_at)
+            who = f"{src.speaker} said" if src.speaker else words.store_one(src.store)
+            lines.append(f"{at} · {who}: {src.text}" if at else f"{who}: {src.text}")
+        # A turn and the event kept from it read the same: said once.
+        self.sources.addItems(list(dict.fromkeys(lines)))
         if not ex.sources:
             self.sources.addItem("Told directly (no earlier source)")
         self.links.clear()
-        for link in ex.links:
-            other = link.dst if link.src == ex.id else link.src
-            self.links.addItem(f"{link.kind} → #{other}")
+        for link in ex.links[:LINKS_SHOWN]:
+            other_id = int(link.dst if link.src == ex.id else link.src)
+            m = others.get(other_id)
+            other = (words.said(m.store, m.text, m.speaker, m.occurred_at) if m is not None
+                     else "a memory that is gone")
+            self.links.addItem(words.link_sentence(link.kind, link.src == ex.id, other))
+        if len(ex.links) > LINKS_SHOWN:
+            self.links.addItem(f"and {len(ex.links) - LINKS_SHOWN:,} more")
         self.history.clear()
         for v in hist.versions:
-            mark = " (current)" if v.status == "active" else f" ({v.status})"
-            self.history.addItem(f"{when_text(v.created_at)} version #{v.id}{mark}: {v.text}")
+            mark = ("current version" if v.status == "active" else "earlier version") + (
+                " (this one)" if v.id == ex.id and len(hist.versions) > 1 else "")
+            self.history.addItem(f"{when_text(v.created_at)} · {mark}: {v.text}")
         for e in hist.entries:
-            self.history.addItem(f"{when_text(e.at)} #{e.memory_id} {e.action}"
-                                 + (f" ({e.detail})" if e.detail else ""))
+            self.history.addItem(words.history_line(e.action, e.memory_id == ex.id,
+                                                    at=when_text(e.at)))
         self.archive_btn.setText("Restore" if ex.status == "archived" else "Archive")
         self.correct_btn.setEnabled(ex.status != "superseded")
         self.confirm_btn.setEnabled(ex.scores["confidence"] < 1.0)

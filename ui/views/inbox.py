@@ -29,7 +29,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 import shiboken6
@@ -66,6 +65,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import (
     ContradictionItem,
     ForgetReport,
@@ -112,7 +112,14 @@ def _panel(frame: QFrame, *, base: bool) -> None:
 
 
 def day_text(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d") if ts else "unknown date"
+    """ "today", "yesterday", "15 June 2026" (local time)."""
+    return words.day(ts or None)
+
+
+def on_day(ts: float | None) -> str:
+    """ "today", "on 15 June 2026": a day after a verb ("said on ...")."""
+    d = day_text(ts)
+    return d if d in ("today", "yesterday") else f"on {d}"
 
 
 def short(text: str, n: int = 90) -> str:
@@ -120,13 +127,22 @@ def short(text: str, n: int = 90) -> str:
 
 
 def sources_text(side: MemoryView) -> str:
+    """Where a fact came from, in words; the conversation refs (an assistant's own turn
+    names, e.g. "s4:9") are in ``sources_tip``."""
     refs, sources = side.refs, side.sources
-    parts = []
-    if refs:
-        parts.append(("source turn " if len(refs) == 1 else "source turns ") + ", ".join(refs))
+    if sources and refs:
+        return "learned from what was said in a conversation"
     if sources:
-        parts.append("learned from memories " + ", ".join(f"#{s}" for s in sources))
-    return "; ".join(parts) if parts else "told directly (no earlier source)"
+        return "learned from " + words.count(len(sources), "earlier memory", "earlier memories")
+    if refs:
+        return "said in a conversation"
+    return "told directly (no earlier source)"
+
+
+def sources_tip(side: MemoryView) -> str:
+    refs = side.refs
+    return ("The assistant's name for the conversation turn" + ("s" if len(refs) > 1 else "")
+            + ": " + ", ".join(refs)) if refs else ""
 
 
 class FactSide(QFrame):
@@ -138,8 +154,10 @@ class FactSide(QFrame):
         _panel(self, base=False)
         self.fact_id = int(side.id)
         status = side.status
-        head = QLabel(f"<b>{label}</b> · memory #{self.fact_id}"
-                      + (f" · {status}" if status not in (None, "", "active") else ""))
+        state = {"archived": "in the Archive", "superseded": "replaced by a newer version"}
+        head = QLabel(f"<b>{label}</b>"
+                      + (f" · {state.get(status, status)}"
+                         if status not in (None, "", "active") else ""))
         self.text = QLabel(side.text or "")
         self.text.setObjectName("factText")
         self.text.setTextFormat(Qt.TextFormat.PlainText)  # memory text is never markup
@@ -149,10 +167,12 @@ class FactSide(QFrame):
         font.setPixelSize(14)
         self.text.setFont(font)
         conf = side.confidence
-        conf_text = f"confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
-        said = f"said on {day_text(side.occurred_at)}"
+        conf_text = words.confidence_word(conf) if isinstance(conf, (int, float)) else ""
+        said = f"said {on_day(side.occurred_at)}"
         self.meta = QLabel(" · ".join(p for p in (said, conf_text) if p))
+        self.meta.setToolTip(words.confidence_tip(conf))
         self.sources = QLabel(sources_text(side))
+        self.sources.setToolTip(sources_tip(side))
         self.sources.setTextFormat(Qt.TextFormat.PlainText)
         self.sources.setWordWrap(True)
         for w in (self.meta, self.sources):
@@ -415,8 +435,8 @@ class PendingCard(QFrame):
         self.pid = int(req.id)
         n = len(req.memory_ids)
         reason = f": {req.reason}" if req.reason else ""
-        asked = theme.muted_html(f"(asked {day_text(req.created_at)}, request {self.pid})")
-        things = f"{n} memor{'y' if n == 1 else 'ies'}"
+        asked = theme.muted_html(f"(asked {day_text(req.created_at)})")
+        things = words.count(n, "memory", "memories")
         if req.agent == "you":  # said in a conversation: "please forget what I told you ..."
             self.label = QLabel(f"<b>You asked to forget</b> {things}{html.escape(reason)} "
                                 f"{asked}")
@@ -961,7 +981,7 @@ class InboxView(Page):
         from ui.dialogs.forget import ForgetDialog
         dlg = ForgetDialog(self.vault, self.bridge, self.window(), ids=[mid])
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dlg.forgotten.connect(lambda _r: self._say(f"Memory {mid} was forgotten."))
+        dlg.forgotten.connect(lambda _r: self._say("The memory was forgotten."))
         self.forget_dialog = dlg
         dlg.show()
 
@@ -975,8 +995,8 @@ class InboxView(Page):
         dlg = ForgetDialog(self.vault, self.bridge, self.window(), pending=pid)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.forgotten.connect(lambda r: self._say(
-            f"Forgot {r.memories} memories as "
-            f"{'you' if agent == 'you' else agent} asked (request {pid})."))
+            f"Forgot {words.count(r.memories, 'memory', 'memories')} as "
+            f"{'you' if agent == 'you' else agent} asked."))
         self.forget_dialog = dlg
         dlg.show()
 
@@ -988,7 +1008,9 @@ class InboxView(Page):
         vault = self.vault
 
         def done(_result: Result[ForgetReport | None]) -> None:
-            self._say(f"Declined request {pid}: nothing was forgotten.")
+            who = card.req.agent if card is not None else "the assistant"
+            whose = "your" if who == "you" else f"{who}’s"
+            self._say(f"Declined {whose} request: nothing was forgotten.")
 
         def failed(exc: BaseException) -> None:
             errors.report_error(self, exc, self._say, prefix="Not declined: ")

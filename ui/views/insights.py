@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import Insights, VaultAPI
 from app.changes import Changes
 from ui import theme
@@ -30,14 +31,14 @@ from ui.views.page import Page
 
 log = logging.getLogger(__name__)
 
-STORE_ORDER = (("short_term", "Short-term"), ("episodic", "Episodes"), ("semantic", "Facts"),
-               ("procedural", "Procedures"), ("implicit", "Statistics"))
-TIER_ORDER = (("hot", "Hot (used lately)"), ("warm", "Warm"), ("cold", "Cold (fading)"))
+STORE_ORDER = tuple((key, words.STORE_NAMES[key]) for key in
+                    ("short_term", "episodic", "semantic", "procedural", "implicit"))
+TIER_ORDER = tuple((key, words.TIER_CHART[key]) for key in ("hot", "warm", "cold"))
 HEALTH_ROWS = (("avg_composite", "Average strength", "{:.2f}"),
                ("avg_confidence", "Average confidence", "{:.2f}"),
                ("confirmed", "Confirmed by you", "{:,}"),
                ("archived", "Archived", "{:,}"),
-               ("superseded", "Superseded (earlier versions kept)", "{:,}"),
+               ("superseded", "Earlier versions (kept in the history)", "{:,}"),
                ("open_contradictions", "Open contradictions", "{:,}"),
                ("total", "Memories in all (every status)", "{:,}"))
 
@@ -116,13 +117,12 @@ class InsightsView(Page):
         self.summary.setWordWrap(True)
         self.store_chart = BarChart()
         self.tier_chart = BarChart()
-        store_box = QGroupBox("Active memories by store")
+        store_box = QGroupBox("Active memories by kind")
         QVBoxLayout(store_box).addWidget(self.store_chart)
-        tier_box = QGroupBox("Active memories by tier")
+        tier_box = QGroupBox("Active memories by freshness")
         tl = QVBoxLayout(tier_box)
         tl.addWidget(self.tier_chart)
-        tier_note = QLabel("Hot: used in the last days; cold: not touched for weeks, fading "
-                           "and later archived.")
+        tier_note = QLabel(words.TIER_NOTE)
         tier_note.setWordWrap(True)
         tier_note.setStyleSheet(theme.NOTE_STYLE)
         tl.addWidget(tier_note)
@@ -135,7 +135,7 @@ class InsightsView(Page):
             value.setObjectName(f"health_{key}")
             self.health[key] = value
             form.addRow(label, value)
-        self.stats_box = QGroupBox("What Kept noticed (implicit statistics)")
+        self.stats_box = QGroupBox("Patterns Kept noticed")
         self.stats_layout = QVBoxLayout(self.stats_box)
         self.stat_labels: list[QLabel] = []
         self.stats_empty = QLabel("Nothing yet: statistics appear after a few conversations "
@@ -169,14 +169,16 @@ class InsightsView(Page):
         self.insights = ins
         known = [k for k, _l in STORE_ORDER]
         stores = [(label, ins.by_store.get(key, 0)) for key, label in STORE_ORDER]
-        stores += [(key, n) for key, n in sorted(ins.by_store.items()) if key not in known]
+        stores += [(words.store_name(key), n) for key, n in sorted(ins.by_store.items())
+                   if key not in known]
         colors = theme.STORE_COLORS
         self.store_chart.set_bars([(label, n, colors[i % len(colors)])
                                    for i, (label, n) in enumerate(stores)])
         self.tier_chart.set_bars([(label, ins.by_tier.get(key, 0), theme.TIER_COLORS[i])
                                   for i, (key, label) in enumerate(TIER_ORDER)])
         active = sum(ins.by_store.values())
-        self.summary.setText(f"{active:,} active memories. Strength combines importance, "
+        self.summary.setText(f"{words.count(active, 'active memory', 'active memories')}. "
+                             "Strength combines importance, "
                              "recency, use, feeling and people; confidence is how sure Kept is "
                              "that a memory is right.")
         for key, _label, fmt in HEALTH_ROWS:
@@ -187,7 +189,7 @@ class InsightsView(Page):
             lbl.deleteLater()
         self.stat_labels = []
         for _metric, _value, sample, text in ins.statistics:
-            aside = theme.muted_html(f"(from {sample:,} memor{'y' if sample == 1 else 'ies'})")
+            aside = theme.muted_html(f"(from {words.count(sample, 'memory', 'memories')})")
             lbl = QLabel(f"• {html.escape(text)} {aside}")
             lbl.setWordWrap(True)
             self.stats_layout.addWidget(lbl)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import bootstrap, validation
+from app import bootstrap, validation, words
 from app.api import BackupRecord, SettingValue, VaultAPI
 from app.changes import Changes, Result
 from app.errors import ValidationError
@@ -43,7 +43,7 @@ from ui.views.page import Page, setting_int
 
 log = logging.getLogger(__name__)
 
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+WEEKDAYS = words.WEEKDAYS
 FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_model",
              "extraction.cloud_consent", "extraction.redact",
              "consolidation.heartbeat_minutes", "consolidation.interval_minutes",
@@ -137,7 +137,7 @@ class SettingsView(Page):
     def _build_schedule(self) -> QGroupBox:
         self.heartbeat = _spin(1, 1440, " min")
         self.interval = _spin(5, 10_080, " min")
-        self.decay_hour = _spin(0, 23, ":00 UTC")
+        self.decay_hour = _spin(0, 23, ":00")  # the computer's local time (app/jobs.py)
         self.weekday = QComboBox()
         for day in WEEKDAYS:
             self.weekday.addItem(day)
@@ -147,7 +147,7 @@ class SettingsView(Page):
         sf.addRow("Heartbeat (new conversation → facts) every", self.heartbeat)
         sf.addRow("Consolidation every", self.interval)
         sf.addRow("Daily decay and archival at", self.decay_hour)
-        sf.addRow("Weekly synthesis on (00:00 UTC)", self.weekday)
+        sf.addRow("Weekly synthesis on (at midnight)", self.weekday)
         sched_note = QLabel("A changed schedule takes effect as soon as you save it.")
         sched_note.setStyleSheet(theme.NOTE_STYLE)
         sf.addRow(sched_note)
@@ -306,10 +306,12 @@ class SettingsView(Page):
         if last is None:
             self.last_backup.setText("Last backup: none yet.")
         else:
-            from app.clock import to_iso
+
             self.last_backup.setText(
-                f"Last backup: {to_iso(last.created_at)}, {last.memories:,} memories, "
-                f"{last.path}" + ("" if last.exists else " (gone or replaced since)"))
+                f"Last backup: {words.when(last.created_at)}, "
+                f"{words.count(last.memories, 'memory', 'memories')} (every version, the "
+                f"Archive too), {last.path}" + ("" if last.exists else
+                                                 " (gone or replaced since)"))
         self._update_endpoint()
         self._loaded = self.form_values()
         self.save_btn.setEnabled(True)

@@ -172,9 +172,9 @@ def test_import_is_idempotent_and_recall_returns_refs(vault: Path, tmp_path: Pat
     _write_turns(f, TURNS)
     r = kept(vault, "import", str(f))
     assert r.returncode == 0, r.stderr
-    assert "Imported 3 turn(s) from 2 session(s)" in r.stdout
+    assert "Imported 3 turns from 2 conversations" in r.stdout
     r = kept(vault, "import", str(f))
-    assert "Imported 0 turn(s)" in r.stdout and "3 already present" in r.stdout
+    assert "Imported 0 turns" in r.stdout and "3 already present" in r.stdout
     st = json.loads(kept(vault, "status", "--json").stdout)
     assert st["totals"]["short_term"] == 3 and st["totals"]["episodic"] == 3
     r = kept(vault, "recall", "what is the dog called", "--json", "--now",

@@ -91,7 +91,7 @@ def test_chatgpt_export_imports_the_current_branch_with_roles_times_titles(vault
     code, out, err = kept_import(vault, CHATGPT)
     assert code == 0, err
     assert "(Read as a ChatGPT export.)" in out
-    assert "Imported 7 turn(s) from 2 session(s); 0 already present." in out
+    assert "Imported 7 turns from 2 conversations; 0 already present." in out
     got = turns(vault)
     assert got == [
         ("Train to Porto", "user", "Which train goes from Lisbon to Porto?", T + 10, GPT_A + "u1"),
@@ -111,7 +111,7 @@ def test_chatgpt_export_imports_the_current_branch_with_roles_times_titles(vault
         assert absent not in texts
     code, out, err = kept_import(vault, CHATGPT)
     assert code == 0, err
-    assert "Imported 0 turn(s) from 2 session(s); 7 already present." in out
+    assert "Imported 0 turns from 2 conversations; 7 already present." in out
     assert len(turns(vault)) == 7
 
 
@@ -119,7 +119,7 @@ def test_claude_export_imports_text_and_content_blocks(vault: Path) -> None:
     code, out, err = kept_import(vault, CLAUDE)
     assert code == 0, err
     assert "(Read as a Claude export.)" in out
-    assert "Imported 5 turn(s) from 2 session(s)" in out
+    assert "Imported 5 turns from 2 conversations" in out
     assert turns(vault) == [
         ("Sourdough", "human", "How long should sourdough proof?", 1719856800.0,
          CLAUDE_1 + "m1"),
@@ -134,7 +134,7 @@ def test_claude_export_imports_text_and_content_blocks(vault: Path) -> None:
         ("Claude 5e55a000", "assistant", "Got it.", 1719910803.0, CLAUDE_2 + "n2"),
     ]
     code, out, _err = kept_import(vault, CLAUDE)
-    assert "Imported 0 turn(s)" in out and "5 already present" in out
+    assert "Imported 0 turns" in out and "5 already present" in out
 
 
 def test_notes_folder_dated_by_front_matter_or_file_time(vault: Path, tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_notes_folder_dated_by_front_matter_or_file_time(vault: Path, tmp_path: 
         os.utime(notes / name, (mtime, mtime))
     code, out, err = kept_import(vault, notes)
     assert code == 0, err
-    assert "Imported 4 turn(s) from 4 session(s)" in out
+    assert "Imported 4 turns from 4 conversations" in out
     got = sorted(turns(vault))
     assert [(s, sp, a) for s, sp, _t, a, _r in got] == [
         ("groceries.txt", "me", mtime),         # no front matter: the file's time
@@ -160,7 +160,7 @@ def test_notes_folder_dated_by_front_matter_or_file_time(vault: Path, tmp_path: 
     assert all(r and r.startswith("note:") for *_x, r in got)
     # One note alone is the same note: nothing new.
     code, out, _err = kept_import(vault, notes / "porto.md")
-    assert "Imported 0 turn(s) from 1 session(s); 1 already present." in out
+    assert "Imported 0 turns from 1 conversation; 1 already present." in out
     code, out, _err = kept_import(vault, notes)
     assert "4 already present" in out
 
@@ -383,7 +383,7 @@ def test_an_export_of_images_only_says_so_instead_of_nothing(vault: Path, tmp_pa
     f.write_text(json.dumps(conv))
     code, out, err = kept_import(vault, f)
     assert code == 0, err
-    assert "Imported 0 turn(s)" in out
+    assert "Imported 0 turns" in out
     assert "2 messages with images or files only skipped." in out, out
 
 
@@ -399,7 +399,7 @@ def test_links_in_a_notes_folder_are_skipped_and_named_whatever_they_point_to(
     (notes / "empty.md").write_text("  \n")
     code, out, err = kept_import(vault, notes)
     assert code == 0, err  # one dangling link used to refuse the whole folder
-    assert "Imported 4 turn(s) from 4 session(s)" in out
+    assert "Imported 4 turns from 4 conversations" in out
     assert "1 dangling links skipped: dangling.md." in out, out
     assert "2 links (Kept does not follow them) skipped: linked-dir/, elsewhere.md." in out
     assert "1 hidden files skipped: .hidden.md." in out

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from app import words
 from app.api import ContradictionItem, Turn
-from app.clock import parse_iso, to_iso
+from app.clock import parse_iso
 from app.facade import Vault
 from storage.crypto import KdfParams
 from tests.app.cli.conftest import PW, run_cli
@@ -62,7 +63,8 @@ def test_contradictions_print_both_sides_as_before(folder: Path) -> None:
     r = run_cli("--vault", str(folder), "contradictions", "--all")
     assert r.code == 0, r.err
     for side, s in (("a", item.a), ("b", item.b)):
-        assert f"  {side}: [{s.id}] {to_iso(s.occurred_at)} {s.text}\n" in r.out
+        # Local time as people write it (issue 25); the JSON above keeps the machine form.
+        assert f"  {side}: [{s.id}] {words.when(s.occurred_at)}: {s.text}\n" in r.out
 
 
 def test_undo_prints_what_the_report_counts(folder: Path) -> None:

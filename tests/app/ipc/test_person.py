@@ -127,7 +127,7 @@ def test_cli_through_the_owner_confirms_an_assistants_forget(owner: object) -> N
     assert vault.pending_forgets("pending")[0].id == req.id
     done = kept_in_process(folder, "forget", "--pending", str(req.id), "--yes")
     assert done.returncode == 0, done.stderr
-    assert "Forgot 1 memories" in done.stdout
+    assert "Forgot the event (1 memory) for good" in done.stdout
     assert vault.pending_forgets("pending") == []
     closed = vault.pending_forgets("done")[0]
     assert closed.reason == "" and closed.query is None  # the request's words went too

@@ -93,7 +93,18 @@ def fixed_demo_vault(folder: Path, *, load_model: bool = True) -> Any:
         elif isinstance(getattr(part, "clock", None), SystemClock):
             part.clock = fixed
     assert inside(vault).clock is fixed
+    # The window's "today 09:14" counts from this clock too (app/words.py), not the test day.
+    # Restored by ``release_words_clock`` when the vault is done with.
+    from app import words
+    words.clock = fixed.now
     return vault
+
+
+def release_words_clock() -> None:
+    import time
+
+    from app import words
+    words.clock = time.time
 
 
 def find_memory(vault: Any, text: str, store: str | None = None) -> int:

@@ -26,6 +26,7 @@ from tests.ui.screens.look import (
     find_memory,
     fixed_demo_vault,
     regen,
+    release_words_clock,
 )
 
 pytestmark = [pytest.mark.screenshot, pytest.mark.gui,
@@ -50,10 +51,23 @@ def look(qapp: Any) -> Iterator[None]:
 def demo(look: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # No embedding model: the status line and the demo's consolidation must not depend on
     # whether the model is installed.
+    # Times are shown in the local zone (app/words.py): the pictures are taken in UTC
+    # wherever the tests run.
+    import os
+    import time
+    old_tz = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
     vault = fixed_demo_vault(tmp_path_factory.mktemp("screens") / "demo", load_model=False)
     yield vault
     QThreadPool.globalInstance().waitForDone(WAIT)
     vault.lock()
+    release_words_clock()
+    if old_tz is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = old_tz
+    time.tzset()
 
 
 @pytest.fixture

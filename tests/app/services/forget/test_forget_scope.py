@@ -204,7 +204,7 @@ def test_dialog_lists_what_stays_with_reasons(qtbot: object, vault_dir: Path,
     from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QWidget
 
-    from ui.dialogs.forget import ROLE_LABELS, STAYING_LABEL, ForgetDialog
+    from ui.dialogs.forget import GROUP_ROLE, ForgetDialog
     v = Vault.create(vault_dir, "pw-scope", kdf=fast_kdf, threaded=True,
                      clock=FixedClock(NOW), use_chroma=False).vault
     try:
@@ -213,13 +213,15 @@ def test_dialog_lists_what_stays_with_reasons(qtbot: object, vault_dir: Path,
         qtbot.addWidget(host)  # type: ignore[attr-defined]
         dlg = ForgetDialog(v, None, host, ids=[ids["porto_episode"]])
         qtbot.waitUntil(lambda: dlg.plan is not None, timeout=20_000)  # type: ignore[attr-defined]
-        tops = {dlg.tree.topLevelItem(i).text(0): dlg.tree.topLevelItem(i)
+        tops = {dlg.tree.topLevelItem(i).data(0, GROUP_ROLE): dlg.tree.topLevelItem(i)
                 for i in range(dlg.tree.topLevelItemCount())}
-        assert tops[ROLE_LABELS["derived"]].child(0).text(0).endswith("Sam lives in Porto")
-        stays = tops[STAYING_LABEL]
+        assert tops["derived"].text(0) == "a fact learned only from it"
+        assert tops["derived"].child(0).text(0).endswith("Sam lives in Porto")
+        stays = tops["staying"]
+        assert stays.text(0) == "What stays, and why"
         lines = {stays.child(i).text(0): stays.child(i).child(0).text(0)
                  for i in range(stays.childCount())}
-        lisbon = f"#{ids['lisbon_fact']} semantic: Sam lives in Lisbon"
+        lisbon = "Fact: Sam lives in Lisbon"
         assert "current again" in lines[lisbon]
         assert all(lines.values())
         dlg.reject()

@@ -1,0 +1,338 @@
+"""The words a person reads: store names, tiers, strength and confidence, times, links as
+sentences, counts. Layer: app, pure (no Qt, no I/O), so the window and the CLI's text output
+say the same thing (docs/design: "the person never sees an internal name"). JSON output keeps
+the machine forms (``short_term``, ISO times); nothing here is parsed back.
+
+Times are the local zone's, written as people write them: "today 09:14", "yesterday 18:02",
+"15 June 2026, 20:00". Numbers stay reachable: every word for a score has a tooltip text that
+gives the number and what it is made of.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, tzinfo
+
+from app.domain.memory import LinkKind, Store, Tier
+
+__all__ = [
+    "STORE_NAMES", "STORE_ONE", "TIER_NAMES", "TIER_CHART", "TIER_NOTE", "confidence_word",
+    "count", "day", "history_line", "link_sentence", "said", "short", "store_name",
+    "store_noun", "store_one", "strength_tip", "strength_word", "tier_tip", "tier_word", "when",
+    "when_iso", "hour_text", "calendar_day", "things", "ALSO_GONE", "also_gone", "forget_groups",
+    "forget_sentence", "confidence_tip", "join", "RUN_KINDS", "WEEKDAYS", "run_kind",
+]
+
+# The stores as the navigation and the charts name them (what each holds).
+STORE_NAMES: dict[str, str] = {
+    Store.SHORT_TERM: "Conversation", Store.EPISODIC: "Events", Store.SEMANTIC: "Facts",
+    Store.PROCEDURAL: "Habits", Store.IMPLICIT: "Patterns", Store.WORKING: "Working memory"}
+# One memory of a store, as a list row or the detail pane labels it.
+STORE_ONE: dict[str, str] = {
+    Store.SHORT_TERM: "Conversation", Store.EPISODIC: "Event", Store.SEMANTIC: "Fact",
+    Store.PROCEDURAL: "Habit", Store.IMPLICIT: "Pattern", Store.WORKING: "Working memory"}
+# (one, many) as a sentence counts them: "the fact", "2 conversation turns".
+_NOUNS: dict[str, tuple[str, str]] = {
+    Store.SHORT_TERM: ("conversation turn", "conversation turns"),
+    Store.EPISODIC: ("event", "events"), Store.SEMANTIC: ("fact", "facts"),
+    Store.PROCEDURAL: ("habit", "habits"), Store.IMPLICIT: ("pattern", "patterns"),
+    Store.WORKING: ("note", "notes")}
+
+
+def store_name(store: str) -> str:
+    """A store's name ("Facts"); an unknown one with its underscores as spaces."""
+    return STORE_NAMES.get(store, store.replace("_", " ").capitalize())
+
+
+_ORDER = {s: n for n, s in enumerate(STORE_ONE)}
+
+
+def store_one(store: str) -> str:
+    """One memory's store as a label: "Fact", "Conversation"."""
+    return STORE_ONE.get(store, store.replace("_", " ").capitalize())
+
+
+def store_noun(store: str, n: int = 1) -> str:
+    one, many = _NOUNS.get(store, (store.replace("_", " "),) * 2)
+    return one if n == 1 else many
+
+
+def count(n: int, one: str, many: str) -> str:
+    """ "1 memory", "2 memories", "1,204 memories"."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def things(stores: Iterable[str], *, the: bool = True) -> str:
+    """Memories named by what they are: "the fact", "2 facts and an event", "3 habits".
+    ``the``: a single one is "the fact" (else "a fact")."""
+    by: dict[str, int] = {}
+    for s in stores:
+        by[s] = by.get(s, 0) + 1
+    if sum(by.values()) == 1:
+        (s,) = by
+        noun = store_noun(s)
+        return f"the {noun}" if the else f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+    parts = [count(n, store_noun(s), store_noun(s, 2)) if n > 1
+             else f"{'an' if store_noun(s)[0] in 'aeiou' else 'a'} {store_noun(s)}"
+             for s, n in sorted(by.items(), key=lambda kv: (-kv[1], _ORDER.get(kv[0], 9)))]
+    return join(parts)
+
+
+def join(parts: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# --- times -------------------------------------------------------------------------------
+
+# What "today" is measured from. The screenshot tests set it to their fixed vault time, so
+# "today"/"yesterday" do not depend on the day the tests run; nothing else changes it.
+clock: Callable[[], float] = time.time
+
+def _local(ts: float, tz: tzinfo | None) -> datetime:
+    return datetime.fromtimestamp(ts, tz) if tz is not None else datetime.fromtimestamp(ts)
+
+
+def _day_word(at: datetime, now: datetime) -> str | None:
+    delta = (at.date() - now.date()).days
+    return {0: "today", -1: "yesterday", 1: "tomorrow"}.get(delta)
+
+
+def when(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None,
+         never: str = "") -> str:
+    """A moment in the local zone: "today 09:14", "yesterday 18:02", "15 June 2026, 20:00".
+    ``now`` and ``tz`` are for tests (default: the clock and the local zone)."""
+    if ts is None:
+        return never
+    at = _local(ts, tz)
+    ref = _local(clock() if now is None else now, tz)
+    word = _day_word(at, ref)
+    if word is not None:
+        return f"{word} {at:%H:%M}"
+    return f"{at.day} {at:%B %Y}, {at:%H:%M}"
+
+
+def day(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None,
+        never: str = "an unknown day") -> str:
+    """A day in the local zone: "today", "yesterday", "15 June 2026"."""
+    if ts is None:
+        return never
+    at = _local(ts, tz)
+    ref = _local(clock() if now is None else now, tz)
+    return _day_word(at, ref) or f"{at.day} {at:%B %Y}"
+
+
+def when_iso(text: str | None, *, now: float | None = None, tz: tzinfo | None = None
+             ) -> str:
+    """``when`` of an ISO 8601 time (as ``SourceView.occurred_at`` carries it)."""
+    if not text:
+        return ""
+    from app.clock import parse_iso
+    try:
+        ts = parse_iso(text)
+    except ValueError:
+        return ""
+    return when(ts, now=now, tz=tz)
+
+
+def calendar_day(text: str) -> str:
+    """A day written YYYY-MM-DD (a Timeline day) as people write it: "Saturday 11 July 2026"."""
+    try:
+        d = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        return text
+    return f"{d:%A} {d.day} {d:%B %Y}"
+
+
+def hour_text(hour: int) -> str:
+    """An hour of the day on a schedule, local time: "03:00"."""
+    return f"{hour % 24:02d}:00"
+
+
+# What started a consolidation run (``RunSummary.kind``: the job's name, or who asked).
+RUN_KINDS: dict[str, str] = {
+    "consolidation": "consolidation", "heartbeat": "quick look at new conversation",
+    "decay": "daily decay and archival", "synthesis": "weekly synthesis",
+    "assistant_fact": "a fact from an assistant"}
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def run_kind(kind: str) -> str:
+    return RUN_KINDS.get(kind, kind.replace("_", " "))
+
+
+# --- scores ------------------------------------------------------------------------------
+
+TIER_NAMES: dict[str, str] = {Tier.HOT: "Fresh", Tier.WARM: "Quiet", Tier.COLD: "Fading"}
+# The Insights chart: honest about what counts (issue 25: an import is all "fresh").
+TIER_CHART: dict[str, str] = {Tier.HOT: "Fresh (this week)", Tier.WARM: "Quiet (this month)",
+                              Tier.COLD: "Fading (older)"}
+TIER_NOTE = ("A memory counts from the latest of when it happened, when Kept learned it and "
+             "when an assistant last used it: fresh within 7 days, quiet within 30, then "
+             "fading (a memory used often stays fresh longer). What you import is fresh "
+             "this week, however long ago it happened.")
+
+
+_TIER_TIPS: dict[str, str] = {
+    Tier.HOT: "happened, was learned or was used in the last 7 days",
+    Tier.WARM: "was last new or used between a week and a month ago",
+    Tier.COLD: "has not been new or used for over a month; fading memories are archived in time"}
+
+
+def tier_word(tier: str | None) -> str:
+    return TIER_NAMES.get(tier, tier.capitalize()) if tier else ""
+
+
+def tier_tip(tier: str | None) -> str:
+    if not tier:
+        return ""
+    what = _TIER_TIPS.get(tier, "")
+    return f"{tier_word(tier)}: it {what}." if what else tier_word(tier)
+
+
+def strength_word(composite: float) -> str:
+    """ "strong", "medium", "weak": how high recall ranks it and how long it lasts."""
+    return "strong" if composite >= 0.6 else "medium" if composite >= 0.35 else "weak"
+
+
+_PARTS = (("importance", "importance"), ("recency", "recency"), ("frequency", "use"),
+          ("emotional", "feeling"), ("social", "people"))
+
+
+def strength_tip(composite: float, parts: Mapping[str, float] | None = None) -> str:
+    """The number behind the word, and (given the parts) what it is made of."""
+    out = (f"Strength {composite:.2f} of 1 ({strength_word(composite)}): strong memories come "
+           "first in recall and are archived last.")
+    if parts:
+        made = ", ".join(f"{word} {parts[k]:.2f}" for k, word in _PARTS if k in parts)
+        out += f"\nMade of {made}."
+    return out
+
+
+def confidence_word(confidence: float | None, *, confirmed: bool = False) -> str:
+    """How sure Kept is that a memory is right, in words."""
+    if confirmed or (confidence is not None and confidence >= 1.0):
+        return "confirmed by you"
+    if confidence is None:
+        return ""
+    return ("Kept is sure" if confidence >= 0.8 else "Kept is fairly sure" if confidence >= 0.6
+            else "Kept is unsure" if confidence >= 0.4 else "Kept doubts it")
+
+
+def confidence_tip(confidence: float | None) -> str:
+    if confidence is None:
+        return ""
+    return (f"Confidence {confidence:.2f} of 1: how sure Kept is that it is right (its source, "
+            "how often it was said again, how recent, whether you confirmed it).")
+
+
+# --- links and sources as sentences -------------------------------------------------------
+
+def said(store: str, text: str, speaker: str | None, occurred_at: float | None, *,
+         now: float | None = None, tz: tzinfo | None = None) -> str:
+    """Another memory as a sentence names it: "what Sam said on 15 June 2026" for a
+    conversation turn or an event someone said, else "the fact “…”"."""
+    if speaker and store in (Store.SHORT_TERM, Store.EPISODIC):
+        on = day(occurred_at, now=now, tz=tz)
+        on = on if on in ("today", "yesterday") else f"on {on}"
+        return f"what {speaker} said {on}: “{short(text, 60)}”"
+    return f"the {store_noun(store)} “{short(text, 60)}”"
+
+
+# (this memory is the link's source, this memory is its target) -> sentence start.
+_LINKS: dict[str, tuple[str, str]] = {
+    LinkKind.DERIVED_FROM: ("Learned from", "Source of"),
+    LinkKind.PROMOTED_FROM: ("Kept from", "Kept as"),
+    LinkKind.SUPERSEDES: ("Replaces", "Replaced by"),
+    LinkKind.CONTRADICTS: ("Disagrees with", "Disagrees with"),
+    LinkKind.SIMILAR_TO: ("Much like", "Much like"),
+    LinkKind.RELATES_TO: ("Related to", "Related to"),
+    LinkKind.PRECEDED_BY: ("Came after", "Came before"),
+    LinkKind.MENTIONS: ("Mentions", "Mentioned in"),
+    LinkKind.REINFORCES: ("Supports", "Supported by"),
+}
+
+
+def link_sentence(kind: str, outgoing: bool, other: str) -> str:
+    """ "Learned from what Sam said on 15 June 2026: “…”". ``outgoing``: the shown memory
+    is the link's source; ``other``: the other memory as ``said`` names it."""
+    start = _LINKS.get(kind, (kind.replace("_", " ").capitalize(),) * 2)
+    return f"{start[0] if outgoing else start[1]} {other}"
+
+
+_HISTORY = {"created": "learned", "confirmed": "confirmed by you",
+            "superseded": "replaced by a newer version", "corrected": "written by you as a "
+            "correction", "archived": "archived", "restored": "restored from the Archive"}
+
+
+def history_line(action: str, this: bool, *, at: str) -> str:
+    """A history entry: "today 09:14 · learned"; ``this`` False for another version's."""
+    what = _HISTORY.get(action, action.replace("_", " "))
+    return f"{at} · {what}" if this else f"{at} · another version: {what}"
+
+
+# --- forgetting: the plan and its report in the same words --------------------------------
+
+# What goes with the memories besides themselves, per table (``ForgetPlan.rows``,
+# ``ForgetReport.deleted``), as (one, many); a table not named here is a part of a memory the
+# person never sees on its own (its words in the search index, its vector, an event's or a
+# fact's own columns) and goes without being counted apart.
+ALSO_GONE: dict[str, tuple[str, str]] = {
+    "link": ("link to another memory", "links to other memories"),
+    "history": ("history entry", "history entries"),
+    "entity": ("person or project known only from it", "people and projects known only from it"),
+    "entity_mention": ("mention of a person or project", "mentions of people and projects"),
+    "contradiction": ("Inbox item", "Inbox items"),
+    "llm_reply": ("stored reply of the extraction model", "stored replies of the extraction model"),
+    "run_change": ("line in the consolidation log", "lines in the consolidation log"),
+    # Not a table: entity summaries that may quote what goes, cleared to be written again.
+    "summaries": ("summary of a person or project, to write again",
+                  "summaries of people and projects, to write again"),
+}
+FORGET_ROLES = ("matched", "version", "derived", "source")
+
+
+def forget_groups(items: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
+    """The memories a plan forgets, as (words, how many) per role, from (role, store) pairs:
+    "the fact" 1, "earlier versions" 2, "the conversation it came from" 3. The counts add up
+    to the plan's memories."""
+    by: dict[str, list[str]] = {}
+    for role, store in items:
+        by.setdefault(role, []).append(store)
+    it = "it" if len(by.get("matched", [])) <= 1 else "them"
+    out: list[tuple[str, int]] = []
+    for role in FORGET_ROLES:
+        stores = by.get(role, [])
+        if not stores:
+            continue
+        n = len(stores)
+        if role == "matched":
+            label = things(stores)
+        elif role == "version":
+            label = "an earlier version" if n == 1 else f"{n} earlier versions"
+        elif role == "derived":
+            label = f"{things(stores, the=False)} learned only from {it}"
+        else:
+            label = f"the conversation {it} came from"
+        out.append((label, n))
+    return out
+
+
+def also_gone(rows: Mapping[str, int]) -> list[tuple[str, int]]:
+    """What else goes, counted in the person's words (see ``ALSO_GONE``)."""
+    return [(ALSO_GONE[k][0 if n == 1 else 1], n) for k in ALSO_GONE
+            if (n := int(rows.get(k, 0)))]
+
+
+def forget_sentence(groups: list[tuple[str, int]]) -> str:
+    """ "the fact, 2 earlier versions and the conversation it came from (6 memories)"."""
+    n = sum(c for _w, c in groups)
+    return f"{join([w for w, _c in groups])} ({count(n, 'memory', 'memories')})"

@@ -1,0 +1,88 @@
+"""The words a person reads (app/words.py, issue 25 item 5): local times as people write them,
+counts that agree in number, the forget plan's groups adding up. No Qt."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+from app import words
+
+NOW = datetime(2026, 6, 15, 20, 0, tzinfo=UTC).timestamp()  # a Monday evening
+TOKYO = timezone(timedelta(hours=9))
+
+
+def test_when_says_today_yesterday_or_the_date_in_the_zone_given() -> None:
+    assert words.when(NOW - 600, now=NOW, tz=UTC) == "today 19:50"
+    assert words.when(NOW - 26 * 3600, now=NOW, tz=UTC) == "yesterday 18:00"
+    assert words.when(NOW + 13 * 3600, now=NOW, tz=UTC) == "tomorrow 09:00"
+    assert words.when(NOW - 3 * 86_400, now=NOW, tz=UTC) == "12 June 2026, 20:00"
+    assert words.when(NOW - 400 * 86_400, now=NOW, tz=UTC) == "11 May 2025, 20:00"
+    # The same moment in Tokyo is 05:00 the next morning: the local day decides "today".
+    assert words.when(NOW, now=NOW, tz=TOKYO) == "today 05:00"
+    assert words.when(NOW - 6 * 3600, now=NOW, tz=TOKYO) == "yesterday 23:00"
+    assert words.when(None, never="never") == "never"
+
+
+def test_day_and_iso_times() -> None:
+    assert words.day(NOW, now=NOW, tz=UTC) == "today"
+    assert words.day(NOW - 86_400, now=NOW, tz=UTC) == "yesterday"
+    assert words.day(NOW - 10 * 86_400, now=NOW, tz=UTC) == "5 June 2026"
+    assert words.when_iso("2026-06-15T09:14:00Z", now=NOW, tz=UTC) == "today 09:14"
+    assert words.when_iso("2026-06-01T20:00:00+00:00", now=NOW, tz=UTC) == "1 June 2026, 20:00"
+    assert words.when_iso("not a time") == "" and words.when_iso(None) == ""
+
+
+def test_the_clock_hook_decides_today() -> None:
+    before = words.clock
+    words.clock = lambda: NOW
+    try:
+        assert words.when(NOW - 60, tz=UTC) == "today 19:59"
+    finally:
+        words.clock = before
+
+
+def test_counts_agree_in_number() -> None:
+    assert words.count(1, "memory", "memories") == "1 memory"
+    assert words.count(0, "memory", "memories") == "0 memories"
+    assert words.count(1204, "memory", "memories") == "1,204 memories"
+    assert words.things(["semantic"]) == "the fact"
+    assert words.things(["episodic"], the=False) == "an event"
+    assert words.things(["semantic", "semantic", "episodic"]) == "2 facts and an event"
+
+
+def test_store_tier_strength_and_links_in_words() -> None:
+    assert [words.store_name(s) for s in ("short_term", "episodic", "semantic", "procedural",
+                                         "implicit")] == ["Conversation", "Events", "Facts",
+                                                          "Habits", "Patterns"]
+    assert words.store_one("semantic") == "Fact"
+    assert words.tier_word("hot") == "Fresh" and "7 days" in words.tier_tip("hot")
+    assert words.strength_word(0.38) == "medium"
+    tip = words.strength_tip(0.38, {"importance": 0.6, "recency": 0.69})
+    assert "0.38" in tip and "importance 0.60" in tip and "recency 0.69" in tip
+    assert words.confidence_word(0.41) == "Kept is unsure"
+    assert words.confidence_word(1.0) == "confirmed by you"
+    other = words.said("short_term", "I moved to Porto", "Sam",
+                       datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp(), now=NOW, tz=UTC)
+    assert other == "what Sam said on 1 June 2026: “I moved to Porto”"
+    assert words.link_sentence("DERIVED_FROM", True, other).startswith(
+        "Learned from what Sam said on 1 June 2026")
+    assert words.link_sentence("SUPERSEDES", False, "the fact “x”") == "Replaced by the fact “x”"
+    assert words.history_line("created", True, at="today 09:14") == "today 09:14 · learned"
+
+
+def test_forget_groups_add_up_and_say_what_goes() -> None:
+    items = [("matched", "semantic"), ("version", "semantic"), ("version", "semantic"),
+             ("source", "short_term"), ("source", "episodic")]
+    groups = words.forget_groups(items)
+    assert [w for w, _n in groups] == [
+        "the fact", "2 earlier versions",
+        "the conversation it came from"]
+    assert sum(n for _w, n in groups) == len(items)
+    assert words.forget_sentence(groups) == (
+        "the fact, 2 earlier versions and the conversation it came from (5 memories)")
+    assert words.things(["episodic", "short_term"], the=False) == (
+        "a conversation turn and an event")
+    assert words.also_gone({"link": 1, "history": 3, "memory_fts": 5, "vector": 5,
+                            "run_change": 2}) == [
+        ("link to another memory", 1), ("history entries", 3),
+        ("lines in the consolidation log", 2)]
