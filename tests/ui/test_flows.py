@@ -429,6 +429,64 @@ def test_correct_from_detail_pane(qtbot: Any, flow_window: Any, flow_vault: Any)
     assert flow_vault.get(mid).status.value == "superseded"
 
 
+def test_after_a_correction_the_list_stays_and_holds_the_new_version(
+        qtbot: Any, flow_window: Any, flow_vault: Any) -> None:
+    """Issue 25: after Save correction the list jumped to another view (a search's results
+    were replaced by the listing) and the corrected memory was not selected in it. Driven by
+    keys: search, Down to the hit, Correct with Space, type, Save with Space."""
+    old = "Sam's dentist appointment is on Tuesday at nine."
+    new = "Sam's dentist appointment is on Thursday at ten."
+    browse, detail = flow_window.browse, flow_window.browse.detail
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 0, timeout=WAIT)
+    browse.search.setFocus()
+    qtbot.keyClicks(browse.search, "dentist appointment")
+    qtbot.keyClick(browse.search, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "results for “dentist appointment”" in browse.title.text(),
+                    timeout=WAIT)
+    ids = [r.id for r in browse.model.rows]
+    mid = find_fact(flow_vault, old)
+    assert mid in ids
+    browse.table.setFocus()
+    for _ in range(ids.index(mid) + 1):  # from no selection: Down selects the first row
+        qtbot.keyClick(browse.table, Qt.Key.Key_Down)
+    qtbot.waitUntil(lambda: detail.memory_id == mid, timeout=WAIT)
+    detail.correct_btn.setFocus()
+    qtbot.keyClick(detail.correct_btn, Qt.Key.Key_Space)
+    assert detail.editor.isVisible() and detail.editor.hasFocus()
+    detail.editor.selectAll()
+    qtbot.keyClicks(detail.editor, new)
+    detail.save_btn.setFocus()
+    with qtbot.waitSignal(flow_window.bridge.changes_applied, timeout=WAIT):
+        qtbot.keyClick(detail.save_btn, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: detail.text.toPlainText() == new, timeout=WAIT)
+
+    def selected() -> int | None:
+        row = browse.model.row_at(browse.table.currentIndex().row())
+        return int(row.id) if row is not None else None
+    qtbot.waitUntil(lambda: selected() == detail.memory_id, timeout=WAIT)
+    assert "results for “dentist appointment”" in browse.title.text()  # the same view
+    assert mid not in [r.id for r in browse.model.rows]  # the old version left the list
+
+    # In a listing too (the search emptied, Enter: back to it): the new version is selected
+    # where it stands.
+    browse.search.setFocus()
+    qtbot.keyClick(browse.search, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(browse.search, Qt.Key.Key_Delete)
+    qtbot.keyClick(browse.search, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 0
+                    and browse.title.text().startswith("All memories"), timeout=WAIT)
+    current = detail.memory_id
+    select_memory(qtbot, flow_window, current)
+    qtbot.keyClick(detail.correct_btn, Qt.Key.Key_Space)
+    detail.editor.selectAll()
+    qtbot.keyClicks(detail.editor, "Sam's dentist appointment is on Friday at ten.")
+    with qtbot.waitSignal(flow_window.bridge.changes_applied, timeout=WAIT):
+        qtbot.keyClick(detail.save_btn, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: detail.memory_id != current and selected() == detail.memory_id,
+                    timeout=WAIT)
+    assert browse.title.text().startswith("All memories")
+
+
 # --- forget ---------------------------------------------------------------------------------
 def test_forget_confirmed(qtbot: Any, flow_window: Any, flow_vault: Any) -> None:
     from app.errors import NotFound

@@ -189,5 +189,10 @@ class MemoryTableModel(QAbstractTableModel):
             from ui.errors import show_error
             show_error(None, exc)
 
+    @property
+    def loading(self) -> bool:
+        """A page is on its way (``page_loaded`` follows)."""
+        return self._in_flight
+
     def row_at(self, row: int) -> MemoryRow | None:
         return self.rows[row] if 0 <= row < len(self.rows) else None

@@ -63,8 +63,15 @@ class BrowsePage(Page):
         self.search_bar.as_of_changed.connect(self._on_search_bar_as_of_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.model.count_known.connect(self._on_model_count_known)
+        self.model.page_loaded.connect(self._on_model_page_loaded)
+        self.detail.corrected.connect(self._on_detail_corrected)
         self._label = ""
         self._query = MemoryQuery()
+        # The memory to select once the list holds it: the one selected before a reload, or
+        # a correction's new version (the list never loses what the detail pane shows).
+        self._select_id: int | None = None
+        self._select_said = False  # say so if it is not in this list at all
+        self._searched = ""  # the search whose results the list shows, or ""
 
     def _make_table(self) -> QTableView:
         table = QTableView()
@@ -87,6 +94,7 @@ class BrowsePage(Page):
         self._label = label
         self._query = query
         self.title.setText(label)
+        self._searched = ""
         self.search.blockSignals(True)
         self.search.clear()
         self.search.blockSignals(False)
@@ -105,7 +113,47 @@ class BrowsePage(Page):
         if changes.lock or initiator is self:
             return
         if (changes.memories or changes.entities or changes.contradictions) and self.shown():
-            self.model.refresh()
+            if self._select_id is None:
+                current = self.model.row_at(self.table.currentIndex().row())
+                self._select_id = current.id if current is not None else None
+            if self._searched:  # showing search results: search again, stay on them
+                self._search(self._searched)
+            else:
+                self.model.refresh()
+
+    @Slot(int)
+    def _on_detail_corrected(self, new_id: int) -> None:
+        """A correction replaced the selected memory: select its new version (in this list,
+        where it stands), or say where it went."""
+        self._select_id, self._select_said = new_id, True
+        # The list reloads from the correction's change flags, before or after this: look
+        # now, and again when the reloaded rows land (only they may say it is not there).
+        self._select_pending(final=False)
+
+    @Slot(int)
+    def _on_model_page_loaded(self, _rows: int) -> None:
+        self._select_pending()
+
+    def _select_pending(self, *, final: bool = True) -> None:
+        want = self._select_id
+        if want is None:
+            return
+        for n, row in enumerate(self.model.rows):
+            if row.id == want:
+                self._select_id = None
+                self.table.selectRow(n)
+                self.table.scrollTo(self.model.index(n, 0))
+                return
+        if self.model.canFetchMore():
+            self.model.fetchMore()  # pages in until it is found or the list ends
+            return
+        if self.model.loading or not final:  # look again when the rows land
+            return
+        self._select_id = None
+        if self._select_said:
+            self._select_said = False
+            self.title.setText(f"{self.title.text()} · the corrected memory is not in this "
+                               "list; it is shown on the right")
 
     @Slot(int)
     def _on_model_count_known(self, n: int) -> None:
@@ -117,6 +165,9 @@ class BrowsePage(Page):
         if not text:
             self.show_query(self._label, self._query)
             return
+        self._search(text)
+
+    def _search(self, text: str) -> None:
         vault = self.vault
         self.entity.show_entity(None)  # the results are the whole vault's, not the entity's
         # In the Archive, search the Archive; the as-of control: what was said and true then.
@@ -128,11 +179,13 @@ class BrowsePage(Page):
             return hit_rows(vault.recall(text, k=50, touch=False, filters=filters))
 
         def done(rows: list[MemoryRow]) -> None:
+            self._searched = text
             self.model.clear()
             self.model.beginResetModel()
             self.model.rows = rows
             self.model.endResetModel()
             self.title.setText(f"{len(rows)} results for “{text}”{where}, best first")
+            self._select_pending()
         self.load(search, done, kind="search")
 
     @Slot()

@@ -3,7 +3,7 @@ confirm, archive/restore, forget. Layer: ui. GUI thread; loads through ``ui.task
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import words
-from app.api import Explanation, History, MemoryRead, VaultAPI
+from app.api import Explanation, History, MemoryId, MemoryRead, Result, VaultAPI
 from app.changes import Changes
 from app.domain.memory import Draft, Memory
 from app.errors import NotFound, ValidationError
@@ -46,6 +46,8 @@ Loaded = tuple[Explanation, History, str, list[MemoryRead], dict[int, Memory]]
 
 class DetailPane(Page):
     """One memory in full, beside the memory list (owned by the browse page)."""
+
+    corrected = Signal(int)  # the new version's id, once a correction is saved
 
     def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
                  ) -> None:
@@ -253,8 +255,10 @@ class DetailPane(Page):
         mid, vault = self.memory_id, self.vault
         if mid is None:  # cleared (locked, forgotten) meanwhile
             return
-        run_op(self, lambda: vault.correct(mid, text),
-               lambda r: self.show_memory(int(r.value)), self.bridge)
+        def done(result: Result[MemoryId]) -> None:
+            self.show_memory(int(result.value))
+            self.corrected.emit(int(result.value))
+        run_op(self, lambda: vault.correct(mid, text), done, self.bridge)
 
     @Slot()
     def _on_confirm_btn_clicked(self) -> None:
