@@ -82,6 +82,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_config_folder(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window's preferences (recent vaults, theme: ``app.prefs``) go to a folder of the
+    test's own, never the user's."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(autouse=True)
 def _memory_keyring() -> Iterator[object]:
     """Tests never touch a real keychain: an in-memory backend, reset per test."""
     import keyring

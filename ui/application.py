@@ -28,11 +28,23 @@ class KeptApplication(QApplication):
         self.setOrganizationName("Kept")
         self.setStyle("Fusion")
         self.setFont(QFont("DejaVu Sans", 10))
+        # Kept's own light or dark theme, as chosen in View > Theme; "system" follows the
+        # desktop's setting, also when it changes while Kept runs.
+        from app.prefs import Prefs
+        from ui import theme
+        theme.apply_theme(self, Prefs.load().theme)
+        self.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
         self._server: QLocalServer | None = None
         self._relay = _Relay()
         self._relay.error.connect(self._show_error)
         sys.excepthook = self._excepthook
         threading.excepthook = self._thread_excepthook
+
+    def _on_color_scheme_changed(self, *_a: object) -> None:
+        from app.prefs import Prefs
+        from ui import theme
+        if Prefs.load().theme == "system":
+            theme.apply_theme(self, "system")
 
     def claim_single_instance(self) -> bool:
         """One window per user: a second start just tells the first (it raises itself)."""

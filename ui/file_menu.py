@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
 
+from app import words
 from app.api import BackupCheck, BackupRecord
 from app.changes import Changes, Result
 from app.errors import AppError, ValidationError
@@ -29,7 +30,8 @@ from ui.work_window import WorkWindow
 
 if TYPE_CHECKING:
     from app.transfer import FileImport
-    from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog, WorkDialog
+    from ui.dialogs.files import BackupDialog, ExportDialog, RestoreDialog
+    from ui.dialogs.work import WorkDialog
 
 D = TypeVar("D", bound="WorkDialog")
 
@@ -57,9 +59,12 @@ class FileMenu(QObject):
             a.triggered.connect(slot)
             menu.addAction(a)
             return a
-        self.new_action = act("New vault…", self._on_new_triggered, "Ctrl+N")
+        self.new_action = act("New vault…", self._on_new_triggered, "Ctrl+Shift+N")
         self.open_action = act("Open vault…", self._on_open_triggered,
                                "Ctrl+O")
+        self.recent_menu = menu.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        self._fill_recent()
         menu.addSeparator()
         self.import_action = act("Import…", self._on_import_triggered, "Ctrl+I")
         self.export_action = act("Export…", self._on_export_triggered, "Ctrl+E")
@@ -116,6 +121,26 @@ class FileMenu(QObject):
         if chosen:
             self.open_vault(Path(chosen))
 
+    @Slot()
+    def _fill_recent(self) -> None:
+        """The vaults opened lately that still exist, the open one left out."""
+        from app import bootstrap
+        from app.prefs import Prefs
+        self.recent_menu.clear()
+        here = str(self.folder.expanduser().absolute()) if self.folder is not None else None
+        shown = 0
+        for text in Prefs.load().recent:
+            folder = Path(text)
+            if text == here or not bootstrap.vault_exists(folder):
+                continue
+            shown += 1
+            action = self.recent_menu.addAction(f"&{shown} {folder.name} ({folder.parent})")
+            action.setToolTip(text)
+            action.triggered.connect(lambda _c=False, f=folder: self.open_vault(f))
+        if not shown:
+            none = self.recent_menu.addAction("No other vault opened lately")
+            none.setEnabled(False)
+
     def open_vault(self, folder: Path) -> bool:
         from app import bootstrap
         if not bootstrap.vault_exists(folder):
@@ -147,7 +172,9 @@ class FileMenu(QObject):
         def done(result: Result[FileImport]) -> None:
             self.window._end_work()
             r, fmt = result.value.report, result.value.format_name
-            self._say(f"Imported {r.added:,} turns from {path.name} (read as {fmt})"
+            self._say(f"Imported {words.count(r.added, 'turn', 'turns')} of "
+                      f"{words.count(r.sessions, 'conversation', 'conversations')} from "
+                      f"{path.name} (read as {fmt})"
                       + (f"; {r.skipped_duplicates:,} were already there"
                          if r.skipped_duplicates else "")
                       + "".join(f"; {s}" for s in r.skipped))
@@ -228,7 +255,8 @@ class FileMenu(QObject):
         def done(result: Result[BackupRecord]) -> None:
             self.window._end_work()
             rec = result.value
-            self._say(f"Backed up {rec.memories:,} memories to {rec.path} "
+            self._say(f"Backed up {rec.memories:,} memories (every version, the Archive "
+                      f"too) to {rec.path} "
                       f"({rec.bytes / 1e6:.1f} MB, encrypted; read back and checked)")
             if dlg is not None:
                 dlg.accept()

@@ -59,6 +59,15 @@ def harden_process() -> None:
         pass
 
 
+def last_vault() -> Path:
+    """What a plain ``kept-app`` opens: the vault opened last (if it is still there), else the
+    default folder (the demo opens when neither holds a vault)."""
+    from app.bootstrap import default_vault_dir, vault_exists
+    from app.prefs import Prefs
+    last = Prefs.load().last_vault()
+    return last if last is not None and vault_exists(last) else default_vault_dir()
+
+
 def demo_folder() -> Path:
     from app.bootstrap import default_vault_dir
     return default_vault_dir().parent / "demo-vault"
@@ -125,11 +134,16 @@ class Controller:
             self.window.show_banner(
                 "This is a demo vault with made-up memories (password: demo). What you change "
                 "or forget stays that way; Reset demo brings the original back. "
-                "Start Kept with --vault FOLDER to create your own.")
+                "To keep your own memories, choose File > New vault.")
             self._add_reset_demo_action()
         elif self.dialog is not None and self.dialog.notice:
             # e.g. a new password was set with the recovery code
             self.window.show_banner(self.dialog.notice)
+        if not self.demo:  # the next plain start opens this one; File > Open recent lists it
+            from app.prefs import Prefs
+            prefs = Prefs.load()
+            prefs.opened(self.folder)
+            prefs.save()
         self.window.lock_requested.connect(self.lock)
         self.window.show()
         # Changes made by scheduler jobs reach the window (list, People & Projects, Inbox
@@ -401,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         return _qt_probe()
     if args.self_check:
         return self_check()
-    from app.bootstrap import default_vault_dir, private_umask, vault_exists
+    from app.bootstrap import private_umask, vault_exists
     private_umask()
     harden_process()
     setup_logging(args.debug)
@@ -423,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     if not app.claim_single_instance():
         log.warning("Kept is already running")
         return 1
-    folder = Path(args.vault).expanduser() if args.vault else default_vault_dir()
+    folder = Path(args.vault).expanduser() if args.vault else last_vault()
     demo = args.demo or (not args.vault and not vault_exists(folder))
     controller = Controller(app, demo_folder() if demo else folder, demo=demo)
     app.aboutToQuit.connect(controller.shutdown)

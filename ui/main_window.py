@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import words
 from app.api import (
     LIVE,
     EntityRow,
@@ -63,8 +64,9 @@ NavKey = (tuple[Literal["store"], Store | None, str] | tuple[Literal["entity"], 
           | tuple[Literal["day"], str] | tuple[Literal["archive"]] | tuple[Literal["page"], str]
           | tuple[Literal["none"]])
 STORES: tuple[tuple[str, Store | None], ...] = (
-    ("All memories", None), ("Short-term", Store.SHORT_TERM), ("Episodes", Store.EPISODIC),
-    ("Facts", Store.SEMANTIC), ("Procedures", Store.PROCEDURAL), ("Statistics", Store.IMPLICIT))
+    ("All memories", None),
+    *((words.STORE_NAMES[s], s) for s in (Store.SHORT_TERM, Store.EPISODIC, Store.SEMANTIC,
+                                          Store.PROCEDURAL, Store.IMPLICIT)))
 INPUT_EVENTS = {QEvent.Type.KeyPress, QEvent.Type.MouseButtonPress, QEvent.Type.MouseMove,
                 QEvent.Type.Wheel, QEvent.Type.TouchBegin}
 
@@ -185,6 +187,8 @@ class MainWindow(WorkWindow):
         self.run_action.changed.connect(self._on_run_action_changed)
         from ui.file_menu import FileMenu
         self.files = FileMenu(self, self.folder)
+        from ui.menus import WindowMenus
+        self.menus = WindowMenus(self)
         self.import_action = self.files.import_action
         self.import_action.setToolTip("Import chats or notes: a ChatGPT or Claude data export, "
                                       "Markdown or text notes, or Kept's JSON Lines")
@@ -229,7 +233,7 @@ class MainWindow(WorkWindow):
                 self._item(self.people_item, f"{e.name} ({e.kind}, {e.mentions})",
                            ("entity", e.id, e.name))
             for day, n in days:
-                self._item(self.timeline_item, f"{day} ({n})", ("day", day))
+                self._item(self.timeline_item, f"{words.calendar_day(day)} ({n})", ("day", day))
             self.inbox_item.setText(0, f"Inbox ({inbox})" if inbox else "Inbox")
         run_query(self, load, done)
 
@@ -251,7 +255,8 @@ class MainWindow(WorkWindow):
             case ("day", day):
                 self.stack.setCurrentWidget(self.browse)
                 # Every memory of that day the person has not forgotten, archived ones too.
-                self.browse.show_query(f"Timeline {day}", MemoryQuery(day=day, status=LIVE))
+                self.browse.show_query(words.calendar_day(day),
+                                       MemoryQuery(day=day, status=LIVE))
             case ("archive",):
                 self.stack.setCurrentWidget(self.browse)
                 self.browse.show_query("Archive", MemoryQuery(status=Status.ARCHIVED))
@@ -272,12 +277,33 @@ class MainWindow(WorkWindow):
 
     @Slot(object)
     def _on_page_navigate_requested(self, key: NavKey) -> None:
-        """Select the navigation item of ``key`` (as a click would)."""
-        for i in range(self.nav.topLevelItemCount()):
-            item = self.nav.topLevelItem(i)
-            if item is not None and item.data(0, NAV_ROLE) == key:
+        self.go(key)
+
+    def go(self, key: NavKey) -> None:
+        """Select the navigation item of ``key`` (as a click would), at any depth."""
+        items = [self.nav.topLevelItem(i) for i in range(self.nav.topLevelItemCount())]
+        while items:
+            item = items.pop(0)
+            if item is None:
+                continue
+            if item.data(0, NAV_ROLE) == key:
                 self.nav.setCurrentItem(item)
                 return
+            items.extend(item.child(i) for i in range(item.childCount()))
+
+    def store_items(self) -> list[tuple[str, NavKey]]:
+        """(label, key) of each store in the navigation, "All memories" first."""
+        return [(label, ("store", store, label)) for label, store in STORES]
+
+    def vault_name(self) -> str:
+        """The open vault as dialogs name it: its folder's name ("" for the demo)."""
+        return self.folder.name if self.folder is not None else ""
+
+    @Slot(int)
+    def show_added(self, mid: int) -> None:
+        """A memory the person just added: in the list of all memories, selected."""
+        self.go(("store", None, "All memories"))
+        self.browse.select_when_listed(mid)
 
     @Slot(bool)
     def _on_page_running_changed(self, running: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QApplication, QLabel
 
 ERROR = "#b00020"            # an inline error: what was refused and why
 OK = "#1b7f3b"               # an inline confirmation ("Saved", "Password changed")
@@ -30,10 +30,13 @@ OK_STYLE = f"color: {OK}"
 PROBLEM_STYLE = f"color: {PROBLEM}"
 NOTE_STYLE = "color: palette(placeholder-text)"
 EMPTY_STYLE = "padding: 24px; color: palette(placeholder-text)"
-WARNING_STYLE = (f"background: {WARNING_BACKGROUND}; border: 1px solid {WARNING_BORDER}; "
-                 "padding: 6px")
-BANNER_STYLE = (f"background: {WARNING_BACKGROUND}; padding: 6px; border: 1px solid "
-                f"{WARNING_BORDER}")
+# A warning's pale background carries its own dark text: under a dark theme the palette's
+# text is light, and light on pale yellow could not be read.
+WARNING_TEXT = "#3d3000"
+WARNING_STYLE = (f"background: {WARNING_BACKGROUND}; color: {WARNING_TEXT}; border: 1px solid "
+                 f"{WARNING_BORDER}; padding: 6px")
+BANNER_STYLE = (f"background: {WARNING_BACKGROUND}; color: {WARNING_TEXT}; padding: 6px; "
+                f"border: 1px solid {WARNING_BORDER}")
 CODE_STYLE = "font-family: monospace; font-size: 16pt; padding: 8px"
 
 
@@ -60,3 +63,44 @@ def set_error_color(label: QLabel) -> None:
     pal = label.palette()
     pal.setColor(QPalette.ColorRole.WindowText, QColor(ERROR))
     label.setPalette(pal)
+
+
+# --- Kept's own light and dark themes (View > Theme) ----------------------------------------
+# One palette each, over Qt's Fusion style (ui/application.py); "system" picks the one that
+# matches the desktop's light or dark setting and follows it when it changes.
+LIGHT = {"window": "#f3f3f3", "text": "#1b1b1b", "base": "#ffffff", "alternate": "#f6f7f9",
+         "button": "#ececec", "highlight": "#2f6db3", "highlighted": "#ffffff",
+         "muted": "#6b6b6b", "link": "#1a5fb4", "disabled": "#9a9a9a", "tip": "#ffffdc"}
+DARK = {"window": "#2b2d30", "text": "#e6e6e6", "base": "#1e1f22", "alternate": "#26282b",
+        "button": "#3a3c40", "highlight": "#3b7dd8", "highlighted": "#ffffff",
+        "muted": "#9da0a6", "link": "#8ab4f8", "disabled": "#6f7277", "tip": "#3a3c40"}
+
+
+def palette(colors: dict[str, str]) -> QPalette:
+    """A full palette from one of the colour sets above."""
+    r = QPalette.ColorRole
+    pal = QPalette()
+    c = {k: QColor(v) for k, v in colors.items()}
+    for role, key in ((r.Window, "window"), (r.WindowText, "text"), (r.Base, "base"),
+                      (r.AlternateBase, "alternate"), (r.Text, "text"), (r.Button, "button"),
+                      (r.ButtonText, "text"), (r.Highlight, "highlight"),
+                      (r.HighlightedText, "highlighted"), (r.PlaceholderText, "muted"),
+                      (r.Link, "link"), (r.ToolTipBase, "tip"), (r.ToolTipText, "text")):
+        pal.setColor(role, c[key])
+    for role in (r.WindowText, r.Text, r.ButtonText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, c["disabled"])
+    pal.setColor(r.BrightText, QColor("#ff5555"))
+    return pal
+
+
+def system_is_dark() -> bool:
+    from PySide6.QtGui import QGuiApplication
+    return QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+
+
+def apply_theme(app: QApplication, name: str) -> str:
+    """Use theme ``name`` ("light", "dark" or "system") in the whole application; returns the
+    one in effect ("light" or "dark")."""
+    dark = name == "dark" or (name == "system" and system_is_dark())
+    app.setPalette(palette(DARK if dark else LIGHT))
+    return "dark" if dark else "light"

@@ -77,7 +77,9 @@ class BrowsePage(Page):
         table = QTableView()
         table.setModel(self.model)
         table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Several at once (Shift or Ctrl with a click or an arrow) for Archive and Forget;
+        # the detail pane shows the current one.
+        table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         table.verticalHeader().setVisible(False)
         table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         table.verticalHeader().setDefaultSectionSize(24)
@@ -120,6 +122,20 @@ class BrowsePage(Page):
                 self._search(self._searched)
             else:
                 self.model.refresh()
+
+    def selected_ids(self) -> list[int]:
+        """The memories selected in the list, in list order (the current one when none is
+        selected but one is shown)."""
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        ids = [int(r.id) for n in rows if (r := self.model.row_at(n)) is not None]
+        if not ids and self.detail.memory_id is not None:
+            ids = [self.detail.memory_id]
+        return ids
+
+    def select_when_listed(self, mid: int) -> None:
+        """Select ``mid`` once the (re)loading list holds it."""
+        self._select_id = mid
+        self._select_pending(final=False)
 
     @Slot(int)
     def _on_detail_corrected(self, new_id: int) -> None:
