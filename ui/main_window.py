@@ -189,6 +189,10 @@ class MainWindow(WorkWindow):
         self.files = FileMenu(self, self.folder)
         from ui.menus import WindowMenus
         self.menus = WindowMenus(self)
+        # An empty vault's three ways to begin (``BrowsePage.welcome``).
+        self.browse.import_btn.clicked.connect(self.files.import_action.trigger)
+        self.browse.connect_btn.clicked.connect(self.pair_assistant)
+        self.browse.write_btn.clicked.connect(self.menus.add_memory)
         self.import_action = self.files.import_action
         self.import_action.setToolTip("Import chats or notes: a ChatGPT or Claude data export, "
                                       "Markdown or text notes, or Kept's JSON Lines")
@@ -295,6 +299,15 @@ class MainWindow(WorkWindow):
         """(label, key) of each store in the navigation, "All memories" first."""
         return [(label, ("store", store, label)) for label, store in STORES]
 
+    @Slot()
+    def pair_assistant(self) -> None:
+        """Settings, with its pairing dialog open."""
+        self.go(("page", "settings"))
+        settings = self.pages.get("settings")
+        assistants = getattr(settings, "assistants", None)
+        if assistants is not None:
+            assistants.pair_btn.click()
+
     def vault_name(self) -> str:
         """The open vault as dialogs name it: its folder's name ("" for the demo)."""
         return self.folder.name if self.folder is not None else ""
@@ -339,8 +352,8 @@ class MainWindow(WorkWindow):
         # The same figure as the "All memories" list (active ones); the rest said apart.
         active = sum(v.get("active", 0) for v in st.counts.values())
         other = sum(st.totals.values()) - active
-        kept = f"{active:,} memories" + (f" (+{other:,} archived or earlier versions)"
-                                         if other else "")
+        kept = words.count(active, "memory", "memories") + (
+            f" (+{other:,} archived or earlier versions)" if other else "")
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
         self._status_base = (f"{kept} · {search} · locks after "

@@ -8,8 +8,8 @@ that happened (and when), or a habit. Ctrl+Enter adds it (Enter starts a new lin
 
 from __future__ import annotations
 
-from PySide6.QtCore import QDateTime, Signal, Slot
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QDateTime, QEvent, QObject, Qt, Signal, Slot
+from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDateTimeEdit,
@@ -68,9 +68,21 @@ class AddMemoryDialog(WorkDialog):
         self._finish(lay, "Add")
         self.submitted.connect(self._on_submitted)
         self.kind.currentIndexChanged.connect(self._on_kind_changed)
-        for keys in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(keys), self, self.go.click)
+        self.text.installEventFilter(self)  # Ctrl+Enter in the text adds (see eventFilter)
         self._on_kind_changed()
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
+        """Ctrl+Enter in the text adds the memory (Enter alone starts a new line there)."""
+        if (obj is self.text and event.type() == QEvent.Type.KeyPress
+                and isinstance(event, QKeyEvent)
+                and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+                and event.modifiers() & Qt.KeyboardModifier.ControlModifier):
+            self.go.click()
+            return True
+        return super().eventFilter(obj, event)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
         self.text.setFocus()
 
     def store(self) -> Store:

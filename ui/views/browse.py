@@ -10,12 +10,14 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QSplitter,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
+from app import words
 from app.api import MemoryQuery, MemoryRow, VaultAPI
 from app.changes import Changes
 from ui import theme
@@ -49,6 +51,8 @@ class BrowsePage(Page):
         lay.addWidget(self.search_bar)
         lay.addWidget(self.title)
         lay.addWidget(self.entity)
+        self.welcome = self._make_welcome()
+        lay.addWidget(self.welcome)
         lay.addWidget(self.table)
         split = QSplitter()
         split.addWidget(left)
@@ -72,6 +76,49 @@ class BrowsePage(Page):
         self._select_id: int | None = None
         self._select_said = False  # say so if it is not in this list at all
         self._searched = ""  # the search whose results the list shows, or ""
+
+    def _make_welcome(self) -> QWidget:
+        """What an empty vault shows instead of an empty list: three ways to begin, each one
+        click (or Tab and Space) away. The window wires the buttons (``MainWindow``)."""
+        box = QWidget()
+        box.setObjectName("welcome")
+        lay = QVBoxLayout(box)
+        lay.setContentsMargins(24, 24, 24, 24)
+        lay.setSpacing(12)
+        head = QLabel("Your vault is empty. Three ways to begin:")
+        head.setObjectName("welcomeTitle")
+        font = head.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        font.setBold(True)
+        head.setFont(font)
+        lay.addWidget(head)
+        self.import_btn = QPushButton("Import a chat export…")
+        self.connect_btn = QPushButton("Connect an assistant…")
+        self.write_btn = QPushButton("Write a first memory…")
+        for btn, why in (
+                (self.import_btn, "Bring in what you already said: a ChatGPT or Claude data "
+                 "export, Markdown or text notes."),
+                (self.connect_btn, "Let Claude, Cursor or another assistant remember and "
+                 "recall through Kept while it is open."),
+                (self.write_btn, "Write down something Kept should know, in your own words.")):
+            row = QHBoxLayout()
+            btn.setMinimumWidth(220)
+            row.addWidget(btn)
+            note = QLabel(why)
+            note.setWordWrap(True)
+            theme.set_muted(note)
+            row.addWidget(note, 1)
+            lay.addLayout(row)
+        lay.addStretch(1)
+        box.hide()
+        return box
+
+    def _show_welcome(self, n: int) -> None:
+        """The welcome instead of the list while the whole vault is empty (not a search, not
+        one store or day that happens to be empty)."""
+        empty = (n == 0 and not self._searched and self._query == MemoryQuery())
+        self.welcome.setVisible(empty)
+        self.table.setVisible(not empty)
 
     def _make_table(self) -> QTableView:
         table = QTableView()
@@ -173,7 +220,8 @@ class BrowsePage(Page):
 
     @Slot(int)
     def _on_model_count_known(self, n: int) -> None:
-        self.title.setText(f"{self._label}: {n:,} memories")
+        self._show_welcome(n)
+        self.title.setText(f"{self._label}: {words.count(n, 'memory', 'memories')}")
 
     @Slot()
     def _on_search_return_pressed(self) -> None:
@@ -196,6 +244,7 @@ class BrowsePage(Page):
 
         def done(rows: list[MemoryRow]) -> None:
             self._searched = text
+            self._show_welcome(len(rows))
             self.model.clear()
             self.model.beginResetModel()
             self.model.rows = rows
