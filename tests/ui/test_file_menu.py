@@ -39,10 +39,10 @@ def _said(qtbot: Any, window: Any, start: str) -> str:
     return msg
 
 
-def test_the_file_menu_has_its_seven_actions(window: Any) -> None:
+def test_the_file_menu_has_its_eight_entries(window: Any) -> None:
     labels = [a.text() for a in window.files.menu.actions() if not a.isSeparator()]
-    assert labels == ["New vault…", "Open vault…", "Import…", "Export…", "Back up now…",
-                      "Restore…", "Quit"]
+    assert labels == ["New vault…", "Open vault…", "Open &recent", "Import…", "Export…",
+                      "Back up now…", "Restore…", "Quit"]
     assert window.files.quit_action.shortcut().toString() == "Ctrl+Q"
     assert window.files.backup_action.shortcut().toString() == "Ctrl+B"
     assert window.import_action is window.files.import_action  # the toolbar's is the menu's

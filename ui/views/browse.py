@@ -152,6 +152,8 @@ class BrowsePage(Page):
 
     def clear(self) -> None:
         """Drop every row, the detail and the search text (lock)."""
+        self._searched = ""
+        self._select_id = None
         self.drop_loads()
         self.model.clear()
         self.detail.clear()
