@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.errors import ValidationError
-from ui import theme
+from ui import fit, theme
 
 FORMATS = {"markdown": "Markdown folder (people, projects, areas, days…)",
            "json": "JSON file (everything, one documented schema)"}
@@ -57,7 +57,8 @@ class ExportDialog(QDialog):
     def __init__(self, vault_folder: Path | None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.vault_folder = vault_folder
-        self.setWindowTitle("Export")
+        self.setWindowTitle(f"Export {theme.vault_name(vault_folder)}" if vault_folder
+                            else "Export")
         self.resize(620, 300)
         self.format = QComboBox()
         for key, label in FORMATS.items():
@@ -89,6 +90,7 @@ class ExportDialog(QDialog):
         self.path.textChanged.connect(self._on_changed)
         self.understood.toggled.connect(self._on_changed)
         self._on_changed()
+        fit.fit_to_text(self)
 
     def fmt(self) -> str:
         return str(self.format.currentData())
@@ -115,12 +117,12 @@ class ExportDialog(QDialog):
                                      else "a new file, e.g. kept.json")
         self.warning.setText(
             f"This writes everything Kept holds about you, UNENCRYPTED, to the {what} "
-            f"{where or '(choose one)'}: readable by your user account, and by anything that "
+            f"{fit.breakable(where) or '(choose one)'}: readable by your user account, and by anything that "
             "reads or backs up your files.")
         cloud = cloud_service(self.target()) if where else None
         self.cloud.setVisible(bool(cloud))
         if cloud:
-            self.cloud.setText(f"Warning: {where} is inside a {cloud} folder. The export will "
+            self.cloud.setText(f"Warning: {fit.breakable(where)} is inside a {cloud} folder. The export will "
                                f"be uploaded to {cloud} and stored there in plaintext.")
         self.go.setEnabled(bool(where) and self.understood.isChecked())
 
@@ -131,13 +133,16 @@ class ExportDialog(QDialog):
 
 
 class BackupDialog(QDialog):
-    """A new backup file, and whose password opens it."""
+    """A new backup file, and whose password opens it. ``vault_folder``: the vault backed up,
+    named in the title."""
 
-    def __init__(self, folder: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, folder: str = "", parent: QWidget | None = None, *,
+                 vault_folder: Path | None = None) -> None:
         super().__init__(parent)
         from app.clock import SystemClock
         from app.transfer import backup_name
-        self.setWindowTitle("Back up now")
+        self.setWindowTitle(f"Back up {theme.vault_name(vault_folder)} now" if vault_folder
+                            else "Back up now")
         self.resize(600, 260)
         start = Path(folder) / backup_name(SystemClock().now()) if folder else Path()
         self.path = QLineEdit(str(start) if folder else "")
@@ -167,6 +172,7 @@ class BackupDialog(QDialog):
         lay.addWidget(note)
         lay.addStretch(1)
         lay.addWidget(buttons)
+        fit.fit_to_text(self)
 
     @Slot()
     def _on_browse_clicked(self) -> None:
@@ -221,6 +227,7 @@ class RestoreDialog(QDialog):
         lay.addLayout(form)
         lay.addStretch(1)
         lay.addWidget(buttons)
+        fit.fit_to_text(self)
 
     @Slot()
     def _on_pick_file_clicked(self) -> None:
