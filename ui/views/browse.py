@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QSplitter,
+    QStyle,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -18,13 +19,26 @@ from PySide6.QtWidgets import (
 
 from app.api import MemoryQuery, MemoryRow, VaultAPI
 from app.changes import Changes
-from ui import theme
+from app.domain.memory import Tier
+from ui import fit, theme
 from ui.bridge import CoreBridge
-from ui.models.memory_table import MemoryTableModel
+from ui.models.memory_table import HEADERS, STORE_LABELS, Column, MemoryTableModel
 from ui.views.detail import DetailPane
 from ui.views.entity import EntityCard
 from ui.views.page import Page
 from ui.views.search import SearchBar, hit_rows, search_filters
+
+# The memory column shows at least this many characters (issue 25: the first 30 of a memory,
+# with room for the wider letters of real text).
+MEMORY_CHARS = 36
+
+
+def column_samples() -> dict[Column, list[str]]:
+    """What each column but the memory text can show at its widest."""
+    return {Column.STORE: list(STORE_LABELS.values()),
+            Column.WHEN: ["0000-00-00 00:00"],
+            Column.TIER: [str(t) for t in Tier],
+            Column.SCORE: ["0.00"]}
 
 
 class BrowsePage(Page):
@@ -39,6 +53,7 @@ class BrowsePage(Page):
         self.search = self.search_bar.field
         self.title = theme.plain(QLabel())  # quotes what was searched for
         self.title.setObjectName("listTitle")
+        self.title.setWordWrap(True)  # a long search fits on two lines
         self.model = MemoryTableModel(vault, self)
         self.table = self._make_table()
         self.detail = DetailPane(vault, bridge)
@@ -55,7 +70,7 @@ class BrowsePage(Page):
         split.addWidget(self.detail)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([620, 360])
+        split.setSizes([fit.chars(self, 88), fit.chars(self, 51)])
         outer = QHBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(split)
@@ -73,12 +88,21 @@ class BrowsePage(Page):
         table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         table.verticalHeader().setVisible(False)
         table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        table.verticalHeader().setDefaultSectionSize(24)
+        table.verticalHeader().setDefaultSectionSize(fit.lines(table, 1) + 9)
         header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((1, 90), (2, 130), (3, 50), (4, 70)):
+        header.setSectionResizeMode(Column.TEXT, QHeaderView.ResizeMode.Stretch)
+        # The other columns as wide as the widest thing they can hold, in this font; the
+        # list is never so narrow that the memory text gets fewer than MEMORY_CHARS.
+        pad = fit.chars(table, 2)
+        fixed = 0
+        for col, texts in column_samples().items():
+            width = max(fit.text_width(table, texts), fit.text_width(header, [HEADERS[col]]))
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
-            header.resizeSection(col, width)
+            header.resizeSection(col, width + pad)
+            fixed += width + pad
+        scroll = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        table.setMinimumWidth(fixed + fit.chars(table, MEMORY_CHARS) + scroll
+                              + 2 * table.frameWidth())
         table.setWordWrap(False)
         return table
 
