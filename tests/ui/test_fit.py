@@ -273,6 +273,10 @@ def test_dialogs_name_the_vault(qtbot: Any, demo_vault: Any, tmp_path: Path) -> 
     assert not missing, "\n".join(missing)
 
 
+def test_the_window_title_names_the_vault(window: Any, demo_vault: Any) -> None:
+    assert window.windowTitle() == f"Kept — {demo_vault.folder.name}"
+
+
 # --- pages ---------------------------------------------------------------------------------
 def _pages(qtbot: Any, window: Any, open_page: Callable[[str], Any]
            ) -> Iterator[str]:
