@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from PySide6.QtCore import QEvent, QObject, QTimer
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtGui import QFontMetrics, QFontMetricsF
 from PySide6.QtWidgets import QWidget
 
 # A dialog narrower than this many average characters wraps its notes into a thin column.
@@ -33,12 +33,12 @@ ZERO_WIDTH_SPACE = "\u200b"
 
 def chars(widget: QWidget, n: float) -> int:
     """The width of ``n`` average characters of ``widget``'s font, in pixels."""
-    return round(QFontMetrics(widget.font()).averageCharWidth() * n)
+    return round(QFontMetricsF(widget.font()).averageCharWidth() * n)
 
 
 def lines(widget: QWidget, n: float) -> int:
     """The height of ``n`` lines of ``widget``'s font, in pixels."""
-    return round(QFontMetrics(widget.font()).lineSpacing() * n)
+    return round(QFontMetricsF(widget.font()).lineSpacing() * n)
 
 
 def text_width(widget: QWidget, texts: list[str]) -> int:
@@ -103,6 +103,20 @@ def fit(window: QWidget) -> None:
         window.setMinimumHeight(height)
     if window.height() < height or window.width() < now:
         window.resize(now, max(window.height(), height))
+        _keep_on_screen(window)
+
+
+def _keep_on_screen(window: QWidget) -> None:
+    """Move a window that grew past the bottom or right of its screen back onto it (as far
+    as it fits): a dialog that grows downwards would otherwise hide its buttons."""
+    if not window.isWindow() or not window.isVisible():
+        return
+    screen = window.screen().availableGeometry()
+    frame = window.frameGeometry()
+    x = max(screen.left(), min(frame.left(), screen.right() + 1 - frame.width()))
+    y = max(screen.top(), min(frame.top(), screen.bottom() + 1 - frame.height()))
+    if (x, y) != (frame.left(), frame.top()):
+        window.move(x, y)
 
 
 def fit_to_text(window: QWidget, min_chars: int = DIALOG_CHARS) -> None:
@@ -122,8 +136,13 @@ def grow_to_hint(window: QWidget) -> None:
         return
     lay.activate()
     hint = lay.totalSizeHint()
-    width = max(window.width(), hint.width())
+    screen = window.screen().availableGeometry()
+    width = max(window.width(), min(hint.width(), screen.width()))
     height = hint.height()
     if lay.hasHeightForWidth():
         height = max(height, lay.totalHeightForWidth(width))
+    # No taller than the screen (what it holds scrolls), nor shorter than its minimum.
+    height = max(min(height, screen.height() - (window.frameGeometry().height()
+                                                  - window.height())), window.minimumHeight())
     window.resize(width, max(window.height(), height))
+    _keep_on_screen(window)

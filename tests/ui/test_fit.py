@@ -73,13 +73,13 @@ def _text_room(label: QLabel) -> QRect:
     return room.adjusted(m, m, -m, -m)
 
 
-def _in_scroll_area(w: QWidget) -> bool:
+def _scroll_area(w: QWidget) -> QAbstractScrollArea | None:
     p = w.parentWidget()
     while p is not None:
         if isinstance(p, QAbstractScrollArea):
-            return True
+            return p
         p = p.parentWidget()
-    return False
+    return None
 
 
 def _label_name(label: QLabel) -> str:
@@ -113,8 +113,17 @@ def misfits(root: QWidget) -> list[str]:
                 out.append(f"{name}: text is {size.width()} px wide, has {room.width()}")
             if size.height() > room.height() + 1:
                 out.append(f"{name}: text is {size.height()} px tall, has {room.height()}")
-        if _in_scroll_area(label):
-            continue  # scrolled content may lie outside the window; it is not cut
+        area = _scroll_area(label)
+        if area is not None:
+            # Scrolled content may lie outside the window, but only as far as it can be
+            # scrolled: with no horizontal scroll bar, it must lie within the viewport's width.
+            if area.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff:
+                view = area.viewport()
+                left = label.mapTo(view, label.rect().topLeft()).x()
+                if left < 0 or left + label.width() > view.width():
+                    out.append(f"{name}: {left}..{left + label.width()} px, outside its "
+                               f"scroll area's width {view.width()} (no horizontal scroll bar)")
+            continue
         top_left = label.mapTo(root, label.rect().topLeft())
         in_window = QRect(top_left, label.size())
         if not window_rect.contains(in_window):

@@ -28,8 +28,9 @@ from ui.views.entity import EntityCard
 from ui.views.page import Page
 from ui.views.search import SearchBar, hit_rows, search_filters
 
-# The memory column shows at least this many characters (issue 25: the first 30 of a memory,
-# with room for the wider letters of real text).
+# The memory column shows at least this many average characters (issue 25: the first 30 of
+# a memory, with room for the wider letters of real text); with the other columns and the
+# detail pane this still fits a 1024 px window.
 MEMORY_CHARS = 36
 
 
@@ -93,7 +94,7 @@ class BrowsePage(Page):
         header.setSectionResizeMode(Column.TEXT, QHeaderView.ResizeMode.Stretch)
         # The other columns as wide as the widest thing they can hold, in this font; the
         # list is never so narrow that the memory text gets fewer than MEMORY_CHARS.
-        pad = fit.chars(table, 2)
+        pad = fit.chars(table, 1.5)  # the cell's and the header's margins
         fixed = 0
         for col, texts in column_samples().items():
             width = max(fit.text_width(table, texts), fit.text_width(header, [HEADERS[col]]))

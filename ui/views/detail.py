@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -104,6 +105,7 @@ class DetailPane(Page):
         self.edit_error.setWordWrap(True)
         self.body = QWidget()
         form = QFormLayout(self.body)
+        form.setContentsMargins(6, 6, 6, 6)  # the pane is narrow beside the list
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)  # names above lists
         form.addRow(self.text)
         form.addRow(self.meta)
@@ -123,7 +125,13 @@ class DetailPane(Page):
         self.body_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.body_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.body_scroll.setWidget(self.body)
+        # A scroll area asks for no width of its own: ask for the body's, or the splitter
+        # beside the memory list squeezes the body under its buttons.
+        self.body_scroll.setMinimumWidth(
+            self.body.minimumSizeHint().width()
+            + self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
         lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)  # the body's form keeps its own margins
         lay.addWidget(self.placeholder)
         lay.addWidget(self.body_scroll)
         self._editing(False)

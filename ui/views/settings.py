@@ -224,7 +224,6 @@ class SettingsView(Page):
             w.setEchoMode(QLineEdit.EchoMode.Password)
         self.pw_strength = QLabel()
         self.pw_strength.setStyleSheet(theme.NOTE_STYLE)
-        self.pw_strength.setWordWrap(True)
         self.pw_btn = QPushButton("Change password")
         self.pw_status = QLabel()
         self.pw_status.setObjectName("passwordStatus")
