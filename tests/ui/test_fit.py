@@ -6,7 +6,8 @@ of what each column holds.
 How the scales are simulated: ``QT_SCALE_FACTOR`` is read once, when the QApplication starts,
 and the test session has one QApplication at scale 1 (tests/conftest.py). So 150 % and 200 %
 scale the application font by 1.5 and 2 instead (the bundled DejaVu Sans of the screenshot
-tests, 10 pt at 100 %), let every window lay itself out again, and size the main window to
+tests, 10 pt at 100 %) before any dialog or window is made, so each lays itself out and takes
+its sizes in characters from the scaled font, as at a real scale; the main window is sized to
 1024x640 logical pixels at that scale (1536x960 and 2048x1280 device pixels, what
 ``QT_SCALE_FACTOR=2`` makes of a 1024x640 window). Frame widths and margins stay at their 1x
 pixel sizes, so text has slightly more room than at a real scale factor; text sizes, which
