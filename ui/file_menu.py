@@ -235,7 +235,8 @@ class FileMenu(QObject):
     def _on_backup_triggered(self) -> None:
         from ui.dialogs.files import BackupDialog
         folder = str(self.window.vault.setting("backup.folder") or "")
-        self._open(BackupDialog(folder, self.window), self.backup_from)
+        self._open(BackupDialog(folder, self.window, vault_folder=self.folder),
+                   self.backup_from)
 
     def backup_from(self, dlg: BackupDialog) -> bool:
         try:

@@ -97,7 +97,7 @@ class MainWindow(WorkWindow):
         self._work: _Work | None = None
         self._page_running = False  # a page runs a consolidation (Consolidation's Run now)
         # never memory text in a title (docs/security.md#someone-who-sees-the-screen)
-        self.setWindowTitle("Kept")
+        self.setWindowTitle(f"Kept — {vault.folder.name}")
         self.resize(1200, 760)
         self._build_central()
         self._build_status_bar()

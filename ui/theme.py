@@ -8,9 +8,11 @@ theme; the fixed colours below are the few that carry meaning of their own.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QLabel
+from PySide6.QtWidgets import QApplication, QLabel, QProgressBar
 
 ERROR = "#b00020"            # an inline error: what was refused and why
 OK = "#1b7f3b"               # an inline confirmation ("Saved", "Password changed")
@@ -18,6 +20,11 @@ PROBLEM = "#8a4b00"          # something went partly wrong and is retried (faile
 WARNING_BACKGROUND = "#fff4ce"
 WARNING_BORDER = "#e0c97a"
 MUTED_INLINE = "gray"        # an aside inside rich text ("(found 2026-03-01)")
+
+# The password strength meter: weak, fair, strong (ui/dialogs/unlock.py ``strength_color``).
+STRENGTH_WEAK = "#c62828"
+STRENGTH_FAIR = "#e0a000"
+STRENGTH_GOOD = "#2e7d32"
 
 # Insights' bars: one colour per store (in STORE_ORDER) and per tier (hot, warm, cold).
 STORE_COLORS = ("#7aa6d8", "#4f86c6", "#2f6db3", "#5c9e6e", "#c48a3a")
@@ -38,6 +45,11 @@ WARNING_STYLE = (f"background: {WARNING_BACKGROUND}; color: {WARNING_TEXT}; bord
 BANNER_STYLE = (f"background: {WARNING_BACKGROUND}; color: {WARNING_TEXT}; padding: 6px; "
                 f"border: 1px solid {WARNING_BORDER}")
 CODE_STYLE = "font-family: monospace; font-size: 16pt; padding: 8px"
+
+
+def vault_name(folder: Path) -> str:
+    """A vault as dialogs and titles name it: its folder's name, quoted ("“kept-vault”")."""
+    return f"“{folder.name}”"
 
 
 def muted_html(text: str) -> str:
@@ -104,3 +116,15 @@ def apply_theme(app: QApplication, name: str) -> str:
     dark = name == "dark" or (name == "system" and system_is_dark())
     app.setPalette(palette(DARK if dark else LIGHT))
     return "dark" if dark else "light"
+
+
+def set_meter_color(bar: QProgressBar, color: str) -> None:
+    """A progress bar drawn in ``color`` (through the palette: no style sheet), its text in
+    black or white, whichever reads on it."""
+    pal = bar.palette()
+    fill = QColor(color)
+    pal.setColor(QPalette.ColorRole.Highlight, fill)
+    luma = 0.299 * fill.red() + 0.587 * fill.green() + 0.114 * fill.blue()
+    text = QColor("black") if luma > 140 else QColor("white")
+    pal.setColor(QPalette.ColorRole.HighlightedText, text)
+    bar.setPalette(pal)

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.errors import ValidationError
-from ui import theme
+from ui import fit, theme
 from ui.dialogs.work import WorkDialog
 
 FORMATS = {"markdown": "Markdown folder (people, projects, areas, days…)",
@@ -50,7 +50,8 @@ class ExportDialog(WorkDialog):
     def __init__(self, vault_folder: Path | None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.vault_folder = vault_folder
-        self.setWindowTitle("Export")
+        self.setWindowTitle(f"Export {theme.vault_name(vault_folder)}" if vault_folder
+                            else "Export")
         self.resize(620, 300)
         self.format = QComboBox()
         for key, label in FORMATS.items():
@@ -81,6 +82,7 @@ class ExportDialog(WorkDialog):
         self.path.textChanged.connect(self._on_changed)
         self.understood.toggled.connect(self._on_changed)
         self._on_changed()
+        fit.fit_to_text(self)
 
     def fmt(self) -> str:
         return str(self.format.currentData())
@@ -107,12 +109,12 @@ class ExportDialog(WorkDialog):
                                      else "a new file, e.g. kept.json")
         self.warning.setText(
             f"This writes everything Kept holds about you, UNENCRYPTED, to the {what} "
-            f"{where or '(choose one)'}: readable by your user account, and by anything that "
+            f"{fit.breakable(where) or '(choose one)'}: readable by your user account, and by anything that "
             "reads or backs up your files.")
         cloud = cloud_service(self.target()) if where else None
         self.cloud.setVisible(bool(cloud))
         if cloud:
-            self.cloud.setText(f"Warning: {where} is inside a {cloud} folder. The export will "
+            self.cloud.setText(f"Warning: {fit.breakable(where)} is inside a {cloud} folder. The export will "
                                f"be uploaded to {cloud} and stored there in plaintext.")
         self.go.setEnabled(bool(where) and self.understood.isChecked())
 
@@ -126,13 +128,16 @@ class ExportDialog(WorkDialog):
 
 
 class BackupDialog(WorkDialog):
-    """A new backup file, and whose password opens it."""
+    """A new backup file, and whose password opens it. ``vault_folder``: the vault backed up,
+    named in the title."""
 
-    def __init__(self, folder: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, folder: str = "", parent: QWidget | None = None, *,
+                 vault_folder: Path | None = None) -> None:
         super().__init__(parent)
         from app.clock import SystemClock
         from app.transfer import backup_name
-        self.setWindowTitle("Back up now")
+        self.setWindowTitle(f"Back up {theme.vault_name(vault_folder)} now" if vault_folder
+                            else "Back up now")
         self.resize(600, 260)
         start = Path(folder) / backup_name(SystemClock().now()) if folder else Path()
         self.path = QLineEdit(str(start) if folder else "")
@@ -161,6 +166,7 @@ class BackupDialog(WorkDialog):
         lay.addWidget(note)
         lay.addStretch(1)
         self._finish(lay, "Back up")
+        fit.fit_to_text(self)
 
     def _after_busy(self) -> None:
         self.pw1.setEnabled(self.own.isChecked())
@@ -222,6 +228,7 @@ class RestoreDialog(WorkDialog):
         lay.addWidget(note)
         lay.addStretch(1)
         self._finish(lay, "Restore")
+        fit.fit_to_text(self)
 
     @Slot()
     def _on_pick_file_clicked(self) -> None:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from app import words
 from app.api import ForgetPlan, ForgetReport, PlanItem, VaultAPI
-from ui import errors
+from ui import errors, fit, theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op, run_query
 
@@ -49,8 +49,8 @@ class ForgetDialog(QDialog):
         self.pending = pending
         self.vault = vault
         self.bridge = bridge
-        self.setWindowTitle("Forget for good")
-        self.resize(640, 520)
+        self.setWindowTitle(f"Forget for good from {theme.vault_name(vault.folder)}")
+        self.resize(fit.chars(self, 92), fit.lines(self, 34))
         self.plan: ForgetPlan | None = None
         self.report: ForgetReport | None = None
         self._ids, self._query, self._entity = ids or [], query, entity
@@ -58,7 +58,7 @@ class ForgetDialog(QDialog):
         self.summary.setWordWrap(True)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["What goes", "Count"])
-        self.tree.setColumnWidth(0, 480)
+        self.tree.setColumnWidth(0, fit.chars(self.tree, 68))
         self.keep_sources = QCheckBox("Keep the conversation it came from")
         # An assistant's request names its memories only: their sources are never in its plan.
         self.keep_sources.setVisible(pending is None)
@@ -82,6 +82,7 @@ class ForgetDialog(QDialog):
                   self.progress):
             lay.addWidget(w)
         lay.addLayout(buttons)
+        fit.fit_to_text(self)
         self.confirm.toggled.connect(self._on_confirm_toggled)
         self.keep_sources.toggled.connect(self._on_keep_sources_toggled)
         self.forget_btn.clicked.connect(self._on_forget_btn_clicked)

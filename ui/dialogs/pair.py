@@ -28,7 +28,7 @@ from app import mcp_install
 from app.agent_scope import check_agent_name
 from app.api import Result, VaultAPI
 from app.errors import AppError, ValidationError
-from ui import errors, theme
+from ui import errors, fit, theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op
 
@@ -51,8 +51,7 @@ class PairDialog(QDialog):
         self.known = known
         self.key = ""
         self.agent = ""
-        self.setWindowTitle("Pair an assistant")
-        self.resize(640, 520)
+        self.setWindowTitle(f"Pair an assistant with {theme.vault_name(vault.folder)}")
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.name = QLineEdit()
         self.name.setPlaceholderText("e.g. claude-desktop")
@@ -94,18 +93,17 @@ class PairDialog(QDialog):
         form.addRow("Name", self.name)
         form.addRow("", self.name_note)
         form.addRow("Client", self.client)
-        top = QHBoxLayout()
-        top.addStretch(1)
-        top.addWidget(self.pair_btn)
+        # One row of buttons: Pair (gone once paired) beside Close, under whatever is shown.
         bottom = QHBoxLayout()
         bottom.addStretch(1)
+        bottom.addWidget(self.pair_btn)
         bottom.addWidget(self.close_btn)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.error)
-        lay.addLayout(top)
         lay.addWidget(self.result_box, 1)
         lay.addLayout(bottom)
+        fit.fit_to_text(self, min_chars=72)  # the key and the config paths are long
         self.pair_btn.clicked.connect(self._on_pair_btn_clicked)
         self.name.returnPressed.connect(self._on_pair_btn_clicked)
         self.name.textChanged.connect(self._on_name_text_changed)
@@ -165,6 +163,7 @@ class PairDialog(QDialog):
             self.pair_btn.hide()
             self.result_box.show()
             self.show_entry()
+            fit.grow_to_hint(self)  # room for the key and the entry, below the name
             self.paired.emit(name)
 
         def failed(exc: BaseException) -> None:
@@ -186,7 +185,8 @@ class PairDialog(QDialog):
             return
         self.snippet.setPlainText(mcp_install.snippet(inst))
         if inst.path is not None:
-            self.where.setText(f"Add it to {inst.path} (under \"{inst.wrapper}\", next to any "
+            self.where.setText(f"Add it to {fit.breakable(str(inst.path))} (under "
+                               f"\"{inst.wrapper}\", next to any "
                                f"servers already there). {inst.after}")
         else:
             self.where.setText(inst.after)

@@ -7,6 +7,7 @@ password: the code opens the vault and the new password replaces the forgotten o
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -28,34 +30,133 @@ from PySide6.QtWidgets import (
 
 from app import bootstrap, validation
 from app.api import VaultAPI
-from ui import errors, theme
+from ui import errors, fit, theme
 from ui.tasks import run_query
 
-COMMON = {"password", "123456", "12345678", "qwerty", "letmein", "welcome", "iloveyou",
-          "admin", "monkey", "dragon", "football", "abc123"}
+# The commonest passwords, lower-case (lists of leaked passwords start with these). A password
+# that is one of them with digits or symbols added ("password1", "Dragon!") is no stronger.
+COMMON = {"password", "passw0rd", "123456", "12345678", "123456789", "qwerty", "qwertyuiop",
+          "letmein", "welcome", "iloveyou", "admin", "monkey", "dragon", "football",
+          "baseball", "abc123", "sunshine", "princess", "master", "shadow", "superman",
+          "starwars", "trustno1", "whatever", "freedom", "secret", "hello", "login"}
+
+# What an attacker's word list plus rules costs for one dictionary word (about 100,000 words
+# in several spellings): a word counts as this many bits, however long it is.
+WORD_BITS = 17
+COMMON_BITS = 10          # one of the commonest passwords, as a part of a longer one
+SEPARATOR_BITS = 2        # a space or '-' between words: attackers try the usual few
+_AFFIX = re.compile(r"^[\d\W_]*(.*?)[\d\W_]*$", re.DOTALL)
+_SEPARATORS = re.compile(r"[\s\-_.,+/]+")
+_WORDLIKE = re.compile(r"[a-z]{3,12}")  # most dictionary words; longer runs are valued as letters
+_VOWELS = set("aeiouy")
+# Letters written as digits or symbols ("p4ssw0rd"): word-list rules undo these first.
+_LEET = str.maketrans({"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a",
+                       "$": "s", "!": "i"})
+_CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits, string.punctuation)
 
 
-def strength(password: str) -> tuple[int, str]:
-    """A rough entropy estimate in bits, and a word for it. Honest about its limits: it only
-    rewards length and variety and punishes the commonest passwords."""
-    if not password:
-        return 0, ""
-    if password.lower() in COMMON:
-        return 5, "very weak (a very common password)"
-    pool = 0
-    for chars in (string.ascii_lowercase, string.ascii_uppercase, string.digits,
-                  string.punctuation):
-        if any(c in chars for c in password):
-            pool += len(chars)
+def _wordlike(letters: str) -> bool:
+    """A run of letters an English (or similar) dictionary could hold: lower case (or
+    capitalised), with vowels as a word has them and no long run of consonants. Random
+    letters ("xkqzwv") are not word-like and are valued as random."""
+    word = letters[:1].lower() + letters[1:]
+    if not _WORDLIKE.fullmatch(word):
+        return False
+    vowels = sum(c in _VOWELS for c in word)
+    longest_consonants = max(len(run) for run in re.split("[aeiouy]", word))
+    return vowels / len(word) >= 0.25 and longest_consonants <= 3
+
+
+def _affix_bits(affix: str) -> float:
+    """Digits and symbols put before or after a word: tried by attackers first, so each
+    digit is worth a digit's worth (3.3 bits) and each symbol about 5 bits, no more."""
+    return sum(math.log2(10) if c.isdigit() else 5.0 for c in affix)
+
+
+def _brute_bits(password: str) -> float:
+    """Trying every string of this length over the kinds of characters it uses, discounted
+    for repeated characters."""
+    pool = sum(len(chars) for chars in _CLASSES if any(c in chars for c in password))
     if any(ord(c) > 127 for c in password):
         pool += 100
     if " " in password:
         pool += 1
     distinct = len(set(password))
-    bits = int(len(password) * math.log2(max(pool, 2)) * min(1.0, distinct / max(4, len(password) / 2)))
+    return (len(password) * math.log2(max(pool, 2))
+            * min(1.0, distinct / max(4, len(password) / 2)))
+
+
+def _word_bits(password: str) -> tuple[float, str]:
+    """Guessing from a word list with the usual rules: words (common passwords cheapest,
+    capitals and digits for letters a bit more) joined by separators, with digits or
+    symbols before and after. Returns the bits and why, when one word makes the password."""
+    core = _AFFIX.match(password)
+    base = core.group(1) if core else password
+    bits = _affix_bits(password.replace(base, "", 1) if base else password)
+    parts = [p for p in _SEPARATORS.split(base) if p]
+    bits += SEPARATOR_BITS * (len(parts) - 1)
+    why = ""
+    for part in parts:
+        plain = part.translate(_LEET)
+        swaps = sum(a != b for a, b in zip(part, plain, strict=True))  # ~1 bit each
+        if plain.lower() in COMMON:
+            bits += COMMON_BITS + swaps
+            why = "a common password with digits or symbols"
+        elif _wordlike(plain):
+            bits += WORD_BITS + plain[0].isupper() + swaps
+            why = "one word" + (" with digits or symbols" if swaps or base != password else "")
+        else:
+            bits += _brute_bits(part)
+    return bits, why if len(parts) == 1 else ""
+
+
+def strength(password: str) -> tuple[int, str]:
+    """A rough entropy estimate in bits, and a word for it: the cheaper of two attacks,
+    trying every string over the characters used, or a word list with rules (``_word_bits``).
+    Honest about its limits: it knows the commonest passwords, and takes any word-like run
+    of letters for a dictionary word, but knows no names, dates or keyboard patterns."""
+    if not password:
+        return 0, ""
+    if password.lower() in COMMON:
+        return 5, "very weak (a very common password)"
+    brute = _brute_bits(password)
+    words, why = _word_bits(password)
+    bits = int(min(brute, words))
     word = ("very weak" if bits < 28 else "weak" if bits < 45 else "fair" if bits < 60
             else "strong" if bits < 80 else "very strong")
+    if why and words < brute and bits < 45:
+        word = f"{word} ({why})"
     return bits, word
+
+
+def strength_color(bits: int) -> str:
+    """Red below 45 bits (weak), amber below 60 (fair), green from there."""
+    return (theme.STRENGTH_WEAK if bits < 45 else theme.STRENGTH_FAIR if bits < 60
+            else theme.STRENGTH_GOOD)
+
+
+def strength_meter() -> tuple[QProgressBar, QLabel]:
+    """A strength bar and the note under it that says why a password is weak."""
+    meter = QProgressBar()
+    meter.setRange(0, 100)
+    meter.setTextVisible(True)
+    meter.setFormat("")
+    note = QLabel()  # one short line: a wrapped label in a form row gets too much room
+    theme.set_muted(note)
+    note.hide()
+    return meter, note
+
+
+def show_strength(meter: QProgressBar, note: QLabel, password: str) -> None:
+    """``password``'s strength on ``meter``: its bits as the bar, red, amber or green by
+    strength, with the word on it; the reason, if there is one, in ``note``."""
+    bits, word = strength(password)
+    short, _, why = word.partition(" (")
+    meter.setValue(min(100, bits))
+    meter.setFormat(short)
+    theme.set_meter_color(meter, strength_color(bits))
+    note.setText(why.rstrip(")").capitalize() + "." if why else "")
+    note.setVisible(bool(why))
 
 
 def too_short() -> str:
@@ -90,17 +191,14 @@ class UnlockDialog(QDialog):
         self.recovering = False
         self.notice = ""
         self.folder_problem = ""  # create: why this folder cannot take a vault
-        self.setWindowTitle("Create your vault" if create else "Unlock Kept")
+        self.setWindowTitle(self._title())
         self.setModal(True)
         self.password = QLineEdit()
         self.password.setEchoMode(QLineEdit.EchoMode.Password)
         self.password.setObjectName("password")
         self.repeat = QLineEdit()
         self.repeat.setEchoMode(QLineEdit.EchoMode.Password)
-        self.meter = QProgressBar()
-        self.meter.setRange(0, 100)
-        self.meter.setTextVisible(True)
-        self.meter.setFormat("")
+        self.meter, self.meter_note = strength_meter()
         self.recovery = QCheckBox("Make a recovery code (shown once; print it)")
         self.recovery.setChecked(True)
         self.remember = QCheckBox("Remember on this device (system keychain)")
@@ -117,6 +215,7 @@ class UnlockDialog(QDialog):
         if create:
             form.addRow("Repeat", self.repeat)
             form.addRow("Strength", self.meter)
+            form.addRow("", self.meter_note)
             form.addRow(self.recovery)
             warn = QLabel("Kept cannot reset your password. Without it or a recovery code, "
                           "the vault is lost for good.")
@@ -142,16 +241,25 @@ class UnlockDialog(QDialog):
         lay.addWidget(self.recovery_page)
         lay.addWidget(self.use_code, 0, Qt.AlignmentFlag.AlignLeft)
         lay.addWidget(self.error)
-        lay.addWidget(self.busy)
-        lay.addWidget(self.buttons)
+        bottom = QHBoxLayout()  # "Unlocking…" beside the buttons, not on a line of its own
+        bottom.addWidget(self.busy, 1)
+        bottom.addWidget(self.buttons)
+        lay.addLayout(bottom)
         self.ok.setDefault(True)  # again, now that the button is in the dialog
         self.ok.clicked.connect(self._on_ok_clicked)
         self.buttons.rejected.connect(self.reject)
         self.password.textChanged.connect(self._on_password_text_changed)
         self.use_code.clicked.connect(self._on_use_code_clicked)
+        fit.fit_to_text(self)  # notes and errors arrive after it is shown
         self._probe_keyring()
         if create:
             self._check_folder()
+
+    def _title(self) -> str:
+        name = theme.vault_name(self.folder)
+        if self.creating:
+            return f"Create the vault {name}"
+        return f"Unlock {name} with the recovery code" if self.recovering else f"Unlock {name}"
 
     def _build_recovery_page(self) -> QWidget:
         self.code = QLineEdit()
@@ -161,9 +269,7 @@ class UnlockDialog(QDialog):
         self.new_password.setEchoMode(QLineEdit.EchoMode.Password)
         self.new_repeat = QLineEdit()
         self.new_repeat.setEchoMode(QLineEdit.EchoMode.Password)
-        self.new_meter = QProgressBar()
-        self.new_meter.setRange(0, 100)
-        self.new_meter.setFormat("")
+        self.new_meter, self.new_meter_note = strength_meter()
         self.new_password.textChanged.connect(self._on_new_password_text_changed)
         self.code.textChanged.connect(self.error.clear)
         note = QLabel("Forgot your password? The recovery code you saved when the vault was "
@@ -175,6 +281,7 @@ class UnlockDialog(QDialog):
         form.addRow("New password", self.new_password)
         form.addRow("Repeat", self.new_repeat)
         form.addRow("Strength", self.new_meter)
+        form.addRow("", self.new_meter_note)
         form.setContentsMargins(0, 0, 0, 0)
         page = QWidget()
         page.setLayout(form)
@@ -203,16 +310,13 @@ class UnlockDialog(QDialog):
         self.use_code.setText("Use password instead" if self.recovering
                               else "Use recovery code…")
         self.ok.setText("Unlock and set password" if self.recovering else "Unlock")
-        self.setWindowTitle("Unlock with your recovery code" if self.recovering
-                            else "Unlock Kept")
+        self.setWindowTitle(self._title())
         (self.code if self.recovering else self.password).setFocus()
 
     @Slot(str)
     def _on_new_password_text_changed(self, text: str) -> None:
         self.error.clear()
-        bits, word = strength(text)
-        self.new_meter.setValue(min(100, bits))
-        self.new_meter.setFormat(word)
+        show_strength(self.new_meter, self.new_meter_note, text)
 
     def _probe_keyring(self) -> None:
         """Only offer the keychain where a real, allowlisted OS keychain exists."""
@@ -229,9 +333,7 @@ class UnlockDialog(QDialog):
             return  # the folder cannot take a vault: that message stays
         self.error.clear()
         if self.creating:
-            bits, word = strength(text)
-            self.meter.setValue(min(100, bits))
-            self.meter.setFormat(word)
+            show_strength(self.meter, self.meter_note, text)
 
     @Slot()
     def _on_ok_clicked(self) -> None:
@@ -303,7 +405,7 @@ class UnlockDialog(QDialog):
             field.clear()
         self.recovery_code = code
         if code:
-            RecoveryCodeDialog(code, self).exec()
+            RecoveryCodeDialog(code, self, folder=self.folder).exec()
             self.recovery_code = None
         self.unlocked.emit(vault)
         self.accept()
@@ -320,11 +422,14 @@ class UnlockDialog(QDialog):
 
 
 class RecoveryCodeDialog(QDialog):
-    """Shows the recovery code once. It is never stored anywhere readable."""
+    """Shows the recovery code once. It is never stored anywhere readable. ``folder``: the
+    vault it opens, named in the title."""
 
-    def __init__(self, code: str, parent: QWidget | None = None) -> None:
+    def __init__(self, code: str, parent: QWidget | None = None, *,
+                 folder: Path | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Your recovery code")
+        self.setWindowTitle(f"Recovery code for {theme.vault_name(folder)}" if folder
+                            else "Your recovery code")
         label = QLabel("Write this down or print it, and keep it somewhere safe. If you forget "
                        "your password, choose \"Use recovery code…\" when unlocking (or run "
                        "kept passwd --recovery-code) and set a new one. Kept will not show it "
@@ -339,3 +444,4 @@ class RecoveryCodeDialog(QDialog):
         lay.addWidget(label)
         lay.addWidget(self.code)
         lay.addWidget(done)
+        fit.fit_to_text(self)

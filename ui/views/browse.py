@@ -12,21 +12,36 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QStyle,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from app import words
-from app.api import MemoryQuery, MemoryRow, VaultAPI
+from app.api import MemoryQuery, MemoryRow, Store, VaultAPI
 from app.changes import Changes
-from ui import theme
+from app.domain.memory import Tier
+from ui import fit, theme
 from ui.bridge import CoreBridge
-from ui.models.memory_table import MemoryTableModel
+from ui.models.memory_table import HEADERS, Column, MemoryTableModel
 from ui.views.detail import DetailPane
 from ui.views.entity import EntityCard
 from ui.views.page import Page
 from ui.views.search import SearchBar, hit_rows, search_filters
+
+# The memory column shows at least this many average characters (issue 25: the first 30 of
+# a memory, with room for the wider letters of real text); with the other columns and the
+# detail pane this still fits a 1024 px window.
+MEMORY_CHARS = 36
+
+
+def column_samples() -> dict[Column, list[str]]:
+    """What each column but the memory text can show at its widest."""
+    return {Column.STORE: [n for s, n in words.STORE_ONE.items() if s != Store.WORKING],
+            Column.WHEN: ["28 September 2026, 22:00", "yesterday 22:00"],
+            Column.TIER: [words.tier_word(t) for t in Tier],
+            Column.SCORE: [words.strength_word(x) for x in (0.0, 0.5, 1.0)]}
 
 
 class BrowsePage(Page):
@@ -41,6 +56,7 @@ class BrowsePage(Page):
         self.search = self.search_bar.field
         self.title = theme.plain(QLabel())  # quotes what was searched for
         self.title.setObjectName("listTitle")
+        self.title.setWordWrap(True)  # a long search fits on two lines
         self.model = MemoryTableModel(vault, self)
         self.table = self._make_table()
         self.detail = DetailPane(vault, bridge)
@@ -59,7 +75,7 @@ class BrowsePage(Page):
         split.addWidget(self.detail)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([620, 360])
+        split.setSizes([fit.chars(self, 88), fit.chars(self, 51)])
         outer = QHBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(split)
@@ -129,13 +145,21 @@ class BrowsePage(Page):
         table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         table.verticalHeader().setVisible(False)
         table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        table.verticalHeader().setDefaultSectionSize(24)
+        table.verticalHeader().setDefaultSectionSize(fit.lines(table, 1) + 9)
         header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # Room for the words: "Conversation", "22 September 2026, 19:03", "Freshness".
-        for col, width in ((1, 100), (2, 170), (3, 80), (4, 70)):
+        header.setSectionResizeMode(Column.TEXT, QHeaderView.ResizeMode.Stretch)
+        # The other columns as wide as the widest thing they can hold, in this font; the
+        # list is never so narrow that the memory text gets fewer than MEMORY_CHARS.
+        pad = fit.chars(table, 1.5)  # the cell's and the header's margins
+        fixed = 0
+        for col, texts in column_samples().items():
+            width = max(fit.text_width(table, texts), fit.text_width(header, [HEADERS[col]]))
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
-            header.resizeSection(col, width)
+            header.resizeSection(col, width + pad)
+            fixed += width + pad
+        scroll = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        table.setMinimumWidth(fixed + fit.chars(table, MEMORY_CHARS) + scroll
+                              + 2 * table.frameWidth())
         table.setWordWrap(False)
         return table
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QFormLayout,
+    QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
+    QListView,
     QListWidget,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -20,7 +26,7 @@ from app.api import Explanation, History, MemoryId, MemoryRead, Result, VaultAPI
 from app.changes import Changes
 from app.domain.memory import Draft, Memory
 from app.errors import NotFound, ValidationError
-from ui import theme
+from ui import fit, theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op
 from ui.views.page import Page
@@ -44,6 +50,15 @@ def when_text(ts: float | None) -> str:
 Loaded = tuple[Explanation, History, str, list[MemoryRead], dict[int, Memory]]
 
 
+def wrap_lines(lst: QListWidget) -> None:
+    """Long lines (a source's text, a version) wrap at the list's width instead of needing a
+    horizontal scroll bar."""
+    lst.setWordWrap(True)
+    lst.setResizeMode(QListView.ResizeMode.Adjust)
+    lst.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    lst.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+
+
 class DetailPane(Page):
     """One memory in full, beside the memory list (owned by the browse page)."""
 
@@ -60,11 +75,12 @@ class DetailPane(Page):
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
-        self.text.setMaximumHeight(110)
+        self.text.setMaximumHeight(fit.lines(self.text, 7))
         self.meta = QLabel()
         self.meta.setWordWrap(True)
         self.origin = theme.plain(QLabel())  # "from NAME": an assistant wrote it
         self.origin.setObjectName("origin")
+        self.origin.setWordWrap(True)
         theme.set_muted(self.origin)
         self.scores = QLabel()
         self.scores.setWordWrap(True)
@@ -74,17 +90,19 @@ class DetailPane(Page):
         self.reads = QListWidget()  # when which assistant read it (ids and times only)
         self.reads.setObjectName("reads")
         for lst in (self.sources, self.links, self.history, self.reads):
-            lst.setMaximumHeight(110)
+            wrap_lines(lst)
+            lst.setMaximumHeight(fit.lines(lst, 7))
         self.correct_btn = QPushButton("Correct…")
         self.confirm_btn = QPushButton("Confirm")
         self.archive_btn = QPushButton("Archive")
         self.forget_btn = QPushButton("Forget…")
-        buttons = QHBoxLayout()
-        for b in (self.correct_btn, self.confirm_btn, self.archive_btn, self.forget_btn):
-            buttons.addWidget(b)
+        buttons = QGridLayout()  # two by two: the pane stays narrow beside the memory list
+        for n, b in enumerate((self.correct_btn, self.confirm_btn, self.archive_btn,
+                               self.forget_btn)):
+            buttons.addWidget(b, n // 2, n % 2)
         self.editor = QPlainTextEdit()
         self.editor.setPlaceholderText("The corrected memory")
-        self.editor.setMaximumHeight(80)
+        self.editor.setMaximumHeight(fit.lines(self.editor, 5))
         self.save_btn = QPushButton("Save correction")
         self.cancel_btn = QPushButton("Cancel")
         self.edit_row = QWidget()
@@ -94,8 +112,11 @@ class DetailPane(Page):
         er.addWidget(self.cancel_btn)
         self.edit_error = theme.plain(QLabel())
         self.edit_error.setStyleSheet(theme.ERROR_STYLE)
+        self.edit_error.setWordWrap(True)
         self.body = QWidget()
         form = QFormLayout(self.body)
+        form.setContentsMargins(6, 6, 6, 6)  # the pane is narrow beside the list
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)  # names above lists
         form.addRow(self.text)
         form.addRow(self.meta)
         form.addRow(self.origin)
@@ -108,11 +129,23 @@ class DetailPane(Page):
         form.addRow("Links", self.links)
         form.addRow("History", self.history)
         form.addRow("Read by assistants", self.reads)
+        # The body scrolls (vertically only: its lines wrap) when the window is too short.
+        self.body_scroll = QScrollArea()
+        self.body_scroll.setWidgetResizable(True)
+        self.body_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.body_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.body_scroll.setWidget(self.body)
+        # A scroll area asks for no width of its own: ask for the body's, or the splitter
+        # beside the memory list squeezes the body under its buttons.
+        self.body_scroll.setMinimumWidth(
+            self.body.minimumSizeHint().width()
+            + self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
         lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)  # the body's form keeps its own margins
         lay.addWidget(self.placeholder)
-        lay.addWidget(self.body)
+        lay.addWidget(self.body_scroll)
         self._editing(False)
-        self.body.hide()
+        self.body_scroll.hide()
         self.correct_btn.clicked.connect(self._on_correct_btn_clicked)
         self.save_btn.clicked.connect(self._on_save_btn_clicked)
         self.cancel_btn.clicked.connect(self._on_cancel_btn_clicked)
@@ -130,7 +163,7 @@ class DetailPane(Page):
         self.meta.clear()
         self.origin.clear()
         self.scores.clear()
-        self.body.hide()
+        self.body_scroll.hide()
         self.placeholder.show()
 
     def show_memory(self, mid: int | None) -> None:
@@ -225,7 +258,7 @@ class DetailPane(Page):
         self.confirm_btn.setEnabled(ex.scores["confidence"] < 1.0)
         self._editing(False)
         self.placeholder.hide()
-        self.body.show()
+        self.body_scroll.show()
 
     def _editing(self, on: bool) -> None:
         self.editor.setVisible(on)

@@ -35,7 +35,7 @@ from app.api import BackupRecord, SettingValue, VaultAPI
 from app.changes import Changes, Result
 from app.errors import ValidationError
 from app.settings import BY_KEY
-from ui import errors, theme
+from ui import errors, fit, theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op, run_query
 from ui.views.assistants import AssistantsPanel
@@ -61,7 +61,7 @@ def _spin(lo: int, hi: int, suffix: str) -> QSpinBox:
     box.setRange(lo, hi)
     box.setSuffix(suffix)
     box.setAccelerated(True)
-    box.setMaximumWidth(180)
+    box.setMaximumWidth(fit.chars(box, 26))
     return box
 
 
@@ -86,7 +86,7 @@ class SettingsView(Page):
         self.assistants = AssistantsPanel(vault, bridge)  # follows the bridge itself
         cl.addWidget(self.assistants)
         cl.addStretch(1)
-        content.setMaximumWidth(760)
+        content.setMaximumWidth(fit.chars(content, 110))
         self.fill_scrolled(content)
 
         self.provider.currentIndexChanged.connect(self._on_provider_current_index_changed)
@@ -141,7 +141,7 @@ class SettingsView(Page):
         self.weekday = QComboBox()
         for day in WEEKDAYS:
             self.weekday.addItem(day)
-        self.weekday.setMaximumWidth(180)
+        self.weekday.setMaximumWidth(fit.chars(self.weekday, 26))
         schedule = QGroupBox("Schedule")
         sf = QFormLayout(schedule)
         sf.addRow("Heartbeat (new conversation → facts) every", self.heartbeat)
@@ -173,7 +173,7 @@ class SettingsView(Page):
         self.backup_schedule = QComboBox()
         for key, label in BACKUP_SCHEDULES.items():
             self.backup_schedule.addItem(label, key)
-        self.backup_schedule.setMaximumWidth(180)
+        self.backup_schedule.setMaximumWidth(fit.chars(self.backup_schedule, 26))
         self.backup_keep = _spin(1, 365, " backups")
         self.last_backup = theme.plain(QLabel())
         self.last_backup.setObjectName("lastBackup")
@@ -552,7 +552,7 @@ class SettingsView(Page):
             self.old_pw.clear()
             self._status(self.pw_status, "A new recovery code was made; any earlier one no "
                          "longer works.")
-            RecoveryCodeDialog(code, self).exec()
+            RecoveryCodeDialog(code, self, folder=self.vault.folder).exec()
 
         def failed(exc: BaseException) -> None:
             self.recovery_btn.setEnabled(True)
