@@ -25,7 +25,7 @@ _OBJ = r"[A-Za-z0-9][\w'&.\- ]{0,60}?"
 # Where an object ends: punctuation (a full stop only before a space, so "D.C." and "3.5" stay
 # whole), a conjunction, a relative clause, a companion ("with my partner"), a purpose ("to be
 # closer to"), or a time or reason phrase ("after my injury", "for the new job").
-_END = (r"(?=\s*(?:[,!?;:]|(?<!\bSt)(?<!\bMt)(?<!\bDr)\.(?=\s|$)|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|"
+_END = (r"(?=\s*(?:[,!?;:]|(?<=\s)[-\u2013\u2014]+(?=\s)|(?<!\bSt)(?<!\bMt)(?<!\bDr)\.(?=\s|$)|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhere\b|"
         r"\bwhich\b|\bwho\b|\bwith\b|\bwhile\b|\bmy whole life\b|\ball my life\b|\bafter\b|\bbefore\b|\bduring\b|\bso\b|"
         r"\bfor (?:the|a|an|my|our|his|her|their|work|school|ages|long|about|over|nearly|"
         r"almost|around|more than|less than|\w+ (?:years?|months?|weeks?|days?|decades?))\b|"
@@ -45,7 +45,7 @@ _NEG = re.compile(r"\b(?:no longer|not|never|stopped|quit|gave up|used to|left m
 # Words anywhere in the sentence that state a change over time: the fact is then an update of
 # what was true before, not a contradiction. "For six years now" is a duration, not a change.
 _CHANGE = re.compile(
-    r"\b(?:(?<!years )(?<!months )(?<!weeks )(?<!while )(?<!ages )(?<!long )now|nowadays|"
+    r"\b(?:(?<!years )(?<!months )(?<!weeks )(?<!while )(?<!ages )(?<!long )(?<!right )now|nowadays|"
     r"these days|any ?more|no longer|again|used to|switched|moved|relocated|started|began|"
     r"became|got (?:promoted|married|engaged|divorced|hired)|turned|(?:my|a|the|our) (?-i:new)|"
     r"joined|quit|stopped|gave up|graduated|changed|pushed|postponed|extended|moved on)\b", re.I)
@@ -167,7 +167,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str, float, bool]] = [
     (re.compile(r"(?i:\bmy (?:new |current |other )?(?P<q>" + _REL + r")(?:'s name)?,? "
                 r"(?:is (?:called |named )?|named |called )?)(?P<o>" + _NAME + ")"), "relation",
      "relationship", .85, False),
-    (re.compile(r"\b(?P<o>" + _NAME + r") is my (?P<q>" + _REL + r")\b"), "relation",
+    (re.compile(r"\b(?P<o>" + _NAME + r")(?: is|'s) my (?P<q>" + _REL + r")\b"), "relation",
      "relationship", .85, False),
     # "My favorite food used to be sushi, but now it's ramen": the new one, then the old one
     # (negated and a change through "used to").
@@ -270,6 +270,8 @@ def _qualifier(q: str | None) -> str | None:
     if not q:
         return None
     q = re.sub(r"^(?:the|a|an|my|our)\s+", "", q.strip().lower())
+    q = re.sub(r"\s+(?:ever|of all time|right now|at the moment|these days|so far|in the "
+               r"world|now|too|as well)$", "", q)  # "favorite book ever" -> "book"
     return " ".join(_SPELLING.get(w, w) for w in q.split()) or None
 
 
@@ -282,6 +284,11 @@ _HABIT_REF = re.compile(r"\b(?:it(?! (?:out|off|up|easy|slow)\b)|that|this|these
                         r"another|one|some|anything|something|everything|nothing|last|"
                         r"yesterday|ago|while back|other day)\b", re.I)
 _LIGHT_VERBS = frozenset(("do", "go", "take", "get"))
+_RUNS_A_PLACE = re.compile(r"run (?:a|an|my|our|the|\w+'s)(?: own)? (?:[\w\-]+ ){0,2}[\w\-]*?(?:store|shop|"
+                           r"business|company|studio|restaurant|caf[eé]|bakery|blog|channel|"
+                           r"podcast|club|team|group|charity|website|salon|bar|gym|practice|"
+                           r"firm|startup|agency|farm|school|department|kitchen|shelter)s?\b",
+                           re.I)
 
 
 def _habit_object(obj: str, sentence: str) -> str | None:
@@ -291,24 +298,122 @@ def _habit_object(obj: str, sentence: str) -> str | None:
         return None
     obj = _HABIT_TAIL.sub("", obj).strip()
     verb, _, rest = obj.partition(" ")
-    if _HABIT_REF.search(rest):
-        return None
+    if _HABIT_REF.search(rest) or re.match(r"(?:is|are|was|were)\b", rest):
+        return None  # "all I do is sleep": the verb is inside a subject
+    if _RUNS_A_PLACE.match(obj) or re.match(r"work out (?:of|at|for|from)\b", obj, re.I):
+        return None  # "run my own studio", "work out of Chicago": a job, not exercise
     if verb.lower() in _LIGHT_VERBS and not content_tokens(rest):
         return None
     return obj or None
 
 
 def _clean(obj: str) -> str:
+    obj = re.split(r"\s[-\u2013\u2014]+\s", obj, maxsplit=1)[0]  # "pottery - the creativity"
     obj = _LEAD.sub("", obj.strip(" .,'\""))
     # "a startup called Brightwave" -> "Brightwave"
     obj = re.sub(r"^(?:an? |the )?(?:[\w\-]+ ){0,3}?(?:called|named) (?=[A-Z])", "", obj)
-    obj = re.sub(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
-                 r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend|spring|summer|fall|autumn|winter)|"
-                 r"last (?:week|month|year|night|weekend|spring|summer|fall|autumn|winter|\w+day)|(?:a )?(?:few|couple of) "
-                 r"(?:days|weeks|months|years) ago|\w+ (?:days|weeks|months|years) ago|"
-                 r"in (?:" + "|".join(_MONTH_NAMES) + r")(?: \d{4})?|in \d{4})$", "", obj,
-                 flags=re.I)
-    return obj.strip()
+    while True:  # "allergic to cockroaches as well", "at Marlow & Finch at the moment"
+        cut = _TAIL.sub("", obj)
+        if cut == obj:
+            return obj.strip()
+        obj = cut
+
+
+# Words after a value that say when, or nothing: "now", "as well", "at the moment", "ever".
+_TAIL = re.compile(r"\s+(?:now|too|again|anymore|right now|these days|lately|a lot|so much|"
+                   r"at the moment|as well|for now|ever|either|here|though|honestly|anyway|"
+                   r"instead|originally|at all|in the (?:spring|summer|fall|autumn|winter)|"
+                   r"recently|today|yesterday|tonight|this (?:week|month|year|morning|weekend|"
+                   r"spring|summer|fall|autumn|winter)|last (?:week|month|year|night|weekend|"
+                   r"spring|summer|fall|autumn|winter|\w+day)|(?:a )?(?:few|couple of) "
+                   r"(?:days|weeks|months|years) ago|\w+ (?:days|weeks|months|years) ago|"
+                   r"in (?:" + "|".join(_MONTH_NAMES) + r")(?: \d{4})?|in \d{4})$", re.I)
+
+
+def _own(phrase: str, speaker: str) -> str:
+    """'my sneaker collection' said by John -> "John's sneaker collection": a value keeps
+    whose it is (the speaker's, whoever holds the fact) instead of a "my" that points back to
+    whoever said it. "His"/"her" would guess a gender; a "me" or "I" left in the value is
+    refused by fact_check."""
+    return re.sub(r"\bmy\b", f"{speaker}'s", phrase, flags=re.I)
+
+
+# "an" before a vowel sound: not before "uni-", "use", "eu-", "one" ("a university", "a
+# one-off"); before a silent h ("an hour").
+_A_AN = re.compile(r"\ba (?=(?![A-Z]{2})(?!(?i:uni|use|usu|uti|eu|one|once|ur[aeiou]))[aeiouAEIOU]|"
+                   r"(?:hour|honest|heir|honou?r)\w*\b)")
+_AN_A = re.compile(r"\ban (?=(?!(?:hour|honest|heir|honou?r)\w*\b)[b-df-hj-np-tv-z]|"
+                   r"(?:uni|use|usu|eu|one)\w*)")
+
+
+def _articles(statement: str) -> str:
+    """'John has a ankle injury' -> 'John has an ankle injury' (and 'an university' -> 'a')."""
+    return _AN_A.sub("a ", _A_AN.sub("an ", statement))
+
+
+# A habit already saying how often needs no "usually": "does physio every day", "most weeks".
+_HOW_OFTEN = re.compile(r"\b(?:(?:every|each|most|all) (?:single |other )?(?:day|night|morning|"
+                        r"evening|afternoon|week|weekend|month|year|time|[a-z]+day)s?|(?:daily|"
+                        r"weekly|nightly|monthly|yearly|twice|once|everyday)|\d+ times|"
+                        r"(?:a|per) (?:day|week|month|year|night)|on (?:weekends|weeknights|"
+                        r"[a-z]+days))\b", re.I)
+# A statement asked or embedded, not made: "what should I write", "do I like it", "where I
+# do my best writing", "if I move to Leeds", "which I love".
+_NOT_SAID = re.compile(r"\b(?:all|what|where|how|which|who|whom|whose|should|shall|can|could|"
+                       r"would|do|does|did|will|may|might|must|if|unless|whether|wish)\s+$",
+                       re.I)
+
+
+_PARTICLES = frozenset("up out down in around together away back off over time".split())
+_CONJ_STOP = frozenset("""i i'm i've i'd i'll me my we our you your he his she her they their
+it its this that these those the a an is are was were am be have has had do does did will
+would can could so then also just really not very too all""".split())
+_PHRASE_END = r"(?=\s*(?:[,!?;:]|\.(?=\s|$)|$))"
+
+
+def _whole_liking(text: str, end: int, obj: str) -> str | None:
+    """A liked thing cut short where the object ended at ``end``, made whole when the words
+    after it belong to it: "curling up" + "with a good book", "action" + "and sci-fi
+    movies" (a head noun shared), "the sights" + "and sounds" (an article shared)."""
+    rest, words = text[end:], obj.split()
+    if words and words[0].lower().endswith("ing") and (
+            len(words) == 1 or len(words) == 2 and words[1].lower() in _PARTICLES):
+        w = re.match(r"\s+with\s+(?P<x>[A-Za-z][\w'\- ]{1,40}?)" + _END, rest)
+        if w:
+            return f"{obj} with {_clean(w.group('x'))}"
+    c = re.match(r"\s+and\s+(?P<x>[a-z][\w'\-]*(?: [a-z][\w'\-]*){0,2})" + _PHRASE_END, rest)
+    if c and not set(c.group("x").lower().split()) & _CONJ_STOP:
+        x = c.group("x").split()
+        if len(words) == 1 and 2 <= len(x) <= 3 and x[-1].lower().endswith("s") or \
+                len(x) == 1 and len(words) >= 2 and words[-2].lower() in ("the", "my", "our"):
+            return f"{obj} and {c.group('x')}"
+    return obj
+
+
+# Words of a turn reacting to something shown: "that photo's amazing", "where did you take
+# this picture?", "wow, looks great". A definite thing liked there ("I love the dark sky",
+# "I love all the yellow leaves") is in the picture, not a lasting liking.
+_SHOWN = re.compile(r"\b(?:photos?|pictures?|pics?|paintings?|drawings?|snaps?|images?|"
+                    r"selfies?|screenshots?|look(?:s|ing)? (?:so |really )?(?:great|amazing|"
+                    r"awesome|beautiful|gorgeous|lovely|stunning|incredible|cool|good|nice|"
+                    r"cozy|fun|delicious)|(?:that|this|it)(?:'s| is| looks) (?:so |really )?"
+                    r"(?:gorgeous|beautiful|amazing|awesome|stunning|lovely|cool|incredible)|"
+                    r"where did you (?:take|get|find)|did you (?:make|take|paint|draw))\b",
+                    re.I)
+_DEFINITE = re.compile(r"^(?:all (?:of )?)?(?:the|that|this|these|those)\b", re.I)
+# "I used to love ...": a past liking, neither a present one nor a stated end of it.
+_USED_TO = re.compile(r"\bused to\s+(?:\w+\s+){0,2}$", re.I)
+
+
+def _reaction(text: str, obj: str) -> bool:
+    return bool(_DEFINITE.match(obj) and _SHOWN.search(text))
+
+
+def _not_said(text: str, at: int) -> bool:
+    """Whether a first-person statement at ``at`` ("I ...", "we ...") is asked or embedded
+    ("why I love X" is said: "that's why I love X")."""
+    return bool(re.match(r"(?:i|we)\b", text[at:], re.I)) and \
+        bool(_NOT_SAID.search(text[_clause_start(text, at):at]))
 
 
 @lru_cache(maxsize=1)
@@ -341,6 +446,9 @@ def resolve_date(text: str, at: float) -> str | None:
                                      "PREFER_DATES_FROM": "future", "STRICT_PARSING": False})
     except Exception:  # dateparser has many failure modes on free text; a date is optional
         return None
+    if d and not re.search(r"\d|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:today|"
+                           r"tonight|tomorrow|week)\b", text, re.I):
+        return str(d.strftime("%Y-%m"))  # "in December": the month, not a day dateparser made up
     return d.date().isoformat() if d else None
 
 
@@ -377,8 +485,8 @@ def _statement(subject: str, predicate: str, obj: str, qualifier: str | None) ->
              "allergic_to": "is allergic to", "age": "is", "name": "is called",
              "relationship_status": "is", "diet": "is", "habit": "usually"}
     tail = " years old" if predicate == "age" else ""
-    if predicate == "habit":
-        return f"{subject} usually {third_person(obj)}"
+    if predicate == "habit":  # "does physio every day", not "usually does ... every day"
+        return f"{subject} {'' if _HOW_OFTEN.search(obj) else 'usually '}{third_person(obj)}"
     return f"{subject} {verbs.get(predicate, predicate.replace('_', ' '))} {obj}{tail}"
 
 
@@ -497,13 +605,38 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
             span = m.span("o") if groups.get("o") is not None else m.span()
             if any(span[0] < e and s < span[1] for s, e in taken.get(predicate, ())):
                 continue
+            if _not_said(text, m.start()):
+                continue  # "what should I write ...?", "it's where I do my best writing"
+            if predicate == "relation" and re.search(r"(?:\bis|'s)\s+$", text[:m.start()]) and \
+                    re.search(r",\s*$", text[:span[0]]):
+                continue  # "Karen's my boss, Linda manages ...": the boss is Karen
             sentence = text[_sentence_start(text, m.start()):_sentence_end(text, m.end())]
+            if predicate in ("likes", "dislikes"):
+                obj = _whole_liking(text, span[1], obj)
+                if obj is None or predicate == "likes" and (
+                        _reaction(text, obj) or _USED_TO.search(text[_clause_start(
+                            text, m.start()):span[0]])):
+                    continue  # "I love the dark sky" said of a photo; "I used to love X"
+            if predicate == "lives_in":  # "a flat in Camden" -> "Camden"
+                obj = re.sub(r"^(?:(?:a|an|the|my|our) )?(?:[\w\-]+ ){0,2}?(?:flat|apartment|house|"
+                             r"place|room|studio|condo|bungalow|cottage|home|loft|dorm) in ", "",
+                             obj, flags=re.I)
             if predicate == "lives_with":  # "my parents in Glasgow" -> "their parents"
                 obj = re.sub(r"^my\b", "their", re.split(r"\s+in\s+", obj)[0], flags=re.I)
+            if predicate == "favorite" and obj[:1].isupper():
+                more = re.match(r" (?:and|&) [A-Z][\w'\-]*(?: [A-Z][\w'\-]*)*", text[span[1]:])
+                if more:  # "Parks and Rec", "Pride and Prejudice"
+                    obj += more.group(0)
             if predicate == "habit":  # "quitting smoking" -> "smoke"
+                w = re.match(r"\s+with\s+(?P<x>(?:(?:my|a|the|our) )?(?:breakfast|brunch|lunch|"
+                             r"dinner|supper|meals?|food|coffee|tea|dessert))\b", text[span[1]:],
+                             re.I)
+                if w:  # "a glass of wine" + "with dinner" (a companion stays out: "with my son")
+                    obj = f"{obj} with {_clean(w.group('x'))}"
                 first, _, rest = obj.partition(" ")
                 obj = _habit_object(f"{_BASE.get(first.lower(), first)} {rest}".strip(),
-                                    sentence)
+                                    text[_clause_start(text, m.start()):
+                                         _clause_end(text, m.end()) + 1])
                 if not obj:
                     continue
             if groups.get("alt"):
@@ -513,9 +646,20 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 qualifier = {"mom": "mother", "mum": "mother", "dad": "father",
                              "neighbor": "neighbour", "engaged": "fiance", "married": "spouse",
                              None: "partner"}.get(qualifier, qualifier)
+            lead = ""  # the article the statement keeps: "likes the ocean" (object "ocean")
             if predicate in ("likes", "dislikes", "prefers", "lives_in", "works_at", "from",
                              "school"):
+                article = _TRIM.match(obj)
+                said = article.group(0) if article else ""
+                word = said.split()[0].lower() if said else ""
+                if predicate != "prefers" and (word in ("the", "my") or word in ("a", "an")
+                                               and (predicate in ("works_at", "lives_in")
+                                                    or re.match(r"(?:an?) (?:good|nice|great|"
+                                                                r"decent|proper|real)\b", obj,
+                                                                re.I))):
+                    lead = said  # "likes a good horror movie"
                 obj = _TRIM.sub("", obj)
+            obj = _own(obj, speaker)
             key = (predicate, qualifier or "", obj.casefold())
             if key in seen:
                 continue
@@ -542,15 +686,16 @@ def extract(ep: EpisodeView) -> list[FactCandidate]:
                 if resolved:
                     obj = f"{obj} ({resolved})" if not re.match(r"\d{4}-", obj) else obj
             store = "procedural" if predicate in ("habit", "prefers") else "semantic"
-            statement = _statement(subject, predicate, obj, qualifier) if not negated \
-                else _negated_statement(subject, predicate, obj, qualifier, changed)
+            shown = _own(lead, speaker) + obj
+            statement = _statement(subject, predicate, shown, qualifier) if not negated \
+                else _negated_statement(subject, predicate, shown, qualifier, changed)
             if predicate in ("works_at", "job") and qualifier:
                 statement += f" ({qualifier})"  # "Sam works at the bar (weekend)"
             if groups.get("noun"):  # "switched from tennis to padel": things, not verbs
                 statement = f"{subject} {'no longer does' if negated else 'does'} {obj}"
             out.append(FactCandidate(
                 subject=subject, predicate=predicate, object=obj,
-                statement=statement,
+                statement=_articles(statement),
                 category=category, confidence=round(max(0.1, c), 3), change=changed,
                 negated=negated, valid_from=valid_from, store=store,  # type: ignore[arg-type]
                 qualifier=qualifier, source_ids=(ep.id,)))
@@ -618,6 +763,9 @@ June July August September October November December Hey Hi Hello Thanks Thank Y
 Oh Sure Okay Good Great Nice Love Also Well So But And The This That What When Where Why How
 Who Which Sounds Congrats Congratulations Awesome Amazing Cool Sorry Please Absolutely Totally
 Definitely Really Just Lol Haha Omg Christmas Easter Halloween Thanksgiving God English
+Honestly Actually Seriously Personally Basically Literally Frankly Anyway Anyways Btw Plus Now
+Still Yep Yup Nah Okay Ok Hmm Gosh Lately Recently Currently I'm I've I'd I'll We We're We've
+We'd We'll You You're You've They They're They've He He's She She's It It's
 """.split())
 _PROJECT = re.compile(r"\b(?:project|launch of|working on the) (?P<o>[A-Z][\w\-]+(?: [A-Z][\w\-]+)?)")
 _COMPANY = re.compile(r"\b(?:work(?:ing|s)? (?:at|for)|job at|joined) (?P<o>[A-Z][\w&\-]+(?: [A-Z][\w&\-]+)?)")
@@ -728,7 +876,9 @@ _ILLNESS = r"(?:flu|cold|covid|a fever|fever|migraines?|pneumonia|bronchitis|str
 _SUBJ_REL = r"(?:[Mm]y|[Oo]ur) (?P<rel>" + _REL + r"|wife|husband|kid|son|daughter)"
 _SUBJ = r"(?:" + _SUBJ_REL + r"(?:,? (?P<sname>" + _NAME + r"))?)"
 _TIME = r"(?P<o>\d{1,2}(?::\d\d)?\s?(?:[ap]\.?m\.?)?|noon|midnight)"
-_EVENT = (r"(?P<q>(?:[a-z]+ ){0,2}(?:meeting|appointment|review|call|class|lesson|session|"
+_EVENT = (r"(?P<q>(?:(?!(?:the|a|an|my|our|your|his|her|their|its|this|that|these|those|is|"
+          r"was|and|but|so|or|to|at|on|in|for|of|with|i|we|you|he|she|they|it|me|us|them)\b)"
+          r"[a-z]+ ){0,2}(?:meeting|appointment|review|call|class|lesson|session|"
           r"party|shower|wedding|dinner|lunch|brunch|flight|train|interview|exam|test|"
           r"concert|game|match|tournament|qualifier|competition|conference|offsite|trip|"
           r"surgery|checkup|check-up|visit|recital|ceremony|launch|event|shift|standup|"
@@ -779,6 +929,10 @@ class _Facts:
         obj = obj.strip(" ,.'\"")
         if not obj or (_PRONOUN_OBJ.match(obj) and obj != NONE):
             return
+        if _not_said(self.text, at):
+            return  # "should I tell my boss ...?", "where my flight is ..."
+        speaker = (self.ep.speaker or "user").strip() or "user"
+        obj, statement = _own(obj, speaker), _articles(_own(statement, speaker))
         sentence = self.text[_sentence_start(self.text, at):_sentence_end(self.text, at)]
         changed = (change or bool(_CHANGE.search(sentence))) and not self.correcting
         valid = self.ep.occurred_at if predicate in (
@@ -801,6 +955,12 @@ def _more(text: str, speaker: str, ep: EpisodeView, hedged: bool) -> list[FactCa
     for family in _FAMILIES:
         family(text, speaker, f)
     return f.out
+
+
+# A role said with a judgement is a skill, not a job: "an amazing cook", "a great teacher".
+_JUDGED = re.compile(r"(?:amazing|great|good|excellent|fantastic|terrible|awful|bad|awesome|"
+                     r"brilliant|wonderful|incredible|talented|natural|decent|superb|"
+                     r"phenomenal|lousy|born)\b", re.I)
 
 
 def _third_person(text: str, speaker: str, f: _Facts) -> None:
@@ -846,7 +1006,7 @@ def _third_person(text: str, speaker: str, f: _Facts) -> None:
             om = re.match(r"(?P<o>(?:[a-z\-]+ ){0,2}" + _ROLES + r"|(?:[a-z\-]+ ){0,2}"
                          r"(?:principal|nurse|chef|lead|partner|paramedic|firefighter))\b"
                          r"(?: (?:at|for|in) (?P<at>" + _OBJ + ")" + _END + ")?", rest)
-            if om and not bare:
+            if om and not bare and not _JUDGED.match(om.group("o")):  # "an amazing cook"
                 f.add(subject, "job", om.group("o"), f"{subject} is a {om.group('o')}", "work", .75,
                     change="promoted" in verb, at=m.start())
 
@@ -865,9 +1025,12 @@ def _work(text: str, speaker: str, f: _Facts) -> None:
                          r"(?:working|employed) as|i work as)) (?:an? |the )?(?P<o>(?:(?:[A-Z]{2,4}"
                          r"|[a-z\-]+) ){0,2}[a-z\-]+?)(?= (?:at|for|with|in) |\s*[,.!?;]|\s+(?:and|but|so|"
                          r"last|this|since|now|which|who)\b|$)", text):
-        role = m.group("o")
-        if _PRONOUN_OBJ.match(role) or role in ("job", "position"):
+        role = _clean(m.group("o"))  # "a nurse last year" -> "nurse"
+        if not role or _PRONOUN_OBJ.match(role) or role in ("job", "position"):
             continue
+        if re.search(r"\bbecame$", text[:m.start("o")].rstrip(), re.I) and not re.fullmatch(
+                r"(?:[a-z\-]+ ){0,2}" + _ROLES, role, re.I):
+            continue  # "once I became allergic": no article, no role
         promoted = not re.search(r"working|employed|work as", m.group(0), re.I)
         f.add(speaker, "job", role, f"{speaker} is {'an' if role[0] in 'aeiou' else 'a'} {role}",
             "work", .8, change=promoted, at=m.start())
@@ -878,11 +1041,13 @@ def _work(text: str, speaker: str, f: _Facts) -> None:
             f.add(speaker, "works_at", org, f"{speaker} works at {org}", "work", .8,
                 change=promoted, at=m.start())
     # "I teach third grade at Lincoln Elementary": a teacher there.
-    for m in re.finditer(r"\bI (?:still |now )?teach (?:[\w\- ]{1,30}? )?(?:at|in) (?P<o>[A-Z]"
-                         r"[\w'&\- ]{1,40}?)" + _END, text):
+    # "I teach at a high school in Ohio": a teacher, but Ohio is no employer.
+    for m in re.finditer(r"\bI (?:still |now )?teach (?:(?!at\b)[\w\-]+ ){0,4}(?:at|in) "
+                         r"(?P<o>[A-Za-z][\w'&\- ]{1,40}?)" + _END, text):
         f.add(speaker, "job", "teacher", f"{speaker} is a teacher", "work", .7, at=m.start())
-        f.add(speaker, "works_at", _clean(m.group("o")), f"{speaker} works at "
-            f"{_clean(m.group('o'))}", "work", .75, at=m.start())
+        if re.search(r"\bat [A-Z]", m.group(0)):
+            f.add(speaker, "works_at", _clean(m.group("o")), f"{speaker} works at "
+                f"{_clean(m.group('o'))}", "work", .75, at=m.start())
     # Jobs lost or left: "I lost my job at Door Dash", "I left Target in March".
     for m in re.finditer(r"(?i:\bi (?:just |also |recently |finally )?(?:lost|left|quit) "
                          r"(?:my job (?:at|with) (?:the )?|my job as (?:an? )?|(?:the )?)?)"
@@ -942,7 +1107,7 @@ def _counts(text: str, speaker: str, f: _Facts) -> None:
                          r"race|title|championship|match|game|award|medal|competition)s?)",
                          text):
         n = _ORDINALS[m.group("n").lower()]
-        f.add(speaker, "count", str(n), f"{speaker} has won {n} {m.group('q')}s", "possession",
+        f.add(speaker, "count", str(n), f"{speaker} has won {n} {m.group('q').removesuffix('s')}{'s' if n > 1 else ''}", "possession",
             .7, qualifier=f"{m.group('q').split()[-1]} won", change=True, at=m.start())
 
 
@@ -969,17 +1134,37 @@ def _pets(text: str, speaker: str, f: _Facts) -> None:
                 at=m.start())
 
 
+# An injury said as long past ("last season", "years ago", "when I was 12") or as overcome
+# later in the turn ("I was able to overcome it", "came back", "all healed") is not current.
+_LONG_AGO = re.compile(r"\b(?:last (?:season|year|summer|spring|fall|autumn|winter)|(?:a|\w+) "
+                       r"(?:years?|months?|seasons?) ago|years back|when i was|back (?:in|when)|"
+                       r"in (?:high school|college|\d{4})|as a (?:kid|child|teen))\b", re.I)
+_OVERCOME = re.compile(r"\b(?:overcome|overcame|got over|recovered|healed|came back|bounced "
+                       r"back|back on (?:my|the) feet|fully fit|behind me)\b", re.I)
+
+
+_ILL_ARTICLE = {"flu": "the ", "cold": "a ", "fever": "a ", "migraine": "a "}
+
+
+def _past_harm(text: str, at: int) -> bool:
+    sentence = text[_sentence_start(text, at):_sentence_end(text, at)]
+    return bool(_LONG_AGO.search(sentence) or _OVERCOME.search(text[at:]))
+
+
 def _health(text: str, speaker: str, f: _Facts) -> None:
     # Health states: an injury or illness, then healed.
     for m in re.finditer(r"(?i:\bi (?:just )?(?:sprained|broke|twisted|hurt|injured|tore|pulled|"
                          r"strained|dislocated|fractured) my )(?P<o>" + _BODY + r")\b", text):
         part = m.group("o").lower()
+        if _past_harm(text, m.start()):
+            continue  # "last season I hurt my ankle ... I was able to overcome it"
         f.add(speaker, "condition", f"{part} injury", f"{speaker} has a {part} injury", "health",
             .75, change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:this|my) (?:[a-z]+ )?(?P<o>injury|surgery|illness)\b)",
                          text):
         if re.search(r"\b(?:healed|recovered|over|gone|behind me|better)\b",
-                     text[m.end():_sentence_end(text, m.end())], re.I):
+                     text[m.end():_sentence_end(text, m.end())], re.I) or _past_harm(text,
+                                                                                 m.start()):
             continue
         f.add(speaker, "condition", "injury" if m.group("o").lower() != "illness" else "illness",
             f"{speaker} has an {m.group('o').lower()}", "health", .65, change=True, at=m.start())
@@ -995,17 +1180,31 @@ def _health(text: str, speaker: str, f: _Facts) -> None:
         what = f"{part} {'pain' if pain else 'injury'}"
         healed = how in ("healed", "better", "fine now", "gone")
         f.add(speaker, "condition", what, f"{speaker} {'no longer has' if healed else 'has'} "
-            f"{what}", "health", .75, change=True, negated=healed, at=m.start())
+            f"{'' if pain else 'a '}{what}", "health", .75, change=True, negated=healed,
+            at=m.start())
     for m in re.finditer(r"(?i:\b(?:i(?:'ve| have)? (?:been )?(?:down with|sick with|got|caught)|"
                          r"i(?:'m| am) (?:sick with|down with)) (?:the |a |an )?)(?P<o>flu|cold|"
                          r"covid|fever|migraine|pneumonia|bronchitis)\b", text):
-        f.add(speaker, "condition", m.group("o").lower(), f"{speaker} has {m.group('o')}",
-            "health", .75, change=True, at=m.start())
+        f.add(speaker, "condition", m.group("o").lower(), f"{speaker} has "
+            f"{_ILL_ARTICLE.get(m.group('o').lower(), '')}{m.group('o')}", "health", .75,
+            change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:the |my )?(?P<o>flu|cold|covid|fever|migraine|pneumonia)"
                          r"(?:'s| is| has)(?: finally| totally| completely)? (?:gone|over|"
                          r"cleared up))\b", text):
         f.add(speaker, "condition", m.group("o").lower(), f"{speaker} no longer has "
-            f"{m.group('o')}", "health", .75, change=True, negated=True, at=m.start())
+            f"{_ILL_ARTICLE.get(m.group('o').lower(), '')}{m.group('o')}", "health", .75,
+            change=True, negated=True, at=m.start())
+
+
+_MEDIUM = {"reading": r"\b(?:book|novel|read|reading|author|chapter|pages?|kindle|audiobook)",
+           "watching": r"\b(?:show|series|season|episode|watch|watching|tv|netflix|film|movie|"
+                       r"binge)"}
+
+
+def _whole_title(o: str) -> str:
+    """A title without the small words it ran on into: "Succession, the" -> "Succession"."""
+    o = o.strip("\"“” ,")
+    return re.sub(r"(?:,? (?:of|the|and|in|a|to|on|for))+$", "", o).strip(" ,")
 
 
 def _media(text: str, speaker: str, f: _Facts) -> None:
@@ -1021,20 +1220,23 @@ def _media(text: str, speaker: str, f: _Facts) -> None:
                              r"have)? (?:just )?started(?: " + ("reading" if pred == "reading"
                                                                 else "watching") + r")?) "
                              + title, text):
-            o = m.group("o").strip("\"“” ,")
+            o = _whole_title(m.group("o"))
             if o.split()[0].lower() in ("i", "it", "a", "the") and len(o.split()) == 1:
                 continue
-            if "started" in m.group(0).lower() and not re.search(
-                    r"\b(?:book|read|show|series|season|episode|finished)", text, re.I):
-                continue
-            if pred == "watching" and "started" in m.group(0).lower() and not re.search(
-                    r"\b(?:show|series|season|episode|watch)", text, re.I):
-                pred = "reading"
+            said = m.group(0).lower()
+            if "started" in said and not re.search(r"started (?:reading|watching)", said) \
+                    and not re.search(_MEDIUM[pred], text, re.I):
+                continue  # "we've started The Bear": a book or a show? only its words say
+            if re.search(r"halfway|partway|most of the way", said) and (
+                    pred == "watching" and not re.search(_MEDIUM["watching"], text, re.I)
+                    or pred == "reading" and re.search(_MEDIUM["watching"], text, re.I)
+                    and not re.search(_MEDIUM["reading"], text, re.I)):
+                continue  # "halfway through Dune": a book unless a show's words say otherwise
             f.add(speaker, pred, o, f"{speaker} is {pred} {o}", "media", .7,
                 change=bool(re.search(r"started|now", m.group(0), re.I)), at=m.start())
     for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)? (?:just |finally )?finished )" + title,
                          text):
-        o = m.group("o").strip("\"“” ,")
+        o = _whole_title(m.group("o"))
         if len(o) < 3 or o.split()[0] in _NOT_NAMES:
             continue
         for pred in ("reading", "watching"):
@@ -1045,11 +1247,63 @@ def _media(text: str, speaker: str, f: _Facts) -> None:
             "media", .7, negated=True, at=m.start())
 
 
+def _others(text: str, start: int, owner: str | None) -> bool:
+    """Whether an event named at ``start`` is someone else's: "my sister's flight", "her
+    flight", "Tom's party"."""
+    return bool(owner and owner.endswith("'s")) or bool(re.search(
+        r"(?:\b(?:his|her|their|your|its)|\w's)\s+$", text[max(0, start - 30):start], re.I))
+
+
+def _whose(speaker: str, owner: str | None) -> str | None:
+    """Whose an event is, as its statement says it, from the words before it: the speaker's
+    ("my", "the", none: "Bea's"), a relative's ("my sister's" -> "Bea's sister's"), a named
+    person's ("Tom's"); None when that is not said ("the team's"). The fact stays the
+    speaker's: an event in their diary."""
+    if not owner or not owner.endswith("'s"):
+        return f"{speaker}'s"
+    words = owner.removesuffix("'s").split()
+    if words[0].lower() in ("my", "our") and re.fullmatch(_REL + "|kid|son|daughter|wife|"
+                                                           "husband", words[-1].lower()):
+        return f"{_rel_subject(speaker, words[-1], None)}'s"
+    if len(words) == 1 and words[0][0].isupper() and words[0] not in _NOT_NAMES:
+        return f"{words[0]}'s"
+    return None
+
+
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_DAY = re.compile(r"\b(?:(?P<every>(?:every|each) )?(?:(?:this|next|on) )?" + _WEEKDAY + r"(?P<pl>s)?|"
+                  r"today|tonight|tomorrow|the day after tomorrow)(?: (?:morning|afternoon|"
+                  r"evening|night)s?)?\b", re.I)
+
+
+def _day_of(text: str, at: int, said_at: float) -> str:
+    """The day a time is on, when its sentence says one, read against when it was said:
+    " tomorrow morning (2026-03-13)", " on Friday (2026-03-13)"; a weekly one keeps no date
+    (" every Tuesday morning", " on Tuesdays"); "" when it says none."""
+    sentence = text[_sentence_start(text, at):_sentence_end(text, at)]
+    m = _DAY.search(sentence)
+    if not m:
+        return ""
+    day = re.sub(r"^on ", "", m.group(0).lower())
+    day = re.sub(_WEEKDAY, lambda d: d.group(0).capitalize(), day)
+    if m.group("every") or m.group("pl"):
+        return f" {'' if m.group('every') else 'on '}{day}"  # weekly: no one date
+    resolved = resolve_date(re.sub(r" (?:morning|afternoon|evening|night)$", "", day)
+                            .replace("tonight", "today"), said_at)
+    prep = "on " if re.match(r"[A-Z]", day) else ""
+    return f" {prep}{day}" + (f" ({resolved})" if resolved else "")
+
+
+def _on(date: str) -> str:
+    """'on ' before a day or a date, nothing before 'next Monday', 'tomorrow'."""
+    return "" if re.match(r"(?:next|this|tomorrow|tonight|today|in)\b", date, re.I) else "on "
+
+
 def _events(text: str, speaker: str, f: _Facts) -> None:
     # Events and times: "the review meeting is on Tuesday the 14th", "the wedding is set for
     # September 20th", "the meeting got pushed to Thursday", "my spin class is at 6:30",
     # "moved my spin class to 7:15", "my shift starts at 7:30", "the flight lands in Boston".
-    ev = r"\b(?:the|my|our|(?:my |our )?[a-z]+'s)? ?" + _EVENT
+    ev = r"\b(?:(?P<own>(?i:the|my|our)|(?:(?i:my|our) )?[a-z]+'s|[A-Z][a-z]+'s) )?" + _EVENT
     for m in re.finditer(ev + r"(?: (?:with|on|for|at) [\w' ]{1,25}?)?(?:'s| is| was)? ?(?:now |"
                          r"still |actually )?(?:(?:got |has been |was |been )?(?P<mv>pushed|"
                          r"moved|postponed|rescheduled|changed|bumped|delayed)(?: back| up)? "
@@ -1057,39 +1311,62 @@ def _events(text: str, speaker: str, f: _Facts) -> None:
                          r"(?:starts|begins|leaves|lands|gets in|arrives|is|'s) (?P<at>at )?)"
                          r"(?:on )?(?:" + _TIME.replace("(?P<o>", "(?P<t>") + "|" + _SAID_DATE
                          + r")(?![\w:])", text):
-        q = re.sub(r"^(?:[a-z]+'s )", "", m.group("q").lower())
+        whose = _whose(speaker, m.group("own"))  # "my sister's flight": Bea's sister's
+        if whose is None or _others(text, m.start(), None):
+            continue  # "her flight", "the team's game": whose is not said
+        q = m.group("q").lower()
         if m.group("t"):
             if not (":" in m.group("t") or re.search(r"[ap]\.?m|noon|midnight", m.group("t"))
                     or m.group("at")):
                 continue
-            obj, pred = m.group("t"), "time_of"
+            obj, pred = re.sub(r"(\d\s?[ap]m)\.$", r"\1", m.group("t")), "time_of"
         else:
             obj, pred = m.group("o"), "date_of"
             obj = re.sub(r"^(?:on|for) ", "", obj)
             resolved = resolve_date(obj, f.ep.occurred_at)
             if resolved:
                 obj = f"{obj} ({resolved})"
-        f.add(speaker, pred, obj, f"{speaker}'s {q} is {'at' if pred == 'time_of' else 'on'} "
-            f"{obj}", "date", .75, qualifier=q.split()[-1], change=bool(m.group("mv")),
+        day = _day_of(text, m.start(), f.ep.occurred_at) if pred == "time_of" else ""
+        f.add(speaker, pred, obj, f"{whose} {q} is {'at ' if pred == 'time_of' else _on(obj)}"
+            f"{obj}{day}", "date", .75, qualifier=q.split()[-1], change=bool(m.group("mv")),
             at=m.start())
     for m in re.finditer(r"(?i:\b(?:moved|pushed|rescheduled|changed|bumped) (?:my|our|the) )"
                          + _EVENT + r"(?: [\w' ]{1,20}?)? to (?:" + _TIME.replace("(?P<o>", "(?P<t>")
                          + "|" + _SAID_DATE + r")(?![\w:])", text):
-        q = m.group("q").lower().split()[-1]
+        kind = m.group("q").lower()  # "spin class": the statement's; "class": the slot's
+        q = kind.split()[-1]
         if m.group("t"):
-            obj, pred = m.group("t"), "time_of"
+            obj, pred = re.sub(r"(\d\s?[ap]m)\.$", r"\1", m.group("t")), "time_of"
         else:
             obj, pred = re.sub(r"^(?:on|for) ", "", m.group("o")), "date_of"
             resolved = resolve_date(obj, f.ep.occurred_at)
             obj = f"{obj} ({resolved})" if resolved else obj
-        f.add(speaker, pred, obj, f"{speaker}'s {q} is moved to {obj}", "date", .75,
+        day = _day_of(text, m.start(), f.ep.occurred_at) if pred == "time_of" else ""
+        f.add(speaker, pred, obj, f"{speaker}'s {kind} is moved to {obj}{day}", "date", .75,
             qualifier=q, change=True, at=m.start())
     for m in re.finditer(r"(?i:\b(?:the|my|our) )" + _EVENT + r"(?i:(?: got| was| has been| is)"
                          r" (?:cancell?ed|called off|postponed|pushed back))", text):
-        q = m.group("q").lower().split()[-1]
-        f.add(speaker, "date_of", NONE, f"{speaker}'s {q} is off or postponed", "date", .7,
-            qualifier=q, negated=True, change=True, at=m.start())
+        if _others(text, m.start(), None):
+            continue
+        q = m.group("q").lower()
+        off = re.search(r"cancell?ed|called off", m.group(0), re.I)
+        f.add(speaker, "date_of", NONE, f"{speaker}'s {q} is {'cancelled' if off else 'postponed'}",
+            "date", .7, qualifier=q.split()[-1], negated=True, change=True, at=m.start())
     # (Destinations of trips are left f.out: too easily two different trips.)
+
+
+# A title, whole: "Lord of the Rings", "The Name of the Wind" (never from its middle).
+_TITLE = (r"(?<!\bof )(?<!\bthe )(?<!\band )(?<!\bin )" + _NAME + r"(?: (?:(?:of|and|in|on|to|for)"
+          r"(?: the| a| an)?|the) " + _NAME + r")*")
+
+
+def _title_said(o: str) -> str | None:
+    """A title without the sentence's first words ("Honestly Lord of the Flies"), None when
+    nothing but such words is left ("So", "The")."""
+    words = o.split()
+    while words and words[0] in _NOT_NAMES and not (words[0] in ("The", "A") and len(words) > 1):
+        words = words[1:]
+    return " ".join(words) or None
 
 
 def _preferences(text: str, speaker: str, f: _Facts) -> None:
@@ -1099,28 +1376,29 @@ def _preferences(text: str, speaker: str, f: _Facts) -> None:
                          r"lately|also|now))* (?:such a sucker for|really into|into|obsessed "
                          r"with|hooked on|a big fan of|a huge fan of|crazy about) )(?P<o>"
                          + _OBJ + ")" + _END, text):
-        o = _TRIM.sub("", _clean(m.group("o")))
-        if len(o) < 3 or o.lower() in ("it", "this", "that"):
+        whole = _whole_liking(text, m.end("o"), _clean(m.group("o")))
+        o = _TRIM.sub("", whole or "")
+        if len(o) < 3 or o.lower() in ("it", "this", "that") or _reaction(text, whole or ""):
             continue
         f.add(speaker, "likes", o, f"{speaker} likes {o}", "preference", .65, at=m.start(),
             store="semantic")
-    for m in re.finditer(r"(?P<o>" + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)"
+    for m in re.finditer(r"(?P<o>" + _TITLE + ")"
                          r"(?i:(?: has| have)? (?:officially |finally )?(?:overtaken|replaced|"
                          r"beaten|taken over from) (?:[\w' ]{1,40}?) as my (?:absolute |new |all-"
                          r"time )?favou?rite (?P<q>[a-z]+))", text):
-        f.add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
-            f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")), change=True,
-            at=m.start())
-    for m in re.finditer(r"(?P<o>" + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)"
+        title = _title_said(m.group("o"))
+        if title:
+            f.add(speaker, "favorite", title, f"{speaker}'s favorite {m.group('q')} is {title}",
+                "preference", .8, qualifier=_qualifier(m.group("q")), change=True, at=m.start())
+    for m in re.finditer(r"(?P<o>" + _TITLE + ")"
                          r"(?i: (?:is|was|has always been) (?:still )?my (?:absolute |all-time )?"
                          r"favou?rite (?P<q>[a-z]+))", text):
-        if m.group("o").split()[0] in _NOT_NAMES:
-            continue
-        f.add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
-            f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")),
-            at=m.start())
+        title = _title_said(m.group("o"))
+        if title:
+            f.add(speaker, "favorite", title, f"{speaker}'s favorite {m.group('q')} is {title}",
+                "preference", .8, qualifier=_qualifier(m.group("q")), at=m.start())
     for m in re.finditer(r"(?i:\bmy favou?rite (?P<q>[a-z]+) (?:was|has) always (?:been )?)(?P<o>"
-                         + _NAME + r"(?: (?:of|the|and|in) " + _NAME + r")*)", text):
+                         + _TITLE + ")", text):
         f.add(speaker, "favorite", m.group("o"), f"{speaker}'s favorite {m.group('q')} is "
             f"{m.group('o')}", "preference", .8, qualifier=_qualifier(m.group("q")),
             at=m.start())
@@ -1148,7 +1426,8 @@ def _relationships(text: str, speaker: str, f: _Facts) -> None:
     # come); "I've been seeing someone" is dating.
     for m in re.finditer(r"(?i:\b(?:i|we)(?:'ve| have)?(?: just| finally| recently| officially)? "
                          r"(?:got married|tied the knot|(?:had|celebrated) (?:(?:a|an|our|my|the) )?"
-                         r"(?:[a-z]+,? ){0,4}wedding\b(?! plan)))", text):
+                         r"(?:(?!(?:to|for|about|of|the|a|an|our|my|their|his|her)\b)[a-z]+,? ){0,4}"
+                         r"wedding\b(?! plan)))", text):
         if _NEG.search(text[_clause_start(text, m.start()):m.end()]):
             continue
         f.add(speaker, "relationship_status", "married", f"{speaker} is married",
