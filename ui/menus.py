@@ -43,6 +43,7 @@ class WindowMenus(QObject):
         self.edit.aboutToShow.connect(self.update_edit_actions)
         window.browse.table.selectionModel().selectionChanged.connect(
             self.update_edit_actions)
+        window.browse.detail.memory_changed.connect(self.update_edit_actions)
         self.update_edit_actions()
 
     @property

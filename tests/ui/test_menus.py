@@ -237,3 +237,22 @@ def test_recent_vaults_and_the_last_one_opens_at_start(tmp_path: Path, demo_temp
     assert Prefs.load() == Prefs()
     Prefs.path().write_text(json.dumps({"recent": [1, str(b)], "theme": "neon"}), "utf-8")
     assert Prefs.load() == Prefs([str(b)], "system")
+
+
+def test_f2_corrects_the_memory_just_selected_and_tab_leaves_the_editor(
+        qtbot: Any, window: Any) -> None:
+    """The Edit actions follow the detail pane (which loads after the selection): F2 right
+    after a memory is selected opens its editor; Tab there moves to Save (it never types a
+    tab into the memory)."""
+    _shown(qtbot, window)
+    browse, detail = window.browse, window.browse.detail
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 3, timeout=WAIT)
+    browse.table.setFocus()
+    qtbot.keyClick(browse.table, Qt.Key.Key_Down)
+    qtbot.waitUntil(lambda: detail.memory_id is not None, timeout=WAIT)
+    qtbot.keyClick(browse.table, Qt.Key.Key_F2)
+    qtbot.waitUntil(detail.editor.isVisible, timeout=WAIT)
+    assert detail.editor.hasFocus()
+    before = detail.editor.toPlainText()
+    qtbot.keyClick(detail.editor, Qt.Key.Key_Tab)
+    assert detail.save_btn.hasFocus() and detail.editor.toPlainText() == before

@@ -79,6 +79,7 @@ class PairDialog(QDialog):
                                "the assistant again for a new key.")
         self.key_note.setWordWrap(True)
         self.snippet = QPlainTextEdit()
+        self.snippet.setTabChangesFocus(True)  # Tab moves on; it never types a tab
         self.snippet.setObjectName("configEntry")
         self.snippet.setReadOnly(True)
         self.snippet.setFont(mono)

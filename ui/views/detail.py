@@ -63,6 +63,7 @@ class DetailPane(Page):
     """One memory in full, beside the memory list (owned by the browse page)."""
 
     corrected = Signal(int)  # the new version's id, once a correction is saved
+    memory_changed = Signal()  # a memory is shown whole, or none (its actions follow)
 
     def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
                  ) -> None:
@@ -74,6 +75,7 @@ class DetailPane(Page):
         self.placeholder.setWordWrap(True)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.text = QPlainTextEdit()
+        self.text.setTabChangesFocus(True)  # Tab moves on; it never types a tab
         self.text.setReadOnly(True)
         self.text.setMaximumHeight(fit.lines(self.text, 7))
         self.meta = QLabel()
@@ -101,6 +103,7 @@ class DetailPane(Page):
                                self.forget_btn)):
             buttons.addWidget(b, n // 2, n % 2)
         self.editor = QPlainTextEdit()
+        self.editor.setTabChangesFocus(True)  # Tab moves on; it never types a tab
         self.editor.setPlaceholderText("The corrected memory")
         self.editor.setMaximumHeight(fit.lines(self.editor, 5))
         self.save_btn = QPushButton("Save correction")
@@ -165,6 +168,7 @@ class DetailPane(Page):
         self.scores.clear()
         self.body_scroll.hide()
         self.placeholder.show()
+        self.memory_changed.emit()
 
     def show_memory(self, mid: int | None) -> None:
         if mid is None:
@@ -259,6 +263,7 @@ class DetailPane(Page):
         self._editing(False)
         self.placeholder.hide()
         self.body_scroll.show()
+        self.memory_changed.emit()
 
     def _editing(self, on: bool) -> None:
         self.editor.setVisible(on)

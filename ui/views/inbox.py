@@ -220,6 +220,7 @@ class _EditableCard(QFrame):
     def _make_edit_row(self) -> QWidget:
         if self._edit_row is None:
             self._editor = QPlainTextEdit()
+            self._editor.setTabChangesFocus(True)  # Tab moves on; it never types a tab
             self._editor.setObjectName("editor")
             self._editor.setPlaceholderText("What is true now")
             self._editor.setMaximumHeight(70)
