@@ -50,6 +50,12 @@ def default_vault_dir() -> Path:
     return default()
 
 
+def config_dir() -> Path:
+    """The user's config folder for Kept (the window's preferences: ``app.prefs``)."""
+    from storage.paths import config_dir as config
+    return config()
+
+
 def check_new_vault_folder(folder: Path) -> None:
     """``ValidationError`` unless ``folder`` is new or empty (a vault is made nowhere else)."""
     from storage.paths import check_new_vault_folder as check

@@ -4,7 +4,7 @@ Layer: app. No Qt.
 Kept's own settings live inside the vault; these cannot (they are needed before any vault is
 unlocked, and they are about this computer, not about the person's memories). They hold no
 memory content: folder paths and a theme name, in ``window.json`` in the user's config folder
-(``storage.paths.config_dir``), written whole through a temporary file, readable by the user
+(``app.bootstrap.config_dir``), written whole through a temporary file, readable by the user
 only. A missing or damaged file reads as "nothing yet"; nothing here is worth refusing to start.
 """
 
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
-from storage.paths import config_dir
 
 Theme = Literal["system", "light", "dark"]
 THEMES: tuple[Theme, ...] = ("system", "light", "dark")
@@ -30,6 +29,7 @@ class Prefs:
 
     @staticmethod
     def path() -> Path:
+        from app.bootstrap import config_dir
         return config_dir() / "window.json"
 
     @classmethod
