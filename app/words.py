@@ -107,9 +107,10 @@ def _day_word(at: datetime, now: datetime) -> str | None:
 
 
 def when(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None,
-         never: str = "") -> str:
-    """A moment in the local zone: "today 09:14", "yesterday 18:02", "15 June 2026, 20:00".
-    ``now`` and ``tz`` are for tests (default: the clock and the local zone)."""
+         never: str = "", short: bool = False) -> str:
+    """A moment in the local zone: "today 09:14", "yesterday 18:02", "15 June 2026, 20:00"
+    ("15 Jun 2026, 20:00" when ``short``: a list's column). ``now`` and ``tz`` are for tests
+    (default: the clock and the local zone)."""
     if ts is None:
         return never
     at = _local(ts, tz)
@@ -117,7 +118,7 @@ def when(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None
     word = _day_word(at, ref)
     if word is not None:
         return f"{word} {at:%H:%M}"
-    return f"{at.day} {at:%B %Y}, {at:%H:%M}"
+    return f"{at.day} {at:%b %Y}, {at:%H:%M}" if short else f"{at.day} {at:%B %Y}, {at:%H:%M}"
 
 
 def day(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None,

@@ -98,7 +98,7 @@ class MainWindow(WorkWindow):
         self._page_running = False  # a page runs a consolidation (Consolidation's Run now)
         # never memory text in a title (docs/security.md#someone-who-sees-the-screen)
         self.setWindowTitle(f"Kept — {vault.folder.name}")
-        self.resize(1200, 760)
+        self._fit_to_screen(1200, 760)
         self._build_central()
         self._build_status_bar()
         self._build_actions()
@@ -113,11 +113,22 @@ class MainWindow(WorkWindow):
         self.refresh_runs_note()
         self.refresh_pending_note()
 
+    def _fit_to_screen(self, width: int, height: int) -> None:
+        """Open at ``width`` x ``height``, or at what the screen has room for (1024x640 and
+        the like): never larger than the screen."""
+        from PySide6.QtGui import QGuiApplication
+        screen = QGuiApplication.primaryScreen()
+        if screen is not None:  # less a title bar's height: the frame is not known yet
+            room = screen.availableGeometry()
+            width = min(width, room.width())
+            height = min(height, room.height() - 2 * self.fontMetrics().height())
+        self.resize(width, height)
+
     def _build_central(self) -> None:
         """The navigation, the page stack (the memory list first) and the banner."""
         self.nav = QTreeWidget()
         self.nav.setHeaderHidden(True)
-        self.nav.setMinimumWidth(190)
+        self.nav.setMinimumWidth(150)
         self.nav.setMaximumWidth(260)
         self.stack = QStackedWidget()
         self.browse = BrowsePage(self.vault, self.bridge)

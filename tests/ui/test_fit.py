@@ -347,3 +347,21 @@ def test_memory_list_columns_show_30_characters(qtbot: Any, scale: float, window
         if header.sectionSize(col) < need:
             narrow.append(f"{title}: {header.sectionSize(col)} px, needs {need}")
     assert not narrow, "\n".join(narrow)
+
+
+def test_the_window_fits_a_1024_screen_with_a_memory_shown(qtbot: Any, window: Any) -> None:
+    """At 100 % the window's narrowest still fits 1024 px with a memory in the detail pane (it
+    once needed 1108: the list's 36 characters, a long When column, the pane's buttons); a
+    window asked to be 1024 wide is 1024 wide, not pushed past the screen's edge."""
+    window.resize(WINDOW)
+    window.show()
+    qtbot.waitExposed(window)
+    browse = window.browse
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 2, timeout=15_000)
+    browse.table.selectRow(1)
+    qtbot.waitUntil(lambda: browse.detail.memory_id is not None, timeout=15_000)
+    qtbot.wait(100)
+    assert window.minimumSizeHint().width() <= WINDOW.width()
+    window.resize(WINDOW)
+    qtbot.wait(50)
+    assert window.width() == WINDOW.width()

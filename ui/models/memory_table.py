@@ -135,13 +135,15 @@ class MemoryTableModel(QAbstractTableModel):
             if col is Column.STORE:
                 return words.store_one(row.store)
             if col is Column.WHEN:
-                return words.when(row.occurred_at)
+                return words.when(row.occurred_at, short=True)
             if col is Column.TIER:
                 return words.tier_word(row.tier)  # a search result has no tier
             if col is Column.SCORE:
                 return words.strength_word(row.composite)
         if role == Qt.ItemDataRole.UserRole:
             return row
+        if role == Qt.ItemDataRole.ToolTipRole and col is Column.WHEN:
+            return words.when(row.occurred_at) or None
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.TIER:
             return words.tier_tip(row.tier) or None
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.SCORE:

@@ -33,13 +33,13 @@ from ui.views.search import SearchBar, hit_rows, search_filters
 # The memory column shows at least this many average characters (issue 25: the first 30 of
 # a memory, with room for the wider letters of real text); with the other columns and the
 # detail pane this still fits a 1024 px window.
-MEMORY_CHARS = 36
+MEMORY_CHARS = 34
 
 
 def column_samples() -> dict[Column, list[str]]:
     """What each column but the memory text can show at its widest."""
     return {Column.STORE: [n for s, n in words.STORE_ONE.items() if s != Store.WORKING],
-            Column.WHEN: ["28 September 2026, 22:00", "yesterday 22:00"],
+            Column.WHEN: ["28 Sep 2026, 22:00", "yesterday 22:00"],
             Column.TIER: [words.tier_word(t) for t in Tier],
             Column.SCORE: [words.strength_word(x) for x in (0.0, 0.5, 1.0)]}
 
