@@ -256,3 +256,25 @@ def test_f2_corrects_the_memory_just_selected_and_tab_leaves_the_editor(
     before = detail.editor.toPlainText()
     qtbot.keyClick(detail.editor, Qt.Key.Key_Tab)
     assert detail.save_btn.hasFocus() and detail.editor.toPlainText() == before
+
+
+def test_archiving_several_asks_first_and_says_what_happens(qtbot: Any, window: Any) -> None:
+    from tests.ui.conftest import answer_confirm
+    _shown(qtbot, window)
+    browse, vault = window.browse, window.vault
+    window.go(("store", window.store_items()[3][1][1], window.store_items()[3][0]))  # Facts
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 2
+                    and browse.title.text().startswith("Facts"), timeout=WAIT)
+    browse.table.setFocus()
+    qtbot.keyClick(browse.table, Qt.Key.Key_Down)
+    qtbot.keyClick(browse.table, Qt.Key.Key_Down, Qt.KeyboardModifier.ShiftModifier)
+    ids = browse.selected_ids()
+    assert len(ids) == 2
+    window.menus.archive_action.trigger()
+    words = answer_confirm(qtbot, accept=False)  # Enter: Cancel
+    assert "Archive the 2 selected memories?" in words and "not forgotten" in words
+    assert all(vault.get(i).status.value == "active" for i in ids)
+    window.menus.archive_action.trigger()
+    answer_confirm(qtbot, accept=True)
+    qtbot.waitUntil(lambda: all(vault.get(i).status.value == "archived" for i in ids),
+                    timeout=WAIT)
