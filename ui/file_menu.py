@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
+from PySide6.QtWidgets import QApplication, QLineEdit
 
 from app import words
 from app.api import BackupCheck, BackupRecord
 from app.changes import Changes, Result
 from app.errors import AppError, ValidationError
-from ui import errors
+from ui import choosers, errors
 from ui.dialogs import confirm
 from ui.tasks import run_op, run_query
 from ui.work_window import WorkWindow
@@ -96,10 +96,10 @@ class FileMenu(QObject):
     # --- vaults -----------------------------------------------------------------------------
     @Slot()
     def _on_new_triggered(self) -> None:
-        chosen = QFileDialog.getExistingDirectory(self.window, "A new or empty folder for the "
-                                                  "new vault")
-        if chosen:
-            self.new_vault(Path(chosen))
+        chosen = choosers.new_folder(self.window, "A name for the new vault's folder",
+                                     "Kept vault", self.folder)
+        if chosen is not None:
+            self.new_vault(chosen)
 
     def new_vault(self, folder: Path) -> bool:
         """Checked here, before this vault locks: a folder holding a vault or other files is
@@ -117,9 +117,9 @@ class FileMenu(QObject):
 
     @Slot()
     def _on_open_triggered(self) -> None:
-        chosen = QFileDialog.getExistingDirectory(self.window, "A vault folder")
-        if chosen:
-            self.open_vault(Path(chosen))
+        chosen = choosers.existing_folder(self.window, "A vault folder", self.folder)
+        if chosen is not None:
+            self.open_vault(chosen)
 
     @Slot()
     def _fill_recent(self) -> None:
@@ -152,10 +152,9 @@ class FileMenu(QObject):
     # --- import ---------------------------------------------------------------------------
     @Slot()
     def _on_import_triggered(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self.window, "Import chats or notes", "",
-                                              IMPORT_FILTER)
-        if path:
-            self.import_file(Path(path))
+        path = choosers.open_file(self.window, "Import chats or notes", IMPORT_FILTER)
+        if path is not None:
+            self.import_file(path)
 
     def import_file(self, path: Path) -> None:
         """Any format ``kept import`` reads, detected by content: first the whole file is

@@ -278,3 +278,43 @@ def test_archiving_several_asks_first_and_says_what_happens(qtbot: Any, window: 
     answer_confirm(qtbot, accept=True)
     qtbot.waitUntil(lambda: all(vault.get(i).status.value == "archived" for i in ids),
                     timeout=WAIT)
+
+
+def test_the_recovery_code_can_be_copied_and_printed_and_leaves_the_clipboard(
+        qtbot: Any, tmp_path: Path) -> None:
+    from PySide6.QtPrintSupport import QPrintDialog
+
+    from ui.dialogs.unlock import RecoveryCodeDialog
+    code = "ABCD-EFGH-JKLM-NPQR-STUV-WXYZ-2345-6789"
+    dlg = RecoveryCodeDialog(code, folder=tmp_path / "My vault")
+    qtbot.addWidget(dlg)
+    dlg.CLIPBOARD_SECONDS = 1
+    dlg._clear.setInterval(300)
+    dlg.show()
+    qtbot.waitExposed(dlg)
+    assert "My vault" in dlg.windowTitle()
+    dlg.copy_btn.setFocus()
+    qtbot.keyClick(dlg.copy_btn, Qt.Key.Key_Space)
+    clip = QApplication.clipboard()
+    assert clip.text() == code and "Copied" in dlg.copied.text()
+    qtbot.waitUntil(lambda: clip.text() != code, timeout=5_000)  # cleared after its time
+    dlg.print_btn.setFocus()
+    qtbot.keyClick(dlg.print_btn, Qt.Key.Key_Space)
+    printing = _top(qtbot, QPrintDialog)
+    printing.reject()
+    clip.setText("something else the person copied")
+    qtbot.keyClick(dlg.copy_btn, Qt.Key.Key_Space)
+    dlg.accept()  # closing takes the code off the clipboard too
+    assert clip.text() != code
+
+
+def test_choosers_start_at_home_or_beside_the_vault_never_in_the_working_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui.choosers import start_folder
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert start_folder(None) == str(tmp_path / "home")
+    vault = tmp_path / "vaults" / "mine"
+    vault.mkdir(parents=True)
+    assert start_folder(vault) == str(tmp_path / "vaults")
+    assert start_folder(tmp_path / "gone" / "v") == str(tmp_path / "home")

@@ -16,7 +16,6 @@ from PySide6.QtCore import Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.errors import ValidationError
-from ui import fit, theme
+from ui import choosers, fit, theme
 from ui.dialogs.work import WorkDialog
 
 FORMATS = {"markdown": "Markdown folder (people, projects, areas, days…)",
@@ -93,12 +92,13 @@ class ExportDialog(WorkDialog):
     @Slot()
     def _on_browse_clicked(self) -> None:
         if self.fmt() == "markdown":
-            chosen = QFileDialog.getExistingDirectory(self, "Export to a new or empty folder")
+            chosen = choosers.new_folder(self, "Export to a new or empty folder",
+                                         "Kept export", self.vault_folder)
         else:
-            chosen, _ = QFileDialog.getSaveFileName(self, "Export to a new file", "kept.json",
-                                                    "JSON (*.json)")
-        if chosen:
-            self.path.setText(chosen)
+            chosen = choosers.new_file(self, "Export to a new file", "kept.json",
+                                       "JSON (*.json)", self.vault_folder)
+        if chosen is not None:
+            self.path.setText(str(chosen))
 
     @Slot()
     def _on_changed(self, *_a: object) -> None:
@@ -174,10 +174,11 @@ class BackupDialog(WorkDialog):
 
     @Slot()
     def _on_browse_clicked(self) -> None:
-        chosen, _ = QFileDialog.getSaveFileName(self, "Back up to a new file", self.path.text(),
-                                                "Kept backups (*.keptbackup);;All files (*)")
-        if chosen:
-            self.path.setText(chosen)
+        chosen = choosers.new_file(self, "Back up to a new file",
+                                   self.path.text() or "kept.keptbackup",
+                                   "Kept backups (*.keptbackup);;All files (*)")
+        if chosen is not None:
+            self.path.setText(str(chosen))
 
     def checked(self) -> tuple[Path, str | None]:
         """(new file, its own password or None), or ``ValidationError``."""
@@ -232,16 +233,17 @@ class RestoreDialog(WorkDialog):
 
     @Slot()
     def _on_pick_file_clicked(self) -> None:
-        chosen, _ = QFileDialog.getOpenFileName(self, "A Kept backup", "",
-                                                "Kept backups (*.keptbackup);;All files (*)")
-        if chosen:
-            self.file.setText(chosen)
+        chosen = choosers.open_file(self, "A Kept backup",
+                                    "Kept backups (*.keptbackup);;All files (*)")
+        if chosen is not None:
+            self.file.setText(str(chosen))
 
     @Slot()
     def _on_pick_folder_clicked(self) -> None:
-        chosen = QFileDialog.getExistingDirectory(self, "A new or empty folder")
-        if chosen:
-            self.folder.setText(chosen)
+        chosen = choosers.new_folder(self, "A name for the restored vault's folder",
+                                     "Restored vault")
+        if chosen is not None:
+            self.folder.setText(str(chosen))
 
     def checked(self) -> tuple[Path, Path, str]:
         """(backup file, new vault folder, password), or an ``AppError`` before anything is

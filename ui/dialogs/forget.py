@@ -201,6 +201,8 @@ class ForgetDialog(QDialog):
             self.summary.setText(f"Forgot {words.forget_sentence(groups)}. {report.note}")
         self.cancel_btn.setText("Close")
         self.cancel_btn.setEnabled(True)
+        self.cancel_btn.setDefault(True)
+        self.forget_btn.hide()  # done: nothing is left to forget here
         self.warning.hide()
         self.confirm.hide()
         self.keep_sources.hide()

@@ -12,7 +12,7 @@ import string
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -430,18 +430,81 @@ class RecoveryCodeDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle(f"Recovery code for {theme.vault_name(folder)}" if folder
                             else "Your recovery code")
-        label = QLabel("Write this down or print it, and keep it somewhere safe. If you forget "
-                       "your password, choose \"Use recovery code…\" when unlocking (or run "
-                       "kept passwd --recovery-code) and set a new one. Kept will not show it "
-                       "again; any earlier recovery code no longer works.")
+        label = QLabel("Write this down, print it or copy it into your password manager, and "
+                       "keep it somewhere safe. If you forget your password, choose \"Use "
+                       "recovery code…\" when unlocking (or run kept passwd --recovery-code) "
+                       "and set a new one. Kept will not show it again; any earlier recovery "
+                       "code no longer works.")
         label.setWordWrap(True)
+        self._code = code
         self.code = QLabel(code)
         self.code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.code.setStyleSheet(theme.CODE_STYLE)
+        self.code.setAccessibleName("Recovery code")
+        self.copy_btn = QPushButton("&Copy")
+        self.copy_btn.setAutoDefault(False)
+        self.copy_btn.clicked.connect(self._on_copy_btn_clicked)
+        self.print_btn = QPushButton("&Print…")
+        self.print_btn.setAutoDefault(False)
+        self.print_btn.clicked.connect(self._on_print_btn_clicked)
+        self.copied = QLabel()
+        self.copied.setWordWrap(True)
+        theme.set_muted(self.copied)
         done = QPushButton("I have saved it")
+        done.setDefault(True)
         done.clicked.connect(self.accept)
+        row = QHBoxLayout()
+        row.addWidget(self.copy_btn)
+        row.addWidget(self.print_btn)
+        row.addStretch(1)
+        row.addWidget(done)
         lay = QVBoxLayout(self)
         lay.addWidget(label)
         lay.addWidget(self.code)
-        lay.addWidget(done)
+        lay.addWidget(self.copied)
+        lay.addLayout(row)
+        # A copied code leaves the clipboard after a minute (if nothing else was copied since).
+        self._clear = QTimer(self)
+        self._clear.setSingleShot(True)
+        self._clear.setInterval(self.CLIPBOARD_SECONDS * 1000)
+        self._clear.timeout.connect(self._clear_clipboard)
         fit.fit_to_text(self)
+
+    CLIPBOARD_SECONDS = 60
+
+    @Slot()
+    def _on_copy_btn_clicked(self) -> None:
+        QApplication.clipboard().setText(self._code)
+        self._clear.start()
+        self.copied.setText(f"Copied. Paste it into your password manager now: Kept clears the "
+                            f"clipboard in {self.CLIPBOARD_SECONDS} seconds, or when this "
+                            "closes.")
+
+    @Slot()
+    def _clear_clipboard(self) -> None:
+        clip = QApplication.clipboard()
+        if clip.text() == self._code:
+            clip.clear()
+
+    @Slot()
+    def _on_print_btn_clicked(self) -> None:
+        """The system's print dialog; the page holds the code and how to use it, nothing
+        else (never written to a file by Kept)."""
+        from PySide6.QtGui import QTextDocument
+        from PySide6.QtPrintSupport import QPrintDialog, QPrinter
+        printer = QPrinter()
+        dlg = QPrintDialog(printer, self)
+        dlg.setObjectName("printRecoveryCode")
+
+        def go() -> None:
+            doc = QTextDocument()
+            doc.setPlainText(f"Kept recovery code\n\n{self._code}\n\nIf you forget your "
+                             "password, choose \"Use recovery code…\" when unlocking.")
+            doc.print_(printer)
+        dlg.accepted.connect(go)
+        dlg.setWindowModality(Qt.WindowModality.WindowModal)
+        dlg.show()
+
+    def done(self, result: int) -> None:
+        self._clear_clipboard()  # the code leaves the clipboard with the dialog
+        super().done(result)
