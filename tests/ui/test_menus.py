@@ -318,3 +318,13 @@ def test_choosers_start_at_home_or_beside_the_vault_never_in_the_working_folder(
     vault.mkdir(parents=True)
     assert start_folder(vault) == str(tmp_path / "vaults")
     assert start_folder(tmp_path / "gone" / "v") == str(tmp_path / "home")
+
+
+def test_what_is_imported_while_the_password_is_typed_exists() -> None:
+    """``ui.main.WARM`` (imported in the background while the unlock dialog waits, so opening
+    the window after unlock does not stall on first imports) names modules that import."""
+    import importlib
+
+    from ui.main import WARM
+    for name in WARM:
+        assert importlib.import_module(name) is not None
