@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import words
-from app.api import MemoryQuery, MemoryRow, Store, VaultAPI
+from app.api import ALL_MEMORIES, MemoryQuery, MemoryRow, Store, VaultAPI
 from app.changes import Changes
 from app.domain.memory import Tier
 from ui import fit, theme
@@ -86,7 +86,7 @@ class BrowsePage(Page):
         self.model.page_loaded.connect(self._on_model_page_loaded)
         self.detail.corrected.connect(self._on_detail_corrected)
         self._label = ""
-        self._query = MemoryQuery()
+        self._query = ALL_MEMORIES
         # The memory to select once the list holds it: the one selected before a reload, or
         # a correction's new version (the list never loses what the detail pane shows).
         self._select_id: int | None = None
@@ -132,7 +132,7 @@ class BrowsePage(Page):
     def _show_welcome(self, n: int) -> None:
         """The welcome instead of the list while the whole vault is empty (not a search, not
         one store or day that happens to be empty)."""
-        empty = (n == 0 and not self._searched and self._query == MemoryQuery())
+        empty = (n == 0 and not self._searched and self._query == ALL_MEMORIES)
         self.welcome.setVisible(empty)
         self.table.setVisible(not empty)
 
