@@ -81,6 +81,7 @@ EntityKind = Literal["person", "pet", "place", "company", "project", "area", "re
 SECTIONS: tuple[ContextSection, ...] = ("procedures", "people", "facts", "timeline", "recent")
 # MemoryQuery.status: active or archived (what the person has not forgotten)
 LIVE: Literal["live"] = "live"
+ListOrder = Literal["newest", "oldest", "strongest", "weakest"]
 
 
 class CancelToken:
@@ -243,6 +244,11 @@ class Filters:
     include_archived: bool = False
     only_archived: bool = False
     include_superseded: bool = False
+    # Only memories that mention this person or project (PARA entity id).
+    entity_id: int | None = None
+    # A relevance cut-off: drop hits scoring below this share of the best one (the window's
+    # search: what is far below the best match is noise to a person, not an answer).
+    min_share: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,18 +610,32 @@ class InboxPage:
 @dataclass(frozen=True, slots=True)
 class MemoryQuery:
     """What a list shows: a store, a status (active / archived / ``LIVE`` = active or archived,
-    what the person has not forgotten or replaced / None = all), an entity, a day."""
+    what the person has not forgotten or replaced / None = all), an entity, a day.
+
+    ``fold``: one row per thing said (issue 25): a conversation turn kept as an event is listed
+    once, as the event, and behaviour statistics (Insights, their own store) are left out; the
+    count folds the same way. ``ids``: only those memories. ``session_of``: the conversation the memory of that id was said
+    in (its session's turns and events). ``order``: newest / oldest first (when it happened),
+    strongest / weakest first; a page's cursor is its last row's (sort key, id)."""
 
     store: Store | None = None
     status: Status | Literal["live"] | None = Status.ACTIVE
     entity_id: int | None = None
     day: str | None = None  # YYYY-MM-DD
+    fold: bool = False
+    session_of: int | None = None
+    order: ListOrder = "newest"
+    ids: tuple[int, ...] | None = None  # only these (a search's hits, as list rows)
 
     def day_range(self) -> tuple[float, float] | None:
         if not self.day:
             return None
         start = datetime.fromisoformat(self.day).replace(tzinfo=UTC)
         return start.timestamp(), (start + timedelta(days=1)).timestamp()
+
+
+# "All memories": one row per thing said (the window's list and its status bar count it).
+ALL_MEMORIES = MemoryQuery(fold=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -632,6 +652,7 @@ class MemoryRow:
     tier: Tier | None  # None for a search result (a hit has a score, not a tier)
     agent: str = "global"  # or the assistant that wrote it (shown as "from NAME")
     currency: Currency | None = None  # a search result's mark (earlier, superseded)
+    relevance: float | None = None  # a search result's score for the query (None in a list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ __all__ = [
     "store_noun", "store_one", "strength_tip", "strength_word", "tier_tip", "tier_word", "when",
     "when_iso", "hour_text", "calendar_day", "things", "ALSO_GONE", "also_gone", "forget_groups",
     "forget_sentence", "confidence_tip", "join", "RUN_KINDS", "WEEKDAYS", "run_kind",
+    "relevance_word", "relevance_tip", "why_lines",
 ]
 
 # The stores as the navigation and the charts name them (what each holds).
@@ -337,3 +338,62 @@ def forget_sentence(groups: list[tuple[str, int]]) -> str:
     """ "the fact, 2 earlier versions and the conversation it came from (6 memories)"."""
     n = sum(c for _w, c in groups)
     return f"{join([w for w, _c in groups])} ({count(n, 'memory', 'memories')})"
+
+
+# --- search results: relevance and "why this result" --------------------------------------
+
+# A hit's relevance against the best one of its search (``relevance_word``).
+GOOD_SHARE = 0.6
+BEST_SHARE = 0.9
+
+
+def relevance_word(score: float, best: float) -> str:
+    """ "best match", "good", "weaker": a search result's score beside the best one's."""
+    share = score / best if best > 0 else 0.0
+    return "best match" if share >= BEST_SHARE else "good" if share >= GOOD_SHARE else "weaker"
+
+
+def relevance_tip(score: float, best: float) -> str:
+    return (f"Relevance {score:.2f} for this search ({relevance_word(score, best)}; the best "
+            f"match has {best:.2f}). Freshness and strength are the memory's own.")
+
+
+def why_lines(parts: Mapping[str, float]) -> list[str]:
+    """Why recall ranked a memory where it did, in sentences, from the parts of its score
+    (``Explanation.breakdown``)."""
+    if parts.get("note_not_in_top_200"):
+        return ["It is no longer among the best matches for this search."]
+    out: list[str] = []
+    lexical, dense = parts.get("lexical", 0.0), parts.get("dense", 0.0)
+    if lexical >= 0.99:
+        out.append("It has the words you searched for.")
+    elif lexical > 0:
+        out.append("It has some of the words you searched for.")
+    else:
+        out.append("It has none of the words you searched for.")
+    if dense >= 0.7:
+        out.append("Its meaning is close to what you searched for.")
+    elif dense >= 0.35:
+        out.append("Its meaning is somewhat like what you searched for.")
+    else:
+        out.append("Its meaning is far from what you searched for.")
+    if parts.get("slot"):
+        out.append("It answers the kind of question you asked.")
+    if parts.get("session", 0.0) >= 0.05:
+        out.append("It was said in a conversation that matches your search.")
+    if parts.get("person"):
+        out.append("It is about a person you named.")
+    boost = parts.get("boost", 1.0)
+    if boost > 1.05:
+        out.append("Its kind of memory counts for more in a search like this.")
+    elif boost < 0.95:
+        out.append("It counts for less: its kind, or it is in the Archive.")
+    if parts.get("lift"):
+        out.append("It was moved up beside what it was learned from.")
+    if parts.get("current"):
+        out.append("It was moved up: it is the latest word on what you asked.")
+    if parts.get("small_talk"):
+        out.append("It reads as small talk, so it counts for less.")
+    if "composite" in parts:
+        out.append(f"Its strength ({strength_word(parts['composite'])}) adds a little.")
+    return out

@@ -24,44 +24,86 @@ ROW_COLS = ("m.id, m.store, substr(m.text, 1, 300), m.occurred_at, m.speaker, m.
             "m.agent, m.created_at")
 
 
+def _status_clause(alias: str, status: str | None) -> tuple[str, list[object]]:
+    if status == LIVE:
+        return f"{alias}.status IN ('active', 'archived')", []
+    if status:
+        return f"{alias}.status = ?", [status]
+    return "", []
+
+
+# A conversation turn kept as an event is listed once, as the event (issue 25: "every turn
+# shown twice"), when that event is in the same listing (its status passes the same filter).
+# The event points at its turn (DERIVED_FROM, ``link_dst`` index): one lookup per turn.
+_FOLDED_TURN = ("m.store = 'short_term' AND EXISTS (SELECT 1 FROM link l JOIN memory e "
+                "ON e.id = l.src WHERE l.dst = m.id AND l.kind = 'DERIVED_FROM' "
+                "AND e.store = 'episodic'{status})")
+
+# What each order sorts by (the first key is the keyset cursor's), newest first by default.
+ORDERS = {"newest": ("m.occurred_at", "DESC"), "oldest": ("m.occurred_at", "ASC"),
+          "strongest": ("m.composite", "DESC"), "weakest": ("m.composite", "ASC")}
+
+
 def _where(store: str | None, status: str | None, entity_id: int | None, day: tuple[float, float]
-           | None) -> tuple[str, list[Any], str]:
+           | None, *, fold: bool = False, session_of: int | None = None,
+           ids: tuple[int, ...] | None = None) -> tuple[str, list[Any], str]:
     clauses: list[str] = []
     params: list[object] = []
     join = ""
+    if ids is not None:  # a search's hits (at most a page: within SQLite's variable limit)
+        clauses.append(f"m.id IN ({marks(len(ids))})" if ids else "0")
+        params += [int(i) for i in ids]
     if store:
         clauses.append("m.store = ?")
         params.append(store)
-    if status == LIVE:
-        clauses.append("m.status IN ('active', 'archived')")
-    elif status:
-        clauses.append("m.status = ?")
-        params.append(status)
+    clause, args = _status_clause("m", status)
+    if clause:
+        clauses.append(clause)
+        params += args
     if entity_id is not None:
         join = " JOIN entity_mention em ON em.memory_id = m.id AND em.entity_id = ?"
         params.insert(0, entity_id)
     if day is not None:
         clauses.append("m.occurred_at >= ? AND m.occurred_at < ?")
         params += [day[0], day[1]]
+    if session_of is not None:
+        # The conversation a memory was said in: its session's turns and events.
+        clauses.append("m.session = (SELECT session FROM memory WHERE id = ?) "
+                       "AND m.store IN ('short_term', 'episodic')")
+        params.append(session_of)
+    if fold:
+        # Behaviour statistics are Insights' (and their own store's), not things said.
+        clauses.append("m.store != 'implicit'")
+        e_clause, e_args = _status_clause("e", status)
+        clauses.append("NOT (" + _FOLDED_TURN.format(
+            status=f" AND {e_clause}" if e_clause else "") + ")")
+        params += e_args
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, join
 
 
 def page(conn: Connection, *, store: str | None, status: str | None, entity_id: int | None,
-         day: tuple[float, float] | None, after: tuple[float, int] | None, limit: int
-         ) -> list[BrowseRow]:
-    """Newest first; ``after`` is the (occurred_at, id) of the last row already shown."""
-    where, params, join = _where(store, status, entity_id, day)
+         day: tuple[float, float] | None, after: tuple[float, int] | None, limit: int,
+         fold: bool = False, session_of: int | None = None, order: str = "newest",
+         ids: tuple[int, ...] | None = None) -> list[BrowseRow]:
+    """In ``order`` (``ORDERS``), ties by id the same way; ``after`` is the (sort key, id) of
+    the last row already shown (keyset paging, never OFFSET)."""
+    where, params, join = _where(store, status, entity_id, day, fold=fold,
+                                 session_of=session_of, ids=ids)
+    key, direction = ORDERS[order]
     if after is not None:
-        where += (" AND " if where else " WHERE ") + "(m.occurred_at, m.id) < (?, ?)"
+        cmp = "<" if direction == "DESC" else ">"
+        where += (" AND " if where else " WHERE ") + f"({key}, m.id) {cmp} (?, ?)"
         params += [after[0], after[1]]
     sql = (f"SELECT {ROW_COLS} FROM memory m{join}{where} "
-           "ORDER BY m.occurred_at DESC, m.id DESC LIMIT ?")
+           f"ORDER BY {key} {direction}, m.id {direction} LIMIT ?")
     return [BrowseRow._make(r) for r in conn.execute(sql, [*params, limit])]
 
 
 def count(conn: Connection, *, store: str | None, status: str | None, entity_id: int | None,
-          day: tuple[float, float] | None) -> int:
-    where, params, join = _where(store, status, entity_id, day)
+          day: tuple[float, float] | None, fold: bool = False, session_of: int | None = None,
+          ids: tuple[int, ...] | None = None) -> int:
+    where, params, join = _where(store, status, entity_id, day, fold=fold,
+                                 session_of=session_of, ids=ids)
     return int(conn.execute(f"SELECT count(*) FROM memory m{join}{where}", params).fetchone()[0])
 
 

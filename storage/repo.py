@@ -375,6 +375,17 @@ def archived_by_person(conn: Connection, ids: Sequence[int]) -> set[int]:
     return out
 
 
+def mentioning(conn: Connection, entity_id: int, ids: Sequence[int]) -> set[int]:
+    """The ids among ``ids`` that mention entity ``entity_id``."""
+    out: set[int] = set()
+    for chunk in _chunks([int(i) for i in ids], SQL_VARIABLES - 1):
+        marks = ",".join("?" * len(chunk))
+        out.update(r[0] for r in conn.execute(
+            f"SELECT memory_id FROM entity_mention WHERE entity_id = ? AND memory_id IN "
+            f"({marks})", [entity_id, *chunk]))
+    return out
+
+
 def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
     """id -> its own ref and the refs of everything it was derived from, in that order."""
     prov = ancestors(conn, ids)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app import words
 from app.api import (
+    ALL_MEMORIES,
     LIVE,
     EntityRow,
     MemoryQuery,
@@ -261,20 +262,24 @@ class MainWindow(WorkWindow):
 
     def navigate(self, key: NavKey) -> None:
         match key:
+            # Every list but one store's own shows one row per thing said (MemoryQuery.fold):
+            # a store's own list (the Conversation's turns, the Patterns) shows all it holds.
             case ("store", store, label):
                 self.stack.setCurrentWidget(self.browse)
-                self.browse.show_query(label, MemoryQuery(store=store))
+                self.browse.show_query(label, MemoryQuery(store=store) if store is not None
+                                       else ALL_MEMORIES)
             case ("entity", eid, name):
                 self.stack.setCurrentWidget(self.browse)
-                self.browse.show_query(name, MemoryQuery(entity_id=eid))
+                self.browse.show_query(name, MemoryQuery(entity_id=eid, fold=True))
             case ("day", day):
                 self.stack.setCurrentWidget(self.browse)
                 # Every memory of that day the person has not forgotten, archived ones too.
                 self.browse.show_query(words.calendar_day(day),
-                                       MemoryQuery(day=day, status=LIVE))
+                                       MemoryQuery(day=day, status=LIVE, fold=True))
             case ("archive",):
                 self.stack.setCurrentWidget(self.browse)
-                self.browse.show_query("Archive", MemoryQuery(status=Status.ARCHIVED))
+                self.browse.show_query("Archive", MemoryQuery(status=Status.ARCHIVED,
+                                                              fold=True))
             case ("page", name):
                 self.stack.setCurrentWidget(self.page(name))
 
@@ -357,13 +362,15 @@ class MainWindow(WorkWindow):
     # --- status, jobs, changes ----------------------------------------------------------
     def refresh_status(self) -> None:
         vault = self.vault
-        run_query(self, vault.status, self._show_status)
+        run_query(self, lambda: (vault.status(), vault.count_memories(ALL_MEMORIES)),
+                  self._show_status)
 
-    def _show_status(self, st: VaultStatus) -> None:
-        # The same figure as the "All memories" list (active ones); the rest said apart.
-        active = sum(v.get("active", 0) for v in st.counts.values())
-        other = sum(st.totals.values()) - active
-        kept = words.count(active, "memory", "memories") + (
+    def _show_status(self, result: tuple[VaultStatus, int]) -> None:
+        # The same figure as the "All memories" list (one row per thing said, active ones);
+        # what is archived or replaced said apart.
+        st, listed = result
+        other = sum(n for v in st.counts.values() for s, n in v.items() if s != "active")
+        kept = words.count(listed, "memory", "memories") + (
             f" (+{other:,} archived or earlier versions)" if other else "")
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"

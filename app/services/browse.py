@@ -42,14 +42,20 @@ class BrowseService:
         now = self.clock.now()
         found = self.db.read(lambda c: self.rows.page(
             c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range(),
-            after=after, limit=limit))
+            after=after, limit=limit, fold=q.fold, session_of=q.session_of, order=q.order,
+            ids=q.ids))
         out = tuple(_row(r, now) for r in found)
-        nxt = (out[-1].occurred_at, int(out[-1].id)) if len(out) == limit else None
+        nxt = None
+        if len(out) == limit:  # the keyset cursor: the last row's sort key and id
+            last = out[-1]
+            key = last.composite if q.order in ("strongest", "weakest") else last.occurred_at
+            nxt = (key, int(last.id))
         return Page(out, nxt)
 
     def count(self, q: MemoryQuery) -> int:
         return int(self.db.read(lambda c: self.rows.count(
-            c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range())))
+            c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range(),
+            fold=q.fold, session_of=q.session_of, ids=q.ids)))
 
     def export_page(self, q: MemoryQuery, after: int, limit: int) -> list[MemoryRecord]:
         """Whole memories for an export, by id (``storage.browse.export_page``)."""

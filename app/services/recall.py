@@ -359,6 +359,10 @@ class RecallService:
             return []
         meta = self.db.read(lambda c: rows.recall_meta(c, cand_ids))
         cand_ids = [i for i in cand_ids if i in meta and self._visible(meta[i], filters, now)]
+        if filters.entity_id is not None and cand_ids:
+            eid, ids = filters.entity_id, cand_ids
+            mentioned = self.db.read(lambda c: rows.mentioning(c, eid, ids))
+            cand_ids = [i for i in cand_ids if i in mentioned]
         archived = [i for i in cand_ids if meta[i].status == "archived"]
         if archived and not (filters.include_archived or filters.only_archived):
             # What the person put aside stays out; what decay put aside is searched.
@@ -454,6 +458,9 @@ class RecallService:
                             marks.get(i)))
             if len(hits) >= k:
                 break
+        if filters.min_share is not None and hits:
+            floor = filters.min_share * max(h.score for h in hits)
+            hits = [h for h in hits if h.score >= floor]
         return hits
 
     def _latest_answers_first(self, head: list[int], meta: dict[int, RecallMeta],

@@ -471,9 +471,9 @@ def test_concurrent_writers_through_the_window_lose_nothing(qtbot: Any, owner: A
     import sys
     import threading
 
-    from app.api import MemoryQuery
+    from app.api import ALL_MEMORIES  # what the list counts: one row per thing said
     from app.domain.memory import Draft
-    before = demo_vault.count_memories(MemoryQuery())
+    before = demo_vault.count_memories(ALL_MEMORIES)
     keys = {name: demo_vault.pair_agent(name).value for name in ("agent-a", "agent-b")}
     acked: list[int] = []
     errors: list[BaseException] = []
@@ -514,7 +514,7 @@ def test_concurrent_writers_through_the_window_lose_nothing(qtbot: Any, owner: A
     assert errors == []
     assert len(acked) == len(set(acked)) == 2 * n + 3
     assert all(demo_vault.get(mid).status == "active" for mid in acked)
-    after = demo_vault.count_memories(MemoryQuery())
+    after = demo_vault.count_memories(ALL_MEMORIES)
     assert after == before + len(acked)
     browse = owner.window.browse
     qtbot.waitUntil(lambda: f"{after:,} memories" in browse.title.text(), timeout=WAIT)

@@ -378,6 +378,12 @@ def test_browse_lazy_keyset_pages(qtbot: Any, flow_window: Any, flow_vault: Any)
     total = flow_vault.count_memories(MemoryQuery())
     assert total > PAGE
     qtbot.waitUntil(lambda: model.rowCount() > 0, timeout=WAIT)
+    # "All memories" lists each thing said once (each turn as its event): under a page here.
+    qtbot.waitUntil(lambda: "123 memories" in flow_window.browse.title.text(), timeout=WAIT)
+    assert model.rowCount() == 123 and not model.canFetchMore(QModelIndex())
+    # Every memory, turns and events both (a list the window does not offer): 243, paged.
+    flow_window.browse.show_query("Every memory", MemoryQuery())
+    qtbot.waitUntil(lambda: model.rowCount() > 0, timeout=WAIT)
     assert model.rowCount() == PAGE
     assert model.canFetchMore(QModelIndex())
     with qtbot.waitSignal(model.page_loaded, timeout=WAIT):
@@ -402,7 +408,7 @@ def test_search_best_first(qtbot: Any, flow_window: Any, flow_vault: Any) -> Non
     qtbot.waitUntil(lambda: "best first" in browse.title.text(), timeout=WAIT)
     rows = browse.model.rows
     assert rows and int(rows[0].id) == target
-    scores = [r.composite for r in rows]
+    scores = [r.relevance for r in rows]
     assert scores == sorted(scores, reverse=True)
     assert not browse.model.canFetchMore(QModelIndex())  # results are not a paged query
 
@@ -441,7 +447,7 @@ def test_after_a_correction_the_list_stays_and_holds_the_new_version(
     browse.search.setFocus()
     qtbot.keyClicks(browse.search, "dentist appointment")
     qtbot.keyClick(browse.search, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: "results for “dentist appointment”" in browse.title.text(),
+    qtbot.waitUntil(lambda: "for “dentist appointment”, best first" in browse.title.text(),
                     timeout=WAIT)
     ids = [r.id for r in browse.model.rows]
     mid = find_fact(flow_vault, old)
@@ -464,7 +470,7 @@ def test_after_a_correction_the_list_stays_and_holds_the_new_version(
         row = browse.model.row_at(browse.table.currentIndex().row())
         return int(row.id) if row is not None else None
     qtbot.waitUntil(lambda: selected() == detail.memory_id, timeout=WAIT)
-    assert "results for “dentist appointment”" in browse.title.text()  # the same view
+    assert "for “dentist appointment”, best first" in browse.title.text()  # the same view
     assert mid not in [r.id for r in browse.model.rows]  # the old version left the list
 
     # In a listing too (the search emptied, Enter: back to it): the new version is selected

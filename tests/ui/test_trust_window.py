@@ -99,7 +99,7 @@ def test_searching_in_the_archive_searches_the_archive(qtbot: Any, window: Any) 
     rows = _search(qtbot, window, "harbour")
     assert rows and {r.status for r in rows} == {"archived"}
     assert "today" not in " ".join(r.text for r in rows)
-    assert "in the Archive" in window.browse.title.text()
+    assert window.browse.chips.texts == ["the Archive"]  # the limit, shown as a chip
 
 
 def test_timeline_keeps_the_days_of_archived_episodes(qtbot: Any, window: Any,
@@ -122,7 +122,7 @@ def test_as_of_control_searches_what_was_true_that_day(qtbot: Any, window: Any) 
     bar.as_of_date.setDate(QDate(2026, 2, 15))
     bar.as_of_check.setChecked(True)   # searches again on its own
     assert not bar.as_of_date.isHidden()
-    qtbot.waitUntil(lambda: "as of 2026-02-15" in window.browse.title.text()
+    qtbot.waitUntil(lambda: "as of Sunday 15 February 2026" in window.browse.chips.texts
                     and "best first" in window.browse.title.text(), timeout=WAIT)
     texts = {r.text for r in window.browse.model.rows}
     assert "Maya lives in Lisbon." in texts and "Maya lives in Porto." not in texts

@@ -8,6 +8,7 @@ that belong to an older query. Stays smooth at 100k rows: nothing loads more tha
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import IntEnum
 
 from PySide6.QtCore import (
@@ -20,7 +21,7 @@ from PySide6.QtCore import (
 )
 
 from app import words
-from app.api import MemoryQuery, MemoryRow, Page, VaultAPI
+from app.api import ListOrder, MemoryQuery, MemoryRow, Page, VaultAPI
 from ui.tasks import assert_gui_thread, run_query
 
 PAGE = 200
@@ -33,10 +34,19 @@ class Column(IntEnum):
     WHEN = 2
     TIER = 3
     SCORE = 4
+    RELEVANCE = 5  # search results only (the browse page hides it in a list)
 
 
 HEADERS = {Column.TEXT: "Memory", Column.STORE: "Kind", Column.WHEN: "When",
-           Column.TIER: "Freshness", Column.SCORE: "Strength"}
+           Column.TIER: "Freshness", Column.SCORE: "Strength", Column.RELEVANCE: "Relevance"}
+
+# A list sorts in the vault (keyset paging, MemoryQuery.order) by these columns; search
+# results (a page at most) sort here by any column.
+LIST_ORDERS: dict[tuple[Column, Qt.SortOrder], ListOrder] = {
+    (Column.WHEN, Qt.SortOrder.DescendingOrder): "newest",
+    (Column.WHEN, Qt.SortOrder.AscendingOrder): "oldest",
+    (Column.SCORE, Qt.SortOrder.DescendingOrder): "strongest",
+    (Column.SCORE, Qt.SortOrder.AscendingOrder): "weakest"}
 
 
 def currency_mark(row: MemoryRow) -> str:
@@ -65,9 +75,23 @@ def agent_mark(row: MemoryRow) -> str:
     return f"from {agent}" if agent and agent != "global" else ""
 
 
+def _sort_key(col: Column, row: MemoryRow) -> tuple[object, ...]:
+    tiers = {"hot": 0, "warm": 1, "cold": 2}
+    keys: dict[Column, object] = {
+        Column.TEXT: row.text.casefold(), Column.STORE: words.store_one(row.store),
+        Column.WHEN: row.occurred_at, Column.TIER: tiers.get(row.tier or "", 3),
+        Column.SCORE: row.composite, Column.RELEVANCE: row.relevance or 0.0}
+    return (keys[col], int(row.id))
+
+
 class MemoryTableModel(QAbstractTableModel):
+    """A lazy list of a ``MemoryQuery`` (``set_query``), or a search's results
+    (``set_results``: a page at most, sorted here)."""
+
     page_loaded = Signal(int)      # rows now loaded
     count_known = Signal(int)
+    # The order shown changed (column, Qt.SortOrder): the header and the sort box follow.
+    order_changed = Signal(int, object)
 
     def __init__(self, vault: VaultAPI, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -78,11 +102,20 @@ class MemoryTableModel(QAbstractTableModel):
         self._exhausted = True
         self._in_flight = False
         self._generation = 0
+        self.searching = False  # rows are a search's results, not a list's pages
+        self.best = 0.0  # the best relevance among the results
+        self.sort_column = Column.WHEN
+        self.sort_order = Qt.SortOrder.DescendingOrder
 
     # --- query ------------------------------------------------------------------------
     def set_query(self, query: MemoryQuery) -> None:
         assert_gui_thread()
         self._generation += 1
+        self.searching = False
+        self.sort_column, self.sort_order = next(
+            (k for k, v in LIST_ORDERS.items() if v == query.order),
+            (Column.WHEN, Qt.SortOrder.DescendingOrder))
+        self.order_changed.emit(int(self.sort_column), self.sort_order)
         self.beginResetModel()
         self.query = query
         self.rows = []
@@ -100,8 +133,40 @@ class MemoryTableModel(QAbstractTableModel):
         if self.query is not None:
             self.set_query(self.query)
 
+    def set_results(self, rows: list[MemoryRow]) -> None:
+        """Show a search's results, best first (then sorted as the person asks)."""
+        assert_gui_thread()
+        self._generation += 1
+        self.searching = True
+        self.best = max((r.relevance or 0.0 for r in rows), default=0.0)
+        self.beginResetModel()
+        self.rows = list(rows)
+        self._exhausted = True
+        self._in_flight = False
+        self.endResetModel()
+        self.sort_column, self.sort_order = Column.RELEVANCE, Qt.SortOrder.DescendingOrder
+        self.order_changed.emit(int(self.sort_column), self.sort_order)
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Search results sort here by any column; a list asks the vault again in the order
+        of ``LIST_ORDERS`` (the other columns of a list do not sort: the order stays)."""
+        col = Column(column)
+        if self.searching:
+            self.layoutAboutToBeChanged.emit()
+            self.rows.sort(key=lambda r: _sort_key(col, r),
+                           reverse=order == Qt.SortOrder.DescendingOrder)
+            self.sort_column, self.sort_order = col, order
+            self.layoutChanged.emit()
+        elif (col, order) in LIST_ORDERS and self.query is not None:
+            want = LIST_ORDERS[(col, order)]
+            if want != self.query.order:
+                self.set_query(replace(self.query, order=want))
+                return
+        self.order_changed.emit(int(self.sort_column), self.sort_order)
+
     def clear(self) -> None:
         self._generation += 1
+        self.searching = False
         self.beginResetModel()
         self.rows = []
         self._exhausted = True
@@ -137,15 +202,21 @@ class MemoryTableModel(QAbstractTableModel):
             if col is Column.WHEN:
                 return words.when(row.occurred_at, short=True)
             if col is Column.TIER:
-                return words.tier_word(row.tier)  # a search result has no tier
+                return words.tier_word(row.tier)
             if col is Column.SCORE:
                 return words.strength_word(row.composite)
+            if col is Column.RELEVANCE:
+                return (words.relevance_word(row.relevance, self.best)
+                        if row.relevance is not None else "")
         if role == Qt.ItemDataRole.UserRole:
             return row
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.WHEN:
             return words.when(row.occurred_at) or None
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.TIER:
             return words.tier_tip(row.tier) or None
+        if (role == Qt.ItemDataRole.ToolTipRole and col is Column.RELEVANCE
+                and row.relevance is not None):
+            return words.relevance_tip(row.relevance, self.best)
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.SCORE:
             return words.strength_tip(row.composite)
         if role == Qt.ItemDataRole.ToolTipRole and col is Column.TEXT:

@@ -4,9 +4,12 @@ Layer: ui. GUI thread; the list pages in through ``MemoryTableModel``, searches 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QObject, Slot
+from dataclasses import replace
+
+from PySide6.QtCore import QModelIndex, QObject, Qt, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -19,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import words
-from app.api import MemoryQuery, MemoryRow, Store, VaultAPI
+from app.api import ALL_MEMORIES, LIVE, MemoryQuery, MemoryRow, Status, Store, VaultAPI
 from app.changes import Changes
 from app.domain.memory import Tier
 from ui import fit, theme
@@ -28,7 +31,7 @@ from ui.models.memory_table import HEADERS, Column, MemoryTableModel
 from ui.views.detail import DetailPane
 from ui.views.entity import EntityCard
 from ui.views.page import Page
-from ui.views.search import SearchBar, hit_rows, search_filters
+from ui.views.search import FilterChips, SearchBar, hit_rows, search_filters
 
 # The memory column shows at least this many average characters (issue 25: the first 30 of
 # a memory, with room for the wider letters of real text); with the other columns and the
@@ -41,7 +44,18 @@ def column_samples() -> dict[Column, list[str]]:
     return {Column.STORE: [n for s, n in words.STORE_ONE.items() if s != Store.WORKING],
             Column.WHEN: ["28 Sep 2026, 22:00", "yesterday 22:00"],
             Column.TIER: [words.tier_word(t) for t in Tier],
-            Column.SCORE: [words.strength_word(x) for x in (0.0, 0.5, 1.0)]}
+            Column.SCORE: [words.strength_word(x) for x in (0.0, 0.5, 1.0)],
+            Column.RELEVANCE: [words.relevance_word(x, 1.0) for x in (0.0, 0.7, 1.0)]}
+
+
+# The sort box: the keyboard's way to the orders a header click gives (Tab to it, arrows).
+Sorts = tuple[tuple[str, Column, Qt.SortOrder], ...]
+LIST_SORTS: Sorts = (("Newest first", Column.WHEN, Qt.SortOrder.DescendingOrder),
+              ("Oldest first", Column.WHEN, Qt.SortOrder.AscendingOrder),
+              ("Strongest first", Column.SCORE, Qt.SortOrder.DescendingOrder),
+              ("Weakest first", Column.SCORE, Qt.SortOrder.AscendingOrder))
+SEARCH_SORTS: Sorts = (("Best match first", Column.RELEVANCE, Qt.SortOrder.DescendingOrder),
+                *LIST_SORTS)
 
 
 class BrowsePage(Page):
@@ -65,7 +79,15 @@ class BrowsePage(Page):
         lay = QVBoxLayout(left)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.search_bar)
-        lay.addWidget(self.title)
+        self.chips = FilterChips()  # the limits a search is inside, each with its ×
+        lay.addWidget(self.chips)
+        self.sort_box = QComboBox()
+        self.sort_box.setAccessibleName("Order of the list")
+        self.sort_box.setToolTip("The order of the list (or click a column's header)")
+        title_row = QHBoxLayout()
+        title_row.addWidget(self.title, 1)
+        title_row.addWidget(self.sort_box, 0, Qt.AlignmentFlag.AlignTop)
+        lay.addLayout(title_row)
         lay.addWidget(self.entity)
         self.welcome = self._make_welcome()
         lay.addWidget(self.welcome)
@@ -85,13 +107,22 @@ class BrowsePage(Page):
         self.model.count_known.connect(self._on_model_count_known)
         self.model.page_loaded.connect(self._on_model_page_loaded)
         self.detail.corrected.connect(self._on_detail_corrected)
+        self.detail.memory_requested.connect(self._on_detail_memory_requested)
+        self.detail.conversation_requested.connect(self._on_detail_conversation_requested)
+        self.chips.removed.connect(self._on_chips_removed)
+        self.model.order_changed.connect(self._on_model_order_changed)
+        self.sort_box.activated.connect(self._on_sort_box_activated)
+        self._sorts: Sorts = LIST_SORTS
+        self._fill_sort_box()
         self._label = ""
-        self._query = MemoryQuery()
+        self._query = ALL_MEMORIES
         # The memory to select once the list holds it: the one selected before a reload, or
         # a correction's new version (the list never loses what the detail pane shows).
         self._select_id: int | None = None
         self._select_said = False  # say so if it is not in this list at all
         self._searched = ""  # the search whose results the list shows, or ""
+        self._scope = ALL_MEMORIES  # what the search is inside (the chips drop limits)
+        self._scope_label = ""  # the person's or project's name, for its chip
 
     def _make_welcome(self) -> QWidget:
         """What an empty vault shows instead of an empty list: three ways to begin, each one
@@ -132,7 +163,7 @@ class BrowsePage(Page):
     def _show_welcome(self, n: int) -> None:
         """The welcome instead of the list while the whole vault is empty (not a search, not
         one store or day that happens to be empty)."""
-        empty = (n == 0 and not self._searched and self._query == MemoryQuery())
+        empty = (n == 0 and not self._searched and self._query == ALL_MEMORIES)
         self.welcome.setVisible(empty)
         self.table.setVisible(not empty)
 
@@ -161,13 +192,54 @@ class BrowsePage(Page):
         table.setMinimumWidth(fixed + fit.chars(table, MEMORY_CHARS) + scroll
                               + 2 * table.frameWidth())
         table.setWordWrap(False)
+        table.setColumnHidden(Column.RELEVANCE, True)  # search results only
+        header.setSortIndicator(Column.WHEN, Qt.SortOrder.DescendingOrder)
+        header.setSortIndicatorShown(True)
+        table.setSortingEnabled(True)  # a header click calls model.sort
         return table
+
+    def _fill_sort_box(self) -> None:
+        self.sort_box.blockSignals(True)
+        self.sort_box.clear()
+        for label, _col, _order in self._sorts:
+            self.sort_box.addItem(label)
+        self.sort_box.blockSignals(False)
+        self._on_model_order_changed(int(self.model.sort_column), self.model.sort_order)
+
+    @Slot(int)
+    def _on_sort_box_activated(self, n: int) -> None:
+        if 0 <= n < len(self._sorts):
+            _label, col, order = self._sorts[n]
+            self.table.sortByColumn(col, order)
+
+    @Slot(int, object)
+    def _on_model_order_changed(self, column: int, order: Qt.SortOrder) -> None:
+        """The header's arrow and the sort box show the order the list is in."""
+        header = self.table.horizontalHeader()
+        if (header.sortIndicatorSection(), header.sortIndicatorOrder()) != (column, order):
+            header.blockSignals(True)
+            header.setSortIndicator(column, order)
+            header.blockSignals(False)
+        n = next((i for i, (_l, c, o) in enumerate(self._sorts) if (c, o) == (column, order)),
+                 -1)
+        self.sort_box.setCurrentIndex(n)
+
+    def _set_searching(self, on: bool) -> None:
+        self.table.setColumnHidden(Column.RELEVANCE, not on)
+        sorts = SEARCH_SORTS if on else LIST_SORTS
+        if sorts is not self._sorts:
+            self._sorts = sorts
+            self._fill_sort_box()
+        if not on:
+            self.chips.set_chips([])
 
     def show_query(self, label: str, query: MemoryQuery) -> None:
         self._label = label
         self._query = query
+        self._scope, self._scope_label = query, label
         self.title.setText(label)
         self._searched = ""
+        self._set_searching(False)
         self.search.blockSignals(True)
         self.search.clear()
         self.search.blockSignals(False)
@@ -179,6 +251,7 @@ class BrowsePage(Page):
         self._searched = ""
         self._select_id = None
         self.drop_loads()
+        self._set_searching(False)
         self.model.clear()
         self.detail.clear()
         self.entity.clear()
@@ -257,25 +330,63 @@ class BrowsePage(Page):
             return
         self._search(text)
 
+    def scope_chips(self) -> list[tuple[str, str]]:
+        """(key, words) of each limit the search is inside: the list's store, person or
+        project, day, the Archive, and the as-of day."""
+        q, out = self._scope, []
+        if q.store is not None:
+            out.append(("store", words.STORE_NAMES.get(q.store, words.store_one(q.store))))
+        if q.entity_id is not None:
+            out.append(("entity", f"about {self._scope_label}"))
+        if q.day:
+            out.append(("day", words.calendar_day(q.day)))
+        if q.session_of is not None:
+            out.append(("session", "this conversation"))
+        if q.status == Status.ARCHIVED:
+            out.append(("archive", "the Archive"))
+        if (as_of := self.search_bar.describe()):
+            out.append(("as_of", as_of.strip()))
+        return out
+
+    @Slot(str)
+    def _on_chips_removed(self, key: str) -> None:
+        """Drop one limit and search again (focus stays on the limits left, or the field)."""
+        q = self._scope
+        if key == "as_of":
+            self.search_bar.as_of_check.setChecked(False)  # searches again itself
+            self.search.setFocus()
+            return
+        drop = {"store": {"store": None}, "entity": {"entity_id": None}, "day": {"day": None},
+                "session": {"session_of": None}, "archive": {"status": Status.ACTIVE}}[key]
+        q = replace(q, **drop)  # type: ignore[arg-type]
+        # Without a store, a list of everything is one row per thing said.
+        self._scope = replace(q, fold=True) if q.store is None else q
+        if self._searched:
+            self._search(self._searched)
+        self.search.setFocus()
+
     def _search(self, text: str) -> None:
         vault = self.vault
-        self.entity.show_entity(None)  # the results are the whole vault's, not the entity's
-        # In the Archive, search the Archive; the as-of control: what was said and true then.
-        filters = search_filters(self._query.status, self.search_bar.as_of())
-        where = (" in the Archive" if filters.only_archived else "") + self.search_bar.describe()
-        self.title.setText(f"Searching for “{text}”{where}…")
+        self.entity.show_entity(None)  # the results are shown as a list of their own
+        scope = self._scope
+        filters = search_filters(scope, self.search_bar.as_of())
+        self.chips.set_chips(self.scope_chips(), after=self.search_bar.as_of_date)
+        self.title.setText(f"Searching for “{text}”…")
 
         def search() -> list[MemoryRow]:
-            return hit_rows(vault.recall(text, k=50, touch=False, filters=filters))
+            hits = vault.recall(text, k=50, touch=False, filters=filters)
+            ids = tuple(int(h.id) for h in hits)
+            listed = vault.page_memories(MemoryQuery(ids=ids, status=None),
+                                         limit=max(1, len(ids))).rows if ids else ()
+            return hit_rows(hits, listed)
 
         def done(rows: list[MemoryRow]) -> None:
             self._searched = text
             self._show_welcome(len(rows))
-            self.model.clear()
-            self.model.beginResetModel()
-            self.model.rows = rows
-            self.model.endResetModel()
-            self.title.setText(f"{len(rows)} results for “{text}”{where}, best first")
+            self._set_searching(True)
+            self.model.set_results(rows)
+            self.title.setText(f"{words.count(len(rows), 'result', 'results')} for “{text}”, "
+                               "best first")
             self._select_pending()
         self.load(search, done, kind="search")
 
@@ -287,4 +398,27 @@ class BrowsePage(Page):
     @Slot(object, object)
     def _on_table_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         row = self.model.row_at(current.row()) if current.isValid() else None
-        self.detail.show_memory(row.id if row else None)
+        # A search result: the pane says why it was found (``VaultAPI.explain``).
+        query = self._searched if self.model.searching else None
+        self.detail.show_memory(row.id if row else None, query=query)
+
+    @Slot(int)
+    def _on_detail_memory_requested(self, mid: int) -> None:
+        """A source or link was opened in the detail pane: select it where the list holds
+        it, else show it in the pane (the list stays as it is)."""
+        for n, row in enumerate(self.model.rows):
+            if int(row.id) == mid:
+                self.table.selectRow(n)
+                self.table.scrollTo(self.model.index(n, 0))
+                return
+        self.table.clearSelection()
+        self.detail.show_memory(mid)
+
+    @Slot(int, bool)
+    def _on_detail_conversation_requested(self, mid: int, turn: bool) -> None:
+        """The conversation a memory was said in, in order, with that memory selected (one
+        row per thing said; a turn's own, as its turns, the Conversation's way)."""
+        self.show_query("The conversation it was said in",
+                        MemoryQuery(session_of=mid, status=LIVE, fold=not turn,
+                                    order="oldest"))
+        self.select_when_listed(mid)

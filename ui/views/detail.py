@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListView,
     QListWidget,
+    QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -47,7 +48,8 @@ def when_text(ts: float | None) -> str:
 
 # What the pane loads for one memory: the explanation, its versions and history, who wrote it,
 # which assistants read it, and the memories its links point at (to name them in sentences).
-Loaded = tuple[Explanation, History, str, list[MemoryRead], dict[int, Memory]]
+# and whether it was said in a conversation (a session, to show around it).
+Loaded = tuple[Explanation, History, str, list[MemoryRead], dict[int, Memory], bool]
 
 
 def wrap_lines(lst: QListWidget) -> None:
@@ -59,11 +61,19 @@ def wrap_lines(lst: QListWidget) -> None:
     lst.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
 
 
+# A source or link line's memory (list items of ``sources`` and ``links``).
+TARGET_ROLE = Qt.ItemDataRole.UserRole
+
+
 class DetailPane(Page):
     """One memory in full, beside the memory list (owned by the browse page)."""
 
     corrected = Signal(int)  # the new version's id, once a correction is saved
     memory_changed = Signal()  # a memory is shown whole, or none (its actions follow)
+    # A source or link was opened (click, or Enter on it): show that memory.
+    memory_requested = Signal(int)
+    # "Show the conversation": the memory's id, and whether it is a turn (not an event).
+    conversation_requested = Signal(int, bool)
 
     def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
                  ) -> None:
@@ -94,6 +104,7 @@ class DetailPane(Page):
         for lst in (self.sources, self.links, self.history, self.reads):
             wrap_lines(lst)
             lst.setMaximumHeight(fit.lines(lst, 7))
+        self._make_search_parts()
         self.correct_btn = QPushButton("Correct…")
         self.confirm_btn = QPushButton("Confirm")
         self.archive_btn = QPushButton("Archive")
@@ -124,7 +135,10 @@ class DetailPane(Page):
         form.addRow(self.meta)
         form.addRow(self.origin)
         form.addRow(self.scores)
+        form.addRow(self.why_title)
+        form.addRow(self.why)
         form.addRow(buttons)
+        form.addRow(self.conversation_btn)
         form.addRow(self.editor)
         form.addRow(self.edit_row)
         form.addRow(self.edit_error)
@@ -155,6 +169,31 @@ class DetailPane(Page):
         self.confirm_btn.clicked.connect(self._on_confirm_btn_clicked)
         self.archive_btn.clicked.connect(self._on_archive_btn_clicked)
         self.forget_btn.clicked.connect(self._on_forget_btn_clicked)
+        self.conversation_btn.clicked.connect(self._on_conversation_btn_clicked)
+        self._show_why(None)
+
+    def _make_search_parts(self) -> None:
+        """"Why this result" (shown while the memory is a search result, from explain's
+        parts), "Show the conversation", and sources and links that open their memory."""
+        self.why_title = QLabel("<b>Why this result</b>")
+        self.why = theme.plain(QLabel())
+        self.why.setObjectName("why")
+        self.why.setWordWrap(True)
+        self.query: str | None = None
+        self.conversation_btn = QPushButton("Show the conversation")
+        self.conversation_btn.setToolTip("The conversation this was said in, in order, with "
+                                         "this memory selected")
+        self._turn = False
+        for lst in (self.sources, self.links):
+            # A line that names a memory opens it: a click, or Enter on it (itemActivated).
+            lst.setToolTip("Click a line, or press Enter on it, to show that memory")
+            lst.itemClicked.connect(self._on_target_item)
+            lst.itemActivated.connect(self._on_target_item)
+
+    def _show_why(self, lines: list[str] | None) -> None:
+        self.why.setText("\n".join(lines or []))
+        self.why_title.setVisible(bool(lines))
+        self.why.setVisible(bool(lines))
 
     def clear(self) -> None:
         self.drop_loads()
@@ -166,18 +205,22 @@ class DetailPane(Page):
         self.meta.clear()
         self.origin.clear()
         self.scores.clear()
+        self._show_why(None)
         self.body_scroll.hide()
         self.placeholder.show()
         self.memory_changed.emit()
 
-    def show_memory(self, mid: int | None) -> None:
+    def show_memory(self, mid: int | None, query: str | None = None) -> None:
+        """Show memory ``mid``; ``query``: it is a result of that search (the pane says why
+        it was found)."""
         if mid is None:
             self.clear()
             return
         vault = self.vault
+        self.query = query
 
         def load() -> Loaded:
-            ex = vault.explain(mid)
+            ex = vault.explain(mid, query) if query else vault.explain(mid)
             others: dict[int, Memory] = {}
             for link in ex.links[:LINKS_SHOWN]:
                 other = int(link.dst if link.src == ex.id else link.src)
@@ -186,7 +229,9 @@ class DetailPane(Page):
                         others[other] = vault.get(other)
                     except NotFound:  # forgotten between the two reads
                         pass
-            return ex, vault.history(mid), vault.get(mid).agent, vault.memory_reads(mid), others
+            m = vault.get(mid)
+            return (ex, vault.history(mid), m.agent, vault.memory_reads(mid), others,
+                    m.session is not None)
         self.load(load, self._fill)
 
     # --- assistants' reads (refreshed on Changes.agents: one query for the shown memory) --
@@ -208,8 +253,11 @@ class DetailPane(Page):
             self.reads.addItem("Not read by an assistant")
 
     def _fill(self, result: Loaded) -> None:
-        ex, hist, agent, reads, others = result
+        ex, hist, agent, reads, others, in_session = result
         self.memory_id = ex.id
+        self._turn = ex.store == "short_term"
+        self.conversation_btn.setVisible(in_session)
+        self._show_why(words.why_lines(ex.breakdown) if ex.breakdown is not None else None)
         self.origin.setText(f"from {agent}: written by this assistant"
                             if agent != "global" else "")
         self.origin.setVisible(agent != "global")
@@ -231,13 +279,16 @@ class DetailPane(Page):
             + ("" if confirmed else " · not confirmed by you"))
         self.scores.setToolTip(words.strength_tip(s["composite"], s))
         self.sources.clear()
-        lines: list[str] = []
+        lines: dict[str, int] = {}
         for src in ex.sources:
             at = words.when_iso(src.occurred_at)
             who = f"{src.speaker} said" if src.speaker else words.store_one(src.store)
-            lines.append(f"{at} · {who}: {src.text}" if at else f"{who}: {src.text}")
-        # A turn and the event kept from it read the same: said once.
-        self.sources.addItems(list(dict.fromkeys(lines)))
+            # A turn and the event kept from it read the same: said once (the event opens).
+            line = f"{at} · {who}: {src.text}" if at else f"{who}: {src.text}"
+            if line not in lines or src.store == "episodic":
+                lines[line] = int(src.id)
+        for line, sid in lines.items():
+            self._add_target(self.sources, line, sid)
         if not ex.sources:
             self.sources.addItem("Told directly (no earlier source)")
         self.links.clear()
@@ -246,7 +297,9 @@ class DetailPane(Page):
             m = others.get(other_id)
             other = (words.said(m.store, m.text, m.speaker, m.occurred_at) if m is not None
                      else "a memory that is gone")
-            self.links.addItem(words.link_sentence(link.kind, link.src == ex.id, other))
+            self._add_target(self.links,
+                             words.link_sentence(link.kind, link.src == ex.id, other),
+                             other_id if m is not None else None)
         if len(ex.links) > LINKS_SHOWN:
             self.links.addItem(f"and {len(ex.links) - LINKS_SHOWN:,} more")
         self.history.clear()
@@ -264,6 +317,27 @@ class DetailPane(Page):
         self.placeholder.hide()
         self.body_scroll.show()
         self.memory_changed.emit()
+
+    @staticmethod
+    def _add_target(lst: QListWidget, text: str, mid: int | None) -> None:
+        item = QListWidgetItem(text)
+        if mid is not None:
+            item.setData(TARGET_ROLE, mid)
+            font = item.font()
+            font.setUnderline(True)  # reads as a link
+            item.setFont(font)
+        lst.addItem(item)
+
+    @Slot(QListWidgetItem)
+    def _on_target_item(self, item: QListWidgetItem) -> None:
+        mid = item.data(TARGET_ROLE)
+        if isinstance(mid, int) and mid != self.memory_id:
+            self.memory_requested.emit(mid)
+
+    @Slot()
+    def _on_conversation_btn_clicked(self) -> None:
+        if self.memory_id is not None:
+            self.conversation_requested.emit(self.memory_id, self._turn)
 
     def _editing(self, on: bool) -> None:
         self.editor.setVisible(on)
