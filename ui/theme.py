@@ -84,7 +84,7 @@ LIGHT = {"window": "#f3f3f3", "text": "#1b1b1b", "base": "#ffffff", "alternate":
          "button": "#ececec", "highlight": "#2f6db3", "highlighted": "#ffffff",
          "muted": "#6b6b6b", "link": "#1a5fb4", "disabled": "#9a9a9a", "tip": "#ffffdc"}
 DARK = {"window": "#2b2d30", "text": "#e6e6e6", "base": "#1e1f22", "alternate": "#26282b",
-        "button": "#3a3c40", "highlight": "#3b7dd8", "highlighted": "#ffffff",
+        "button": "#3a3c40", "highlight": "#8ab4f8", "highlighted": "#1b1b1b",
         "muted": "#9da0a6", "link": "#8ab4f8", "disabled": "#6f7277", "tip": "#3a3c40"}
 
 
