@@ -181,6 +181,7 @@ class MainWindow(WorkWindow):
         tb = self.addToolBar("Main")
         tb.setObjectName("mainToolbar")
         tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.lock_action = QAction("Lock", self)
         self.lock_action.setShortcut(QKeySequence("Ctrl+L"))
         self.lock_action.triggered.connect(self.lock_requested)

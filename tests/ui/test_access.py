@@ -227,6 +227,9 @@ def test_focus_stands_out(colors: dict[str, str]) -> None:
         ratio = contrast(pal.color(r.Highlight), pal.color(role))
         assert ratio >= 3.0, f"selected row on {role.name}: {ratio:.2f}:1"
     assert contrast(pal.color(r.HighlightedText), pal.color(r.Highlight)) >= 4.5
+    # Muted notes and errors are text too (ui/theme.py: PlaceholderText, BrightText).
+    for role in (r.PlaceholderText, r.BrightText):
+        assert contrast(pal.color(role), pal.color(r.Window)) >= 4.5, role.name
     for role in (r.Text, r.WindowText, r.ButtonText):
         assert contrast(pal.color(role), pal.color(r.Base)) >= 4.5
         assert contrast(pal.color(role), pal.color(r.Window)) >= 4.5
