@@ -72,7 +72,9 @@ class TintedSvgEngine(QIconEngine):
         self.name = name
 
     def clone(self) -> QIconEngine:
-        return TintedSvgEngine(self.name)
+        engine = TintedSvgEngine(self.name)
+        _engines.append(engine)  # see ``icon``
+        return engine
 
     def key(self) -> str:
         return "kept-tinted-svg"
@@ -103,9 +105,20 @@ class TintedSvgEngine(QIconEngine):
         return not svg_source(self.name)
 
 
+# Qt calls the engines' Python methods while painting. Each icon is made once and kept for
+# the process (a few dozen), so no engine's Python side can be collected while a QIcon copy
+# inside Qt (an action's, an item's) still paints with it; clones too.
+_icons: dict[str, QIcon] = {}
+_engines: list[TintedSvgEngine] = []
+
+
 def icon(name: str) -> QIcon:
     """Lucide icon ``name`` (a file name in assets/icons/lucide without ``.svg``)."""
-    return QIcon(TintedSvgEngine(name))
+    if name not in _icons:
+        engine = TintedSvgEngine(name)
+        _engines.append(engine)
+        _icons[name] = QIcon(engine)
+    return _icons[name]
 
 
 # Navigation items by their key (``ui.main_window.NavKey``; a store by its store value, or
