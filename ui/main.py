@@ -213,9 +213,12 @@ class Controller:
     def _add_reset_demo_action(self) -> None:
         from PySide6.QtGui import QAction
         from PySide6.QtWidgets import QToolBar
+
+        from ui import icons
         if self.window is None:
             return
         action = QAction("Reset demo…", self.window)
+        action.setIcon(icons.icon("rotate-ccw"))
         action.setObjectName("resetDemoAction")
         action.setToolTip("Replace the demo vault with a fresh copy of its made-up memories")
         action.triggered.connect(self._on_reset_demo_action_triggered)

@@ -43,7 +43,7 @@ from app.api import (
     VaultStatus,
 )
 from app.changes import Changes
-from ui import errors, theme
+from ui import access, errors, icons, theme
 from ui.bridge import CoreBridge
 from ui.progress import DelayedProgress, ProgressBox
 from ui.tasks import run_op, run_query
@@ -113,6 +113,7 @@ class MainWindow(WorkWindow):
         self.refresh_status()
         self.refresh_runs_note()
         self.refresh_pending_note()
+        access.tab_between_controls(self)
 
     def _fit_to_screen(self, width: int, height: int) -> None:
         """Open at ``width`` x ``height``, or at what the screen has room for (1024x640 and
@@ -129,7 +130,8 @@ class MainWindow(WorkWindow):
         """The navigation, the page stack (the memory list first) and the banner."""
         self.nav = QTreeWidget()
         self.nav.setHeaderHidden(True)
-        self.nav.setMinimumWidth(150)
+        self.nav.setAccessibleName("Navigation")
+        self.nav.setMinimumWidth(140)
         self.nav.setMaximumWidth(260)
         self.stack = QStackedWidget()
         self.browse = BrowsePage(self.vault, self.bridge)
@@ -191,6 +193,7 @@ class MainWindow(WorkWindow):
         tb = self.addToolBar("Main")
         tb.setObjectName("mainToolbar")
         tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.lock_action = QAction("Lock", self)
         self.lock_action.setShortcut(QKeySequence("Ctrl+L"))
         self.lock_action.triggered.connect(self.lock_requested)
@@ -211,6 +214,7 @@ class MainWindow(WorkWindow):
         tb.addAction(self.lock_action)
         tb.addAction(self.run_action)
         tb.addAction(self.import_action)
+        icons.decorate_actions(self)
 
     def _item(self, parent: QTreeWidget | QTreeWidgetItem, label: str, key: NavKey
               ) -> QTreeWidgetItem:
@@ -231,6 +235,7 @@ class MainWindow(WorkWindow):
         self._item(self.nav, "Insights", ("page", "insights"))
         self._item(self.nav, "Settings", ("page", "settings"))
         mem.setExpanded(True)
+        icons.decorate_nav(self.nav)
         self.reload_nav_children()
 
     def reload_nav_children(self) -> None:
@@ -291,6 +296,7 @@ class MainWindow(WorkWindow):
             page.running_changed.connect(self._on_page_running_changed)
             page.idle_minutes_changed.connect(self._on_page_idle_minutes_changed)
             page.set_run_allowed(self.run_action.isEnabled())
+            access.tab_between_controls(page)
             self.pages[name] = page
             self.stack.addWidget(page)
         return self.pages[name]

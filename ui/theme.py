@@ -32,7 +32,9 @@ TIER_COLORS = ("#d9534f", "#f0ad4e", "#6c9bd2")
 
 # Style sheets for a single label (a style sheet on a page or card would send every label
 # through QStyleSheetStyle; see ui/views/inbox.py).
-ERROR_STYLE = f"color: {ERROR}"
+# An error's colour is the palette's BrightText, which each theme sets (``palette``): the
+# light theme's dark red cannot be read on the dark theme's grey.
+ERROR_STYLE = "color: palette(bright-text)"
 OK_STYLE = f"color: {OK}"
 PROBLEM_STYLE = f"color: {PROBLEM}"
 NOTE_STYLE = "color: palette(placeholder-text)"
@@ -71,10 +73,9 @@ def set_muted(label: QLabel) -> None:
 
 
 def set_error_color(label: QLabel) -> None:
-    """Error text through the palette (no style sheet)."""
-    pal = label.palette()
-    pal.setColor(QPalette.ColorRole.WindowText, QColor(ERROR))
-    label.setPalette(pal)
+    """Error text through the palette (no style sheet): the theme's error colour (BrightText,
+    see ``ERROR_STYLE``)."""
+    label.setForegroundRole(QPalette.ColorRole.BrightText)
 
 
 # --- Kept's own light and dark themes (View > Theme) ----------------------------------------
@@ -82,10 +83,12 @@ def set_error_color(label: QLabel) -> None:
 # matches the desktop's light or dark setting and follows it when it changes.
 LIGHT = {"window": "#f3f3f3", "text": "#1b1b1b", "base": "#ffffff", "alternate": "#f6f7f9",
          "button": "#ececec", "highlight": "#2f6db3", "highlighted": "#ffffff",
-         "muted": "#6b6b6b", "link": "#1a5fb4", "disabled": "#9a9a9a", "tip": "#ffffdc"}
+         "muted": "#6b6b6b", "link": "#1a5fb4", "disabled": "#9a9a9a", "tip": "#ffffdc",
+         "error": ERROR}
 DARK = {"window": "#2b2d30", "text": "#e6e6e6", "base": "#1e1f22", "alternate": "#26282b",
-        "button": "#3a3c40", "highlight": "#3b7dd8", "highlighted": "#ffffff",
-        "muted": "#9da0a6", "link": "#8ab4f8", "disabled": "#6f7277", "tip": "#3a3c40"}
+        "button": "#3a3c40", "highlight": "#8ab4f8", "highlighted": "#1b1b1b",
+        "muted": "#9da0a6", "link": "#8ab4f8", "disabled": "#6f7277", "tip": "#3a3c40",
+        "error": "#ff8a80"}
 
 
 def palette(colors: dict[str, str]) -> QPalette:
@@ -101,7 +104,7 @@ def palette(colors: dict[str, str]) -> QPalette:
         pal.setColor(role, c[key])
     for role in (r.WindowText, r.Text, r.ButtonText):
         pal.setColor(QPalette.ColorGroup.Disabled, role, c["disabled"])
-    pal.setColor(r.BrightText, QColor("#ff5555"))
+    pal.setColor(r.BrightText, c["error"])
     return pal
 
 

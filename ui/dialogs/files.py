@@ -33,7 +33,11 @@ FORMATS = {"markdown": "Markdown folder (people, projects, areas, days…)",
            "json": "JSON file (everything, one documented schema)"}
 
 
-def _path_row(edit: QLineEdit, browse: QPushButton) -> QWidget:
+def _path_row(edit: QLineEdit, browse: QPushButton, name: str) -> QWidget:
+    """A path field with its Choose… button; ``name``, the form row's label, names both for
+    a screen reader (the row's label belongs to the row, not to the field in it)."""
+    edit.setAccessibleName(name)
+    browse.setAccessibleName(f"Choose the {name[0].lower()}{name[1:]}…")
     row = QWidget()
     lay = QHBoxLayout(row)
     lay.setContentsMargins(0, 0, 0, 0)
@@ -61,7 +65,7 @@ class ExportDialog(WorkDialog):
         browse.clicked.connect(self._on_browse_clicked)
         form = QFormLayout()
         form.addRow("Format", self.format)
-        form.addRow("Write to", _path_row(self.path, browse))
+        form.addRow("Write to", _path_row(self.path, browse, "Export folder"))
         self.warning = theme.plain(QLabel())
         self.warning.setWordWrap(True)
         self.cloud = theme.plain(QLabel())
@@ -154,7 +158,7 @@ class BackupDialog(WorkDialog):
         self.own.toggled.connect(self.pw1.setEnabled)
         self.own.toggled.connect(self.pw2.setEnabled)
         form = QFormLayout()
-        form.addRow("Backup file", _path_row(self.path, browse))
+        form.addRow("Backup file", _path_row(self.path, browse, "Backup file"))
         form.addRow("", self.own)
         form.addRow("Password", self.pw1)
         form.addRow("Repeat", self.pw2)
@@ -218,8 +222,9 @@ class RestoreDialog(WorkDialog):
         self.password = QLineEdit()
         self.password.setEchoMode(QLineEdit.EchoMode.Password)
         form = QFormLayout()
-        form.addRow("Backup file", _path_row(self.file, pick_file))
-        form.addRow("New vault folder", _path_row(self.folder, pick_folder))
+        form.addRow("Backup file", _path_row(self.file, pick_file, "Backup file"))
+        form.addRow("New vault folder", _path_row(self.folder, pick_folder,
+                                                    "New vault folder"))
         form.addRow("Backup password", self.password)
         note = QLabel("The backup becomes a new vault in that folder, opened with the "
                       "backup's password. The vault open now stays as it is.")

@@ -58,6 +58,7 @@ class ForgetDialog(QDialog):
         self.summary.setWordWrap(True)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["What goes", "Count"])
+        self.tree.setAccessibleName("What goes")
         self.tree.setColumnWidth(0, fit.chars(self.tree, 68))
         self.keep_sources = QCheckBox("Keep the conversation it came from")
         # An assistant's request names its memories only: their sources are never in its plan.

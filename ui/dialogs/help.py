@@ -98,6 +98,7 @@ class HelpDialog(QDialog):
         self.body.setOpenExternalLinks(False)  # nothing here leaves the computer
         self.body.setHtml(body_html)  # our own text only, never memory text
         self.body.setAccessibleName(title)
+        self.body.setTabChangesFocus(True)  # Tab reaches Close (ui/access.py)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         lay = QVBoxLayout(self)

@@ -170,6 +170,7 @@ class BrowsePage(Page):
     def _make_table(self) -> QTableView:
         table = QTableView()
         table.setModel(self.model)
+        table.setAccessibleName("Memories")
         table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         # Several at once (Shift or Ctrl with a click or an arrow) for Archive and Forget;
         # the detail pane shows the current one.

@@ -87,6 +87,7 @@ class DetailPane(Page):
         self.text = QPlainTextEdit()
         self.text.setTabChangesFocus(True)  # Tab moves on; it never types a tab
         self.text.setReadOnly(True)
+        self.text.setAccessibleName("Memory text")
         self.text.setMaximumHeight(fit.lines(self.text, 7))
         self.meta = QLabel()
         self.meta.setWordWrap(True)
@@ -116,6 +117,7 @@ class DetailPane(Page):
         self.editor = QPlainTextEdit()
         self.editor.setTabChangesFocus(True)  # Tab moves on; it never types a tab
         self.editor.setPlaceholderText("The corrected memory")
+        self.editor.setAccessibleName("Corrected memory")
         self.editor.setMaximumHeight(fit.lines(self.editor, 5))
         self.save_btn = QPushButton("Save correction")
         self.cancel_btn = QPushButton("Cancel")

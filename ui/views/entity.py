@@ -40,6 +40,7 @@ class EntityCard(Page):
         self.facts_label = QLabel("Facts")
         theme.set_muted(self.facts_label)
         self.facts = QListWidget()
+        self.facts.setAccessibleName("Facts")
         self.facts.setObjectName("entityFacts")
         self.facts.setMaximumHeight(110)
         self.facts.setWordWrap(True)

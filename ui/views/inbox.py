@@ -746,7 +746,9 @@ class InboxView(Page):
         self.resolved_title = QLabel("<h3>Resolved by you</h3>")
         self.lists: dict[InboxStatus, SettledList] = {"auto": SettledList(),
                                                       "resolved": SettledList()}
-        for settled in self.lists.values():
+        for status, settled in self.lists.items():
+            settled.setAccessibleName("Resolved on its own" if status == "auto"
+                                      else "Resolved by you")
             settled.delegate.undo_requested.connect(self._on_row_undo_requested)
         self.pagers: dict[InboxStatus, Pager] = {status: Pager() for status in PAGE_SIZE}
         self.pagers["open"].set_words("‹ Previous", "Next ›")

@@ -156,7 +156,7 @@ class InsightsView(Page):
         cl.addWidget(self.summary)
         cl.addLayout(grid)
         cl.addStretch(1)
-        self.fill_scrolled(content)
+        self.fill_scrolled(content, "Insights")
         self.refresh()
 
     def refresh(self) -> None:

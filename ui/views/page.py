@@ -73,9 +73,12 @@ class Page(QWidget):
                 fill(result)
         run_query(self, fn, done)
 
-    def fill_scrolled(self, content: QWidget) -> None:
-        """Make ``content`` the page's body, inside a borderless scroll area."""
+    def fill_scrolled(self, content: QWidget, name: str = "") -> None:
+        """Make ``content`` the page's body, inside a borderless scroll area. ``name``: for a
+        page with no control of its own, the scroll area's accessible name; it is then a Tab
+        stop, so the keys can scroll the page (``ui.access``)."""
         scroll = QScrollArea()
+        scroll.setAccessibleName(name)
         scroll.setWidgetResizable(True)
         scroll.setWidget(content)
         lay = QVBoxLayout(self)

@@ -133,6 +133,7 @@ class SearchBar(QWidget):
         self.field = QLineEdit()
         self.field.setPlaceholderText("Search everything (Enter)")
         self.field.setClearButtonEnabled(True)
+        self.field.setAccessibleName("Search")
         self.as_of_check = QCheckBox("As of")
         self.as_of_check.setToolTip(
             "Search what was said and true on that day: what had happened by then, and facts "

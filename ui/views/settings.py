@@ -163,6 +163,7 @@ class SettingsView(Page):
     def _build_backups(self) -> QGroupBox:
         self.backup_folder = QLineEdit()
         self.backup_folder.setPlaceholderText("a folder on another disk, e.g. an external drive")
+        self.backup_folder.setAccessibleName("Backup folder")
         pick = QPushButton("Choose…")
         pick.clicked.connect(self._on_backup_pick_clicked)
         row = QWidget()

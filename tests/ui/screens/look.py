@@ -1,5 +1,5 @@
-"""A fixed look for screenshots (STYLE B9): Fusion, the bundled DejaVu Sans, an explicit light
-palette with the same colours active or not, no caret blinking; a demo vault at a fixed time;
+"""A fixed look for screenshots (STYLE B9): Fusion, the bundled DejaVu Sans, Kept's light or dark
+palette (ui/theme.py) with the same colours active or not, no caret blinking; a demo vault at a fixed time;
 and a tolerant pixel comparison. Used by ``test_screens.py`` and ``make_readme_screenshots.py``.
 """
 
@@ -17,35 +17,24 @@ from tests.inside import inside
 FONTS = ROOT / "assets" / "fonts"
 FIXED_NOW = 1_784_000_000.0  # 2026-07-14 03:33 UTC, three days after the last demo turn
 
-# Fusion's light palette, written out so a platform theme or dark mode cannot change it.
-PALETTE = {
-    "Window": "#efefef", "WindowText": "#000000", "Base": "#ffffff",
-    "AlternateBase": "#f7f7f7", "ToolTipBase": "#ffffdc", "ToolTipText": "#000000",
-    "PlaceholderText": "#7f7f7f", "Text": "#000000", "Button": "#efefef",
-    "ButtonText": "#000000", "BrightText": "#ffffff", "Light": "#ffffff",
-    "Midlight": "#cacaca", "Dark": "#9f9f9f", "Mid": "#b8b8b8", "Shadow": "#767676",
-    "Highlight": "#308cc6", "HighlightedText": "#ffffff", "Link": "#0000ff",
-    "LinkVisited": "#ff00ff",
-}
-DISABLED = {"WindowText": "#bebebe", "Text": "#bebebe", "ButtonText": "#bebebe",
-            "Base": "#efefef", "Highlight": "#919191", "Shadow": "#b1b1b1"}
+def theme_palette(name: str) -> Any:
+    """Kept's own light or dark palette (``ui.theme``), the same whether the window is active
+    or not (a screenshot must not depend on which window has the focus)."""
+    from PySide6.QtGui import QPalette
 
-
-def fixed_palette() -> Any:
-    from PySide6.QtGui import QColor, QPalette
-    pal = QPalette()
-    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive,
-                  QPalette.ColorGroup.Disabled):
-        for role, color in PALETTE.items():
-            pal.setColor(group, getattr(QPalette.ColorRole, role), QColor(color))
-    for role, color in DISABLED.items():
-        pal.setColor(QPalette.ColorGroup.Disabled, getattr(QPalette.ColorRole, role),
-                     QColor(color))
+    from ui import theme
+    pal = theme.palette(theme.DARK if name == "dark" else theme.LIGHT)
+    for role in QPalette.ColorRole:
+        if role == QPalette.ColorRole.NColorRoles:
+            continue
+        pal.setColor(QPalette.ColorGroup.Inactive, role,
+                     pal.color(QPalette.ColorGroup.Active, role))
     return pal
 
 
-def apply_look(app: Any) -> Callable[[], None]:
-    """Fusion, bundled font, fixed palette; returns a function restoring the previous look."""
+def apply_look(app: Any, theme_name: str = "light") -> Callable[[], None]:
+    """Fusion, bundled font and Kept's "light" or "dark" theme; returns a function restoring
+    the previous look."""
     from PySide6.QtGui import QFont, QFontDatabase
     old = (app.style().name(), app.palette(), app.font(), app.cursorFlashTime())
     families = set()
@@ -55,7 +44,7 @@ def apply_look(app: Any) -> Callable[[], None]:
         families.update(QFontDatabase.applicationFontFamilies(font_id))
     assert "DejaVu Sans" in families, families
     app.setStyle("Fusion")
-    app.setPalette(fixed_palette())
+    app.setPalette(theme_palette(theme_name))
     font = QFont("DejaVu Sans", 10)
     font.setHintingPreference(QFont.HintingPreference.PreferNoHinting)
     app.setFont(font)

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Render the README screenshots from the real app on the demo vault (offscreen, Fusion, the
-bundled font, the fixed palette, 1200x760), into ``assets/screenshots/``:
+bundled font, Kept's light and dark themes, 1200x760), into ``assets/screenshots/``:
 
     QT_QPA_PLATFORM=offscreen python tests/ui/screens/make_readme_screenshots.py
 
-main.png: the main window with a fact selected in the detail pane; inbox.png: the Inbox with
-the demo's open contradiction; forget.png: the forget dialog showing a plan.
+main-<theme>.png: the main window with a fact selected in the detail pane; inbox-<theme>.png:
+the Inbox with the demo's open contradiction; forget-<theme>.png: the forget dialog showing a
+plan; <theme> is light and dark (README shows the one matching the reader's setting).
 """
 
 from __future__ import annotations
@@ -57,17 +58,29 @@ def save(widget: Any, name: str) -> Path:
 
 
 def main() -> int:
-    from PySide6.QtCore import QSize
     from PySide6.QtWidgets import QApplication
 
     from storage.paths import private_umask
-    from tests.ui.screens.look import apply_look, find_memory, fixed_demo_vault
+    from tests.ui.screens.look import apply_look, fixed_demo_vault
     private_umask()
     app = QApplication([sys.argv[0]])
-    apply_look(app)
     OUT.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="kept-shots-")) / "demo"
     vault = fixed_demo_vault(folder)
+    written: list[Path] = []
+    for theme_name in ("light", "dark"):
+        apply_look(app, theme_name)
+        written += shoot(app, vault, theme_name)
+    vault.lock()
+    for path in written:
+        print(f"{path} {path.stat().st_size // 1024} KB")
+    return 0
+
+
+def shoot(app: Any, vault: Any, theme_name: str) -> list[Path]:
+    from PySide6.QtCore import QSize
+
+    from tests.ui.screens.look import find_memory
     from ui.bridge import CoreBridge
     from ui.dialogs.forget import ForgetDialog
     from ui.main_window import MainWindow
@@ -81,7 +94,7 @@ def main() -> int:
     row = next(n for n, r in enumerate(browse.model.rows) if int(r.id) == mid)
     browse.table.setCurrentIndex(browse.model.index(row, 0))
     pump(app, lambda: browse.detail.memory_id == mid)
-    written = [save(win, "main.png")]
+    written = [save(win, f"main-{theme_name}.png")]
 
     try:
         from ui.views.inbox import InboxView  # noqa: F401
@@ -92,7 +105,7 @@ def main() -> int:
         page = win.page("inbox")
         pump(app, lambda: bool(getattr(page, "cards", None))
              and page.summary.text() != "Loading…")
-        written.append(save(win, "inbox.png"))
+        written.append(save(win, f"inbox-{theme_name}.png"))
         win.nav.setCurrentItem(win.nav.topLevelItem(0).child(0))
         pump(app, lambda: browse.model.rowCount() > 0)
 
@@ -102,16 +115,13 @@ def main() -> int:
     dlg.resize(QSize(640, 520))
     dlg.show()
     pump(app, lambda: dlg.plan is not None)
-    written.append(save(dlg, "forget.png"))
+    written.append(save(dlg, f"forget-{theme_name}.png"))
     dlg.reject()
 
     win.clear_for_lock()
     win.close()
     pump(app)
-    vault.lock()
-    for path in written:
-        print(f"{path} {path.stat().st_size // 1024} KB")
-    return 0
+    return written
 
 
 if __name__ == "__main__":
