@@ -195,8 +195,9 @@ def main() -> int:
         hands.click(w.browse.search)
         hands.type(w.browse.search, "favorite film")
         hands.key(w.browse.search, K.Key_Return)
-        ok = wait_until(app, lambda: "results for" in w.browse.title.text(), 30)
-        ok = ok and "as of" in w.browse.title.text() and w.browse.model.rowCount() > 0
+        ok = wait_until(app, lambda: " for “" in w.browse.title.text(), 30)
+        ok = ok and any(t.startswith("as of") for t in w.browse.chips.texts) \
+            and w.browse.model.rowCount() > 0  # the limit shows as a chip
         hands.key(bar.as_of_check, K.Key_Space)  # off again
         return ok
     task("search with a filter (as of a day)", search_filter)
@@ -259,7 +260,7 @@ def main() -> int:
         hands.click(w.browse.search)
         hands.type(w.browse.search, "dentist Okafor")
         hands.key(w.browse.search, K.Key_Return)
-        wait_until(app, lambda: "results for" in w.browse.title.text(), 30)
+        wait_until(app, lambda: " for “" in w.browse.title.text(), 30)
         hands.key(w.browse.search, K.Key_Tab)  # to the list
         hands.key(w.browse.table, K.Key_Down)
         wanted = w.browse.selected_ids()

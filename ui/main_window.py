@@ -337,7 +337,11 @@ class MainWindow(WorkWindow):
     @Slot(int)
     def show_added(self, mid: int) -> None:
         """A memory the person just added: in the list of all memories, selected."""
-        self.go(("store", None, "All memories"))
+        key: NavKey = ("store", None, "All memories")
+        if self.nav.currentItem() is self.all_memories_item:
+            self.navigate(key)  # already chosen (maybe showing a search): list it again
+        else:
+            self.go(key)
         self.browse.select_when_listed(mid)
 
     @Slot(bool)
