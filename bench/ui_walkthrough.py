@@ -109,6 +109,12 @@ def top(kind: type, app: Any, timeout: float = 30) -> Any:
     return found[0]
 
 
+def searched(window: Any) -> bool:
+    """The list shows a search's results ("3 results for “…”"), not "Searching for…"."""
+    import re
+    return re.match(r"[\d,]+ results? for", window.browse.title.text()) is not None
+
+
 def confirm_box(app: Any) -> Any:
     from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -195,7 +201,7 @@ def main() -> int:
         hands.click(w.browse.search)
         hands.type(w.browse.search, "favorite film")
         hands.key(w.browse.search, K.Key_Return)
-        ok = wait_until(app, lambda: " for “" in w.browse.title.text(), 30)
+        ok = wait_until(app, lambda: searched(w), 30)
         ok = ok and any(t.startswith("as of") for t in w.browse.chips.texts) \
             and w.browse.model.rowCount() > 0  # the limit shows as a chip
         hands.key(bar.as_of_check, K.Key_Space)  # off again
@@ -260,7 +266,7 @@ def main() -> int:
         hands.click(w.browse.search)
         hands.type(w.browse.search, "dentist Okafor")
         hands.key(w.browse.search, K.Key_Return)
-        wait_until(app, lambda: " for “" in w.browse.title.text(), 30)
+        wait_until(app, lambda: searched(w), 30)
         hands.key(w.browse.search, K.Key_Tab)  # to the list
         hands.key(w.browse.table, K.Key_Down)
         wanted = w.browse.selected_ids()
