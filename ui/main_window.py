@@ -149,7 +149,7 @@ class MainWindow(WorkWindow):
         self.banner.hide()
         central = QWidget()
         cl = QVBoxLayout(central)
-        cl.setContentsMargins(4, 4, 4, 4)
+        cl.setContentsMargins(theme.XS, theme.XS, theme.XS, theme.XS)
         cl.addWidget(self.banner)
         cl.addWidget(split, 1)
         self.setCentralWidget(central)

@@ -42,7 +42,7 @@ class StatusBar(QStatusBar):
     """``showMessage`` / ``clearMessage`` / ``currentMessage`` as Qt's, shown in a label of
     their own (see the module's note)."""
 
-    GAP = 16  # pixels between a message and the permanent figures
+    GAP = theme.L  # between a message and the permanent figures
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

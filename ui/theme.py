@@ -30,6 +30,11 @@ STRENGTH_GOOD = "#2e7d32"
 STORE_COLORS = ("#7aa6d8", "#4f86c6", "#2f6db3", "#5c9e6e", "#c48a3a")
 TIER_COLORS = ("#d9534f", "#f0ad4e", "#6c9bd2")
 
+# One spacing scale (pixels at 100 %): every margin and spacing a layout sets in ui/ is one of
+# these (a guard test, tests/ui/test_ui_structure.py, fails on a number written elsewhere);
+# layouts that set nothing take Fusion's own, which are on the scale's steps too.
+XXS, XS, S, M, L, XL = 2, 4, 8, 12, 16, 24
+
 # Style sheets for a single label (a style sheet on a page or card would send every label
 # through QStyleSheetStyle; see ui/views/inbox.py).
 # An error's colour is the palette's BrightText, which each theme sets (``palette``): the

@@ -39,6 +39,21 @@ def test_colours_live_in_theme_only() -> None:
     assert found == {}
 
 
+def test_margins_and_spacings_are_on_the_one_scale() -> None:
+    """Issue 25 item 7: every margin and spacing a layout sets is 0 or a step of the scale in
+    ui/theme.py (XXS .. XL), never a number of its own."""
+    call = re.compile(r"\.(?:setContentsMargins|setSpacing|addSpacing|setHorizontalSpacing|"
+                      r"setVerticalSpacing)\(([^)]*)\)")
+    bad = []
+    for name, text in _sources(exclude=("theme.py",)).items():
+        for m in call.finditer(text):
+            args = [a.strip() for a in m.group(1).split(",") if a.strip()]
+            if any(not (a == "0" or re.fullmatch(r"(?:theme\.|self\.)?[A-Z]{1,3}", a)
+                        or a.startswith("theme.")) for a in args):
+                bad.append(f"{name}: {m.group(0)}")
+    assert not bad, "\n".join(bad)
+
+
 def test_views_and_dialogs_do_not_reach_into_the_window() -> None:
     """No ``window_`` handle, and none of the window's parts (its stack, navigation, run
     action) read from a view: a page gets the vault and the bridge and uses signals."""

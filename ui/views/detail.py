@@ -131,7 +131,7 @@ class DetailPane(Page):
         self.edit_error.setWordWrap(True)
         self.body = QWidget()
         form = QFormLayout(self.body)
-        form.setContentsMargins(6, 6, 6, 6)  # the pane is narrow beside the list
+        form.setContentsMargins(theme.XS, theme.XS, theme.XS, theme.XS)  # the pane is narrow beside the list
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)  # names above lists
         form.addRow(self.text)
         form.addRow(self.meta)

@@ -50,7 +50,7 @@ class EntityCard(Page):
         for w in (self.heading, self.summary, self.facts_label, self.facts):
             inner.addWidget(w)
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 4)
+        lay.setContentsMargins(0, 0, 0, theme.XS)
         lay.addWidget(frame)
         # as tall as its content: the memory list below takes the rest
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)

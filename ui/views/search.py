@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app import words
 from app.api import LIVE, Filters, Hit, MemoryQuery, MemoryRow, Status, Store
+from ui import theme
 
 
 def end_of_day(day: QDate) -> float:
@@ -79,7 +80,7 @@ class FilterChips(QWidget):
         self.setObjectName("filterChips")
         self._lay = QHBoxLayout(self)
         self._lay.setContentsMargins(0, 0, 0, 0)
-        self._lay.setSpacing(6)
+        self._lay.setSpacing(theme.S)
         self.chips: dict[str, QPushButton] = {}  # key -> its × button
         self.after: QWidget | None = None  # what the chips follow in the Tab order
         self.texts: list[str] = []  # the words of each chip, in order
@@ -103,8 +104,8 @@ class FilterChips(QWidget):
             chip.setObjectName("chip")
             chip.setFrameShape(QFrame.Shape.StyledPanel)
             row = QHBoxLayout(chip)
-            row.setContentsMargins(6, 0, 0, 0)
-            row.setSpacing(2)
+            row.setContentsMargins(theme.S, 0, 0, 0)
+            row.setSpacing(theme.XXS)
             row.addWidget(QLabel(text))
             x = QPushButton("×")
             x.setFlat(True)
