@@ -119,12 +119,14 @@ def entities(conn: Connection, kinds: tuple[str, ...]) -> list[EntityRow]:
 
 
 def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
-    """Days with episodes, newest first: every episode not forgotten or replaced (archived
-    ones too: decay sets them aside, it does not take them off the Timeline)."""
+    """Days with memories, newest first, each with the count its list shows (the window's
+    Timeline opens a day as ``MemoryQuery(day=..., status=LIVE, fold=True)``): one per thing
+    said, not forgotten or replaced (archived ones too: decay sets them aside, it does not
+    take them off the Timeline). A day that said "(2)" used to open 6."""
+    where, params, join = _where(None, LIVE, None, None, fold=True)
     return [(r[0], r[1]) for r in conn.execute(
-        "SELECT date(occurred_at, 'unixepoch') AS d, count(*) FROM memory "
-        "WHERE store = 'episodic' AND status IN ('active', 'archived') GROUP BY d "
-        "ORDER BY d DESC LIMIT ?", (limit,))]
+        f"SELECT date(m.occurred_at, 'unixepoch') AS d, count(*) FROM memory m{join}{where} "
+        "GROUP BY d ORDER BY d DESC LIMIT ?", [*params, limit])]
 
 
 def tier_inputs(conn: Connection) -> list[TierInput]:
