@@ -86,6 +86,11 @@ def warm_imports() -> None:
     threading.Thread(target=run, name="kept-warm-imports", daemon=True).start()
 
 
+DEMO_BANNER = ("This is a demo vault with made-up memories (password: demo). What you change "
+               "or forget stays that way; Reset demo brings the original back. "
+               "To keep your own memories, choose File > New vault.")
+
+
 def last_vault() -> Path:
     """What a plain ``kept-app`` opens: the vault opened last (if it is still there), else the
     default folder (the demo opens when neither holds a vault)."""
@@ -159,10 +164,7 @@ class Controller:
                                  folder=None if self.demo else self.folder)
         self.window.files.vault_requested.connect(self.switch_vault)
         if self.demo:
-            self.window.show_banner(
-                "This is a demo vault with made-up memories (password: demo). What you change "
-                "or forget stays that way; Reset demo brings the original back. "
-                "To keep your own memories, choose File > New vault.")
+            self.window.show_banner(DEMO_BANNER)
             self._add_reset_demo_action()
         elif self.dialog is not None and self.dialog.notice:
             # e.g. a new password was set with the recovery code

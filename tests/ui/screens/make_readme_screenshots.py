@@ -26,8 +26,6 @@ MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
 if "KEPT_MODEL_DIR" not in os.environ and MODEL.is_dir():
     os.environ["KEPT_MODEL_DIR"] = str(MODEL)
 OUT = ROOT / "assets" / "screenshots"
-BANNER = ("This is a demo vault with made-up memories (password: demo). "
-          "Start Kept with --vault FOLDER to create your own.")  # as ui.main.Controller
 
 
 def pump(app: Any, pred: Any = lambda: True, timeout: float = 30.0, settle: float = 0.3) -> None:
@@ -83,9 +81,10 @@ def shoot(app: Any, vault: Any, theme_name: str) -> list[Path]:
     from tests.ui.screens.look import find_memory
     from ui.bridge import CoreBridge
     from ui.dialogs.forget import ForgetDialog
+    from ui.main import DEMO_BANNER
     from ui.main_window import MainWindow
     win = MainWindow(vault, CoreBridge(), idle_minutes=5)
-    win.show_banner(BANNER)
+    win.show_banner(DEMO_BANNER)  # as ui.main.Controller shows it
     win.resize(QSize(1200, 760))
     win.show()
     browse = win.browse
