@@ -11,7 +11,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from app.services.extract import third_person
 from app.services.text import STOPWORDS
@@ -34,6 +34,13 @@ _VERB = re.compile(r"\bI (?:just |also |finally |usually |always |often )?(" +
 _SKIP = STOPWORDS | {"out", "some", "today", "yesterday", "tonight", "again", "back"}
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
+
+
+
+def _local(at: float) -> datetime:
+    """A moment on the person's clock (this computer's time zone): habits and statistics say
+    "Saturdays", "between 06:00 and 09:00", "most active hour: 09:00" as they live them."""
+    return datetime.fromtimestamp(at)
 
 def actions(text: str) -> list[str]:
     """'I went hiking with Jo' -> ['go hiking']."""
@@ -79,18 +86,18 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
     for (who, act), hits in seen.items():
         if len(hits) < minimum:
             continue
-        days = Counter(datetime.fromtimestamp(at, UTC).weekday() for _, at in hits)
+        days = Counter(_local(at).weekday() for _, at in hits)
         day, n = days.most_common(1)[0]
         if n >= minimum and n / len(hits) >= 0.6:
-            src = [m for m, at in hits if datetime.fromtimestamp(at, UTC).weekday() == day]
+            src = [m for m, at in hits if _local(at).weekday() == day]
             out.append(Pattern(f"{who}|{act}|weekday={day}", who,
                                f"{subject(who)} often {third_person(act)} on {WEEKDAYS[day]}s",
                                [act], src, max(at for _, at in hits)))
             continue
-        hours = Counter(datetime.fromtimestamp(at, UTC).hour // 3 for _, at in hits)
+        hours = Counter(_local(at).hour // 3 for _, at in hits)
         slot, n = hours.most_common(1)[0]
         if n >= minimum and n / len(hits) >= 0.6:
-            src = [m for m, at in hits if datetime.fromtimestamp(at, UTC).hour // 3 == slot]
+            src = [m for m, at in hits if _local(at).hour // 3 == slot]
             out.append(Pattern(f"{who}|{act}|hours={slot * 3}", who,
                                f"{subject(who)} often {third_person(act)} between "
                                f"{slot * 3:02d}:00 and {slot * 3 + 3:02d}:00",
@@ -109,7 +116,7 @@ def statistics(rows: Sequence[tuple[float, float, str | None]],
     n = len(rows)
     if n == 0:
         return {}
-    stamps = [datetime.fromtimestamp(at, UTC) for at, _e, _s in rows]
+    stamps = [_local(at) for at, _e, _s in rows]
     days = Counter(d.date() for d in stamps)
     weekdays = Counter(d.weekday() for d in stamps)
     hours = Counter(d.hour for d in stamps)
@@ -122,7 +129,7 @@ def statistics(rows: Sequence[tuple[float, float, str | None]],
                                     f"({n} events over {len(days)} days)"),
         "most_active_weekday": (float(wd), n, f"Most active day: {WEEKDAYS[wd]} "
                                 f"({wd_n} of {n} events)"),
-        "most_active_hour": (float(hr), n, f"Most active hour: {hr:02d}:00 UTC "
+        "most_active_hour": (float(hr), n, f"Most active hour: {hr:02d}:00 "
                              f"({hr_n} of {n} events)"),
         "emotional_share": (round(emotional / n, 3), n, f"{100 * emotional / n:.0f}% of events "
                             f"carry strong feeling ({emotional} of {n})"),
