@@ -29,7 +29,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
@@ -630,7 +630,8 @@ class MemoryQuery:
     def day_range(self) -> tuple[float, float] | None:
         if not self.day:
             return None
-        start = datetime.fromisoformat(self.day).replace(tzinfo=UTC)
+        # The day on the person's clock (this computer's zone), as the Timeline groups them.
+        start = datetime.fromisoformat(self.day)
         return start.timestamp(), (start + timedelta(days=1)).timestamp()
 
 

@@ -122,10 +122,12 @@ def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
     """Days with memories, newest first, each with the count its list shows (the window's
     Timeline opens a day as ``MemoryQuery(day=..., status=LIVE, fold=True)``): one per thing
     said, not forgotten or replaced (archived ones too: decay sets them aside, it does not
-    take them off the Timeline). A day that said "(2)" used to open 6."""
+    take them off the Timeline). A day that said "(2)" used to open 6. Days are the person's
+    (this computer's time zone), as ``MemoryQuery.day_range`` reads them."""
     where, params, join = _where(None, LIVE, None, None, fold=True)
     return [(r[0], r[1]) for r in conn.execute(
-        f"SELECT date(m.occurred_at, 'unixepoch') AS d, count(*) FROM memory m{join}{where} "
+        f"SELECT date(m.occurred_at, 'unixepoch', 'localtime') AS d, count(*) "
+        f"FROM memory m{join}{where} "
         "GROUP BY d ORDER BY d DESC LIMIT ?", [*params, limit])]
 
 

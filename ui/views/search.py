@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from PySide6.QtCore import QDate, Signal, Slot
 from PySide6.QtWidgets import (
@@ -27,8 +27,9 @@ from ui import theme
 
 
 def end_of_day(day: QDate) -> float:
-    """The last moment of ``day`` (UTC, like the Timeline's days), as epoch seconds."""
-    start = datetime(day.year(), day.month(), day.day(), tzinfo=UTC)
+    """The last moment of ``day`` on the person's clock (like the Timeline's days), as epoch
+    seconds."""
+    start = datetime(day.year(), day.month(), day.day())
     return (start + timedelta(days=1)).timestamp() - 0.001
 
 
