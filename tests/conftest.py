@@ -81,6 +81,21 @@ def pytest_configure(config: pytest.Config) -> None:
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
 
+@pytest.fixture
+def tokyo_time() -> Iterator[None]:
+    """The process's local time zone is Asia/Tokyo (UTC+9, no summer time) for one test."""
+    import time
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
 @pytest.fixture(autouse=True)
 def _own_config_folder(tmp_path_factory: pytest.TempPathFactory,
                        monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,33 +3,15 @@ time zone), not UTC's (issue 25 item 5)."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from app.api import LIVE, MemoryQuery
 from app.domain.memory import Draft
 
 
-@pytest.fixture
-def tokyo() -> Iterator[None]:
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Tokyo"
-    time.tzset()
-    yield
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
 def test_a_late_evening_in_utc_is_the_next_morning_in_tokyo(tmp_path: Path, fast_kdf: Any,
-                                                             tokyo: None) -> None:
+                                                             tokyo_time: None) -> None:
     from app.facade import Vault
     vault = Vault.create(tmp_path / "v", "a long enough password", kdf=fast_kdf,
                          load_model=False, use_chroma=False).vault

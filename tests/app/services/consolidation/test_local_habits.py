@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
-
-import pytest
-
 from app.services.habits import statistics
 
 
-@pytest.fixture
-def tokyo() -> Iterator[None]:
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Tokyo"
-    time.tzset()
-    yield
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
-def test_the_most_active_hour_is_local(tokyo: None) -> None:
+def test_the_most_active_hour_is_local(tokyo_time: None) -> None:
     at = 1_780_000_000.0 - (1_780_000_000.0 % 86_400) + 9 * 3600  # 09:00 UTC = 18:00 in Tokyo
     rows = [(at + d * 86_400, 0.0, "Sam") for d in range(5)]
     text = statistics(rows, None)["most_active_hour"][2]
