@@ -188,7 +188,9 @@ class BrowsePage(Page):
             width = max(fit.text_width(table, texts), fit.text_width(header, [HEADERS[col]]))
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             header.resizeSection(col, width + pad)
-            fixed += width + pad
+            # Relevance shows with search results only: it takes its room from the memory
+            # text then, rather than making the window too wide for a 1024 px screen.
+            fixed += 0 if col == Column.RELEVANCE else width + pad
         scroll = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         table.setMinimumWidth(fixed + fit.chars(table, MEMORY_CHARS) + scroll
                               + 2 * table.frameWidth())
