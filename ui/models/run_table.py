@@ -64,14 +64,12 @@ def when_text(ts: float | None) -> str:
     return words.when(ts)
 
 
-def counts_text(counts: dict[str, int], *, limit: int | None = None,
-                labels: dict[str, tuple[str, str]] | None = None) -> str:
+def counts_text(counts: dict[str, int], *, limit: int | None = None) -> str:
     """Non-zero counts as words, largest first: "7 facts learned, 5 statistics updated".
     A key whose labels are empty is left out."""
-    labels = COUNT_LABELS if labels is None else labels
     parts = []
     for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        one, many = labels.get(k, (k.replace("_", " "),) * 2)
+        one, many = COUNT_LABELS.get(k, (k.replace("_", " "),) * 2)
         if n and many:
             parts.append(f"{n} {one if n == 1 else many}")
     if not parts:

@@ -45,17 +45,8 @@ log = logging.getLogger(__name__)
 
 RUNS_SHOWN = 10
 WEEKDAYS = words.WEEKDAYS
-# What ``undo_run`` reports it reverted (change-log kinds) -> words; "" = not worth saying.
-UNDO_LABELS = {"created": ("memory it made removed", "memories it made removed"),
-               "status": ("memory state restored", "memory states restored"),
-               "link": ("link removed", "links removed"),
-               "confidence": ("confidence restored", "confidences restored"),
-               "contradiction": ("contradiction removed", "contradictions removed"),
-               "entity": ("person or project removed", "people and projects removed"),
-               "mention": ("mention removed", "mentions removed"),
-               "statistic": ("pattern restored", "patterns restored"),
-               "watermark": ("", "")}
-# What undoing a run will do, as ``undo_plan`` counts it: (one, many, verb) where verb is
+# What undoing a run does, by change-log kind, as ``undo_plan`` counts it before and
+# ``undo_run`` after (the question and the outcome in the same words): (one, many, verb), verb
 # "remove" or "restore"; "" = not worth saying (bookkeeping the person never sees).
 UNDO_PLAN_WORDS = {"created": ("memory it made", "memories it made", "remove"),
                    "entity": ("person or project it found", "people and projects it found",
@@ -72,22 +63,24 @@ UNDO_PLAN_WORDS = {"created": ("memory it made", "memories it made", "remove"),
                    "mention": ("", "", ""), "watermark": ("", "", "")}
 
 
-def undo_plan_text(run_id: int, counts: dict[str, int]) -> str:
-    """"Undoing run 5 removes the 14 memories it made and 2 people and projects it found, and
-    puts back 3 memories it archived, merged or replaced." from ``undo_plan``'s counts."""
+def undo_plan_text(run_id: int, counts: dict[str, int], *, done: bool = False) -> str:
+    """"Undoing run 5 removes 14 memories it made and 2 people and projects it found, and puts
+    back 3 memories it archived, merged or replaced as they were before it." from
+    ``undo_plan``'s counts; ``done``: the same, said of ``undo_run``'s counts afterwards
+    ("Run 5 undone: removed ..., and put back ...")."""
     said: dict[str, list[str]] = {"remove": [], "restore": []}
     for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         one, many, verb = UNDO_PLAN_WORDS.get(kind, (kind.replace("_", " "),) * 2 + ("remove",))
         if n and verb:
-            said[verb].append(f"{n} {one if n == 1 else many}")
-
-    def listed(parts: list[str]) -> str:
-        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+            said[verb].append(words.count(n, one, many))
+    remove, restore = ("removed", "put back") if done else ("removes", "puts back")
     clauses = []
     if said["remove"]:
-        clauses.append(f"removes {listed(said['remove'])}")
+        clauses.append(f"{remove} {words.join(said['remove'])}")
     if said["restore"]:
-        clauses.append(f"puts back {listed(said['restore'])} as they were before it")
+        clauses.append(f"{restore} {words.join(said['restore'])} as they were before it")
+    if done:
+        return f"Run {run_id} undone: {', and '.join(clauses) or 'nothing you can see changed'}."
     if not clauses:
         return f"Run {run_id} changed nothing you can see; undoing it only marks it undone."
     return f"Undoing run {run_id} {', and '.join(clauses)}."
@@ -356,8 +349,7 @@ class ConsolidationView(Page):
 
         def done(result: Result[UndoReport]) -> None:
             self.run_btn.setEnabled(self._run_allowed)
-            reverted = counts_text(result.value.counts, labels=UNDO_LABELS)
-            self._say(f"Run {run_id} undone: {reverted}.")
+            self._say(undo_plan_text(run_id, result.value.counts, done=True))
 
         def failed(exc: BaseException) -> None:
             self.run_btn.setEnabled(self._run_allowed)
