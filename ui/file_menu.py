@@ -84,14 +84,21 @@ class FileMenu(QObject):
         self.last_message = text
         self.window.statusBar().showMessage(text, 20_000)
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, dlg: WorkDialog | None = None,
+              field: QLineEdit | None = None) -> None:
         self.window._end_work()
         self.window.statusBar().clearMessage()
-        self._refuse(exc)
+        self._refuse(exc, dlg, field)
 
-    def _refuse(self, exc: BaseException) -> None:
+    def _refuse(self, exc: BaseException, dlg: WorkDialog | None = None,
+                field: QLineEdit | None = None) -> None:
+        """Say why: in ``dlg`` when the work came from one (it stays open, ``field`` gets the
+        focus), else in a popup."""
         self.last_message = exc.user_message if isinstance(exc, AppError) else type(exc).__name__
-        errors.show_error(self.window, exc)
+        if dlg is None:
+            errors.show_error(self.window, exc)
+        else:
+            dlg.refuse(exc, field)
 
     # --- vaults -----------------------------------------------------------------------------
     @Slot()
@@ -192,22 +199,11 @@ class FileMenu(QObject):
         dlg.submitted.connect(lambda: submit(dlg))
         dlg.open()
 
-    def _refused_in(self, dlg: WorkDialog, field: QLineEdit | None = None
-                    ) -> Callable[[BaseException], None]:
-        """A failure of ``dlg``'s work: said in the dialog, which stays open."""
-        def fail(exc: BaseException) -> None:
-            self.window._end_work()
-            self.window.statusBar().clearMessage()
-            self.last_message = (exc.user_message if isinstance(exc, AppError)
-                                 else type(exc).__name__)
-            dlg.refuse(exc, field)
-        return fail
-
     def export_from(self, dlg: ExportDialog) -> bool:
         try:
             target = dlg.checked_target()
         except AppError as exc:
-            self._refused_in(dlg, dlg.path)(exc)
+            self._fail(exc, dlg, dlg.path)
             return False
         dlg.set_busy("Exporting…")
         self.export(dlg.fmt(), target, dlg)
@@ -227,7 +223,7 @@ class FileMenu(QObject):
                 dlg.accept()
         run_query(self.window, lambda: export(vault, fmt, target, now=time.time(),
                                               progress=box.report), done,
-                  self._fail if dlg is None else self._refused_in(dlg, dlg.path))
+                  lambda exc: self._fail(exc, dlg, dlg.path if dlg is not None else None))
 
     # --- backups --------------------------------------------------------------------------
     @Slot()
@@ -241,7 +237,7 @@ class FileMenu(QObject):
         try:
             path, own = dlg.checked()
         except AppError as exc:
-            self._refused_in(dlg)(exc)
+            self._fail(exc, dlg)
             return False
         dlg.set_busy("Backing up…")
         self.backup(path, own, dlg)
@@ -261,7 +257,7 @@ class FileMenu(QObject):
             if dlg is not None:
                 dlg.accept()
         run_op(self.window, lambda: vault.backup(path, password, progress=box.report), done,
-               self.window.bridge, self._fail if dlg is None else self._refused_in(dlg))
+               self.window.bridge, lambda exc: self._fail(exc, dlg))
 
     @Slot()
     def _on_restore_triggered(self) -> None:
@@ -272,7 +268,7 @@ class FileMenu(QObject):
         try:
             path, folder, password = dlg.checked()
         except AppError as exc:
-            self._refused_in(dlg)(exc)
+            self._fail(exc, dlg)
             return False
         dlg.set_busy("Restoring…")
         self.restore(path, folder, password, ask_open=ask_open, dlg=dlg)
@@ -284,11 +280,9 @@ class FileMenu(QObject):
         from app.errors import WrongKey
         self.window._begin_work("Restoring", "MB")
 
-        def failed(exc: BaseException) -> None:
-            if dlg is None:
-                self._fail(exc)
-            else:  # a wrong password: that field, selected, to type again
-                self._refused_in(dlg, dlg.password if isinstance(exc, WrongKey) else None)(exc)
+        def failed(exc: BaseException) -> None:  # a wrong password: that field, to type again
+            self._fail(exc, dlg, dlg.password if dlg is not None and isinstance(exc, WrongKey)
+                       else None)
 
         def done(chk: BackupCheck) -> None:
             self.window._end_work()
