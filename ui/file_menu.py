@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QLineEdit
 
 from app import words
@@ -52,13 +52,10 @@ class FileMenu(QObject):
         self.last_message = ""  # the latest outcome said in the status bar (tests read it)
         menu = window.menuBar().addMenu("&File")
 
+        from ui.menus import add_action
+
         def act(label: str, slot: Callable[[], None], key: str | None = None) -> QAction:
-            a = QAction(label, window)
-            if key is not None:
-                a.setShortcut(QKeySequence(key))
-            a.triggered.connect(slot)
-            menu.addAction(a)
-            return a
+            return add_action(menu, window, label, slot, key)
         self.new_action = act("New vault…", self._on_new_triggered, "Ctrl+Shift+N")
         self.open_action = act("Open vault…", self._on_open_triggered,
                                "Ctrl+O")

@@ -28,6 +28,20 @@ if TYPE_CHECKING:
 THEME_LABELS = {"system": "Follow the &system", "light": "&Light", "dark": "&Dark"}
 
 
+def add_action(menu: QMenu, owner: QObject, label: str, slot: Callable[[], None],
+               key: str | None = None, *, name: str = "") -> QAction:
+    """An entry of ``menu`` (owned by ``owner``, the window, so its key works anywhere in it)
+    that calls ``slot``; ``key``: its shortcut, ``name``: its object name."""
+    a = QAction(label, owner)
+    if key is not None:
+        a.setShortcut(QKeySequence(key))
+    if name:
+        a.setObjectName(name)
+    a.triggered.connect(slot)
+    menu.addAction(a)
+    return a
+
+
 class WindowMenus(QObject):
     """Owner: the main window (its Qt child; no Python reference back, as ``FileMenu``)."""
 
@@ -55,14 +69,7 @@ class WindowMenus(QObject):
 
     def _act(self, menu: QMenu, label: str, slot: Callable[[], None], key: str | None = None,
              *, name: str = "") -> QAction:
-        a = QAction(label, self.window)
-        if key is not None:
-            a.setShortcut(QKeySequence(key))
-        if name:
-            a.setObjectName(name)
-        a.triggered.connect(slot)
-        menu.addAction(a)
-        return a
+        return add_action(menu, self.window, label, slot, key, name=name)
 
     # --- Edit ----------------------------------------------------------------------------
     def _build_edit(self) -> None:

@@ -290,10 +290,10 @@ class BrowsePage(Page):
     def _on_detail_corrected(self, new_id: int) -> None:
         """A correction replaced the selected memory: select its new version (in this list,
         where it stands), or say where it went."""
-        self._select_id, self._select_said = new_id, True
         # The list reloads from the correction's change flags, before or after this: look
         # now, and again when the reloaded rows land (only they may say it is not there).
-        self._select_pending(final=False)
+        self._select_said = True
+        self.select_when_listed(new_id)
 
     @Slot(int)
     def _on_model_page_loaded(self, _rows: int) -> None:
