@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Protocol, overload
 
 
@@ -48,3 +48,13 @@ def to_iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+def local_time(ts: float, tz: tzinfo | None = None) -> datetime:
+    """A moment on the person's clock (``tz``, default this computer's zone), aware. A time
+    the zone cannot hold (1 January of year 1 west of Greenwich is in year 0) stays in UTC."""
+    try:
+        return datetime.fromtimestamp(ts, tz).astimezone(tz) if tz is not None \
+            else datetime.fromtimestamp(ts).astimezone()
+    except (OverflowError, OSError, ValueError):
+        return datetime.fromtimestamp(ts, UTC)

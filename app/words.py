@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
 
+from app.clock import local_time
 from app.domain.memory import LinkKind, Store, Tier
 
 __all__ = [
@@ -98,10 +99,6 @@ def short(text: str, n: int = 80) -> str:
 # "today"/"yesterday" do not depend on the day the tests run; nothing else changes it.
 clock: Callable[[], float] = time.time
 
-def _local(ts: float, tz: tzinfo | None) -> datetime:
-    return datetime.fromtimestamp(ts, tz) if tz is not None else datetime.fromtimestamp(ts)
-
-
 def _day_word(at: datetime, now: datetime) -> str | None:
     delta = (at.date() - now.date()).days
     return {0: "today", -1: "yesterday", 1: "tomorrow"}.get(delta)
@@ -114,8 +111,8 @@ def when(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None
     (default: the clock and the local zone)."""
     if ts is None:
         return never
-    at = _local(ts, tz)
-    ref = _local(clock() if now is None else now, tz)
+    at = local_time(ts, tz)
+    ref = local_time(clock() if now is None else now, tz)
     word = _day_word(at, ref)
     if word is not None:
         return f"{word} {at:%H:%M}"
@@ -127,8 +124,8 @@ def day(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None,
     """A day in the local zone: "today", "yesterday", "15 June 2026"."""
     if ts is None:
         return never
-    at = _local(ts, tz)
-    ref = _local(clock() if now is None else now, tz)
+    at = local_time(ts, tz)
+    ref = local_time(clock() if now is None else now, tz)
     return _day_word(at, ref) or f"{at.day} {at:%B %Y}"
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.clock import local_time
 from app.services.extract import third_person
 from app.services.text import STOPWORDS
 
@@ -40,7 +41,7 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 def _local(at: float) -> datetime:
     """A moment on the person's clock (this computer's time zone): habits and statistics say
     "Saturdays", "between 06:00 and 09:00", "most active hour: 09:00" as they live them."""
-    return datetime.fromtimestamp(at)
+    return local_time(at)
 
 def actions(text: str) -> list[str]:
     """'I went hiking with Jo' -> ['go hiking']."""

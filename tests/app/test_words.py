@@ -86,3 +86,14 @@ def test_forget_groups_add_up_and_say_what_goes() -> None:
                             "run_change": 2}) == [
         ("link to another memory", 1), ("history entries", 3),
         ("lines in the consolidation log", 2)]
+
+
+def test_the_first_and_last_moments_a_vault_accepts_are_said_in_any_zone() -> None:
+    """1 January of year 1 (UTC) is in year 0 west of Greenwich, and the last second of 9999
+    is in year 10000 east of it: Python cannot hold either, so they are said in UTC (the CLI's
+    `history` failed on such a memory in the slow fuzz test)."""
+    first, last = -62_135_596_800.0, 253_402_300_799.0
+    west, east = timezone(timedelta(hours=-8)), timezone(timedelta(hours=14))
+    assert words.when(first, tz=west, now=0) == "1 January 1, 00:00"
+    assert words.day(last, tz=east, now=0) == "31 December 9999"
+    assert words.when(last, tz=west, now=0) == "31 December 9999, 15:59"
