@@ -35,7 +35,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extraction.llm_base_url", str, "", "OpenAI-compatible endpoint (base URL)"),
     Setting("extraction.llm_model", str, "", "Model name at that endpoint"),
     Setting("extraction.cloud_consent", str, "", "Endpoint the person consented to send to"),
-    Setting("extraction.redact", bool, True, "Redact names, emails and phone numbers"),
+    Setting("extraction.redact", bool, True,
+            "Redact names, emails, phones, amounts, health, addresses, ids and passwords"),
     Setting("privacy.never_send", str, "credentials,government_ids",
             "Never sent to an LLM endpoint (credentials, government_ids, finances, health, "
             "address)"),

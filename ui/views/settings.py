@@ -111,8 +111,8 @@ class SettingsView(Page):
                                          "LM Studio…)")
         self.model_name = QLineEdit()
         self.model_name.setPlaceholderText("e.g. llama3.1:8b")
-        self.redact = QCheckBox("Replace names, emails and phone numbers before sending "
-                                "(restored in the results)")
+        self.redact = QCheckBox("Replace names, amounts, health details, addresses and other "
+                                "private details before sending (restored in the results)")
         self.endpoint_note = theme.plain(QLabel())
         self.endpoint_note.setObjectName("endpointNote")
         self.endpoint_note.setWordWrap(True)

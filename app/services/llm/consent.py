@@ -103,8 +103,20 @@ def consent_text(base_url: str) -> str:
     if (base_url or "").strip().lower().startswith("http://"):
         plain = " The connection is not encrypted (http), so others on the network can read it."
     return (f"Sending memories to {host} needs your consent. {host} sees every snippet sent "
-            f"to it (names, emails and phone numbers are replaced when redaction is on) and "
-            f"may keep them: {retention}.{plain} Embeddings are never sent.")
+            f"to it and may keep them: {retention}.{plain} With redaction on, names, emails, "
+            f"phone numbers, money amounts, health conditions, addresses, ids and passwords "
+            f"are replaced first: {redaction_example()} Embeddings are never sent.")
+
+
+EXAMPLE = "Sam Reyes earns £48,000 and was diagnosed with asthma; he lives at 4 Mill Lane."
+
+
+def redaction_example() -> str:
+    """One sentence before and after redaction, made by the redactor itself (so it cannot
+    promise more than it does)."""
+    from app.services.llm.redaction import redact
+    sent, _ = redact(EXAMPLE, ["Sam Reyes"])
+    return f"“{EXAMPLE}” is sent as “{sent}”"
 
 
 def check_consent(cfg: LlmConfig) -> str:

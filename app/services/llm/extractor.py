@@ -105,9 +105,9 @@ class LlmExtractor:
         mapping = redactor.mapping if redactor is not None else {}
         messages = build_messages(episodes, names, redactor=redactor)
         if redactor is not None:
-            c = redactor.counts
-            log.info("llm batch of %d episodes; redacted %d names, %d emails, %d phones",
-                     len(episodes), c["PERSON"], c["EMAIL"], c["PHONE"])
+            log.info("llm batch of %d episodes; redacted %s", len(episodes),
+                     ", ".join(f"{n} {k.lower()}" for k, n in redactor.counts.items() if n)
+                     or "nothing")
         ids = frozenset(e.id for e in episodes)
         failures: list[tuple[str, ParseError]] = []
         for attempt in (1, 2):
