@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,45 +64,203 @@ class Pattern:
     last_at: float
 
 
+# Activities named as a gerund ("climbing again tonight") or as a practice ("my Spanish
+# practice", "yoga class"): a habit is often said without "I <verb>". Gerunds that are no
+# activity (auxiliaries, adjectives, times of day) are left out.
+# A gerund said as an activity: after go/went/did... ("went climbing"), at the start of a
+# clause ("Climbing tonight"), after a day word ("tuesday climbing"), or before a time or a
+# practice word ("climbing again", "climbing session"); not as an adjective ("so inspiring").
+_WHEN_WORDS = (r"tonight|today|tomorrow|this morning|this evening|again|later|later on|"
+               r"session|class|lesson|practice|club|trip|with|before|after|till|until|"
+               r"every|each|on (?:mon|tues|wednes|thurs|fri|satur|sun)days?")
+_GERUND = re.compile(
+    r"(?:(?<=\bgo )|(?<=\bwent )|(?<=\bgoing )|(?<=\bgone )|(?<=\bbeen )|(?<=\bgoes )"
+    r"|(?<=\bdid some )|(?<=\bdo some )|(?<=\bsome )|(?<=day )|(?<=days )"
+    r"|(?<=^)|(?<=[.,!?;:(] )|(?<=[.,!?;:(]))([A-Za-z]{3,}ing)\b"
+    rf"|\b([A-Za-z]{{3,}}ing)(?= (?:{_WHEN_WORDS})\b)", re.I)
+_NOT_ACTIVITY = frozenset("""thing things something anything nothing everything morning evening
+during being going getting having feeling looking thinking saying doing trying making taking
+coming using king ring spring string bring wedding building ceiling sibling darling pudding
+interesting amazing boring exciting annoying ending beginning swing wing sting pending ongoing
+outstanding upcoming following according including regarding wondering wanting waiting
+starting finishing leaving staying living moving happening kidding missing keeping seeing
+telling asking giving putting letting setting sitting standing talking working knowing
+charming stunning lovely willing daring ping ting cling fling sling thing's tonight
+hoping needing loving liking hating meaning asking calling""".split())
+_PRACTICE = re.compile(r"\b([A-Za-z]{3,}) (practice|practise|lesson|lessons|class|classes|"
+                       r"session|workout|training|streak|rehearsal)\b")
+_PLACE = re.compile(r"\bat ((?:the )?(?:[A-Z][\w'&-]*)(?: [A-Z][\w'&-]*){0,3}|"
+                    r"the (?:[a-z]+ )?(?:gym|pool|park|studio|club|track|wall|court|library|"
+                    r"church|centre|center|market|office|rink|field))\b")
+_SINGULAR = {"lessons": "lesson", "classes": "class"}
+WINDOW = 28 * 86400   # "at least three times in four weeks"
+PARTS = ((5, 12, "in the morning"), (12, 17, "in the afternoon"), (17, 22, "in the evening"))
+
+
+def _part_of_day(hour: int) -> str:
+    return next((w for lo, hi, w in PARTS if lo <= hour < hi), "at night")
+
+
+def _named_activities(text: str) -> list[str]:
+    """'Climbing gym again tonight' -> ['climbing']; 'did my Spanish practice' ->
+    ['Spanish practice'] (the modifier as written)."""
+    out = []
+    for m in _PRACTICE.finditer(text):
+        what = m.group(1)
+        if what.lower() in STOPWORDS or (what.lower().endswith("ing")
+                                         and what.lower() not in _NOT_ACTIVITY):
+            continue  # "climbing session" is climbing
+        out.append(f"{what if what[0].isupper() else what.lower()} "
+                   f"{_SINGULAR.get(m.group(2).lower(), m.group(2).lower())}")
+    for m in _GERUND.finditer(text):
+        g = (m.group(1) or m.group(2)).lower()
+        if g not in _NOT_ACTIVITY and not any(g in o.lower() for o in out):
+            out.append(g)
+    return list(dict.fromkeys(out))
+
+
+def _stem(gerund: str) -> str:
+    """'climbing' -> 'climb', 'swimming' -> 'swim' (to match an 'I <verb>' action)."""
+    base = gerund[:-3]
+    if len(base) > 2 and base[-1] == base[-2]:
+        base = base[:-1]
+    return base
+
+
+def _in_window(times: list[float], minimum: int, seconds: float = WINDOW) -> bool:
+    """``minimum`` of ``times`` (sorted) within ``seconds`` (four weeks)."""
+    return any(times[i + minimum - 1] - times[i] <= seconds
+               for i in range(len(times) - minimum + 1))
+
+
+def _place(texts: list[str]) -> str | None:
+    """The place said in at least two of the reports ("at The Depot", "at the pool")."""
+    seen = Counter(m.group(1) for t in texts for m in _PLACE.finditer(t))
+    if not seen:
+        return None
+    place, n = seen.most_common(1)[0]
+    return place if n >= 2 else None
+
+
 def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: int = 3
                     ) -> list[Pattern]:
-    """rows: (episode id, text, speaker, occurred_at, session), in time order."""
+    """rows: (episode id, text, speaker, occurred_at, session), in time order.
+
+    An activity is what the person says they did ("I went climbing", an ``actions`` phrase) or
+    names ("climbing again tonight", "my Spanish practice"). It is a habit when it falls on the
+    same weekday (or the same part of the day) on at least ``minimum`` different days within
+    four weeks, those days being at least 60 % of the days it is mentioned on; one said almost
+    every day (``minimum`` + 2 days within two weeks) is a daily habit. The statement says
+    where, when it is said in two reports."""
     seen: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+    named: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+    texts: dict[int, str] = {}
+    shown: dict[str, str] = {}  # a named activity as first written ("Spanish practice")
+    go_form: set[str] = set()   # gerunds also said as "I went <gerund>"
     order: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     last_in_session: dict[tuple[str, str], tuple[str, int]] = {}
-    for mid, text, who, at, session in rows:
-        if who.lower() in ("assistant", "system"):
-            continue
+    people = [r for r in rows if r[2].lower() not in ("assistant", "system")]
+    # Activities named as gerunds anywhere, by stem: "I swam" and "I went swimming" count
+    # for "swimming" when the person also names it so.
+    gerunds = {_stem(t): t for _, text, *_ in people for t in _named_activities(text)
+               if t.endswith("ing")}
+    talk_days: dict[str, dict[object, float]] = defaultdict(dict)  # who -> day -> a moment
+    for mid, text, who, at, session in people:
+        texts[mid] = text
+        talk_days[who].setdefault(_local(at).date(), at)
+        acts = []
         for act in actions(text):
+            verb, _, rest = act.partition(" ")
+            gerund = gerunds.get(verb) or gerunds.get(verb.removesuffix("e")) or (
+                rest if verb == "go" and rest in gerunds.values() else None)
+            if gerund is not None:
+                named[(who, gerund)].append((mid, at))  # one a day: find() drops repeats
+                if verb == "go":
+                    go_form.add(gerund)  # "goes climbing" reads better than "climbing happens"
+                continue
+            acts.append(act)
+        for act in acts:
             seen[(who, act)].append((mid, at))
             prev = last_in_session.get((who, session))
             if prev and prev[0] != act:
                 order[(who, prev[0], act)] += [prev[1], mid]
             last_in_session[(who, session)] = (act, mid)
+        for thing in _named_activities(text):
+            named[(who, thing.lower())].append((mid, at))
+            shown.setdefault(thing.lower(), thing)
     out: list[Pattern] = []
 
     def subject(who: str) -> str:
         return who or "The person"
 
-    for (who, act), hits in seen.items():
+    def one_a_day(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        days: dict[object, tuple[int, float]] = {}
+        for mid, at in hits:
+            days.setdefault(_local(at).date(), (mid, at))
+        return list(days.values())
+
+    def key(act: str) -> str:
+        return f"go {act}" if act in go_form else act  # the key "I went climbing" always had
+
+    def say(who: str, act: str, named: bool, when: str) -> str:
+        if named and act in go_form:
+            named, act = False, f"go {act}"
+        if named:
+            act = shown.get(act, act)
+            often = "" if when == "almost every day" else "usually "
+            return f"{subject(who)}'s {act} {often}happens {when}"
+        return f"{subject(who)} often {third_person(act)} {when}"
+
+    def common(who: str, hits: list[tuple[int, float]], slot: Callable[[float], object]
+               ) -> tuple[object, list[tuple[int, float]]] | None:
+        """The slot (weekday, part of day) most of ``hits`` fall in, with those hits, when it
+        holds ``minimum`` of them within four weeks, at least 60 % of them, and is not simply
+        when the person talks: at most 40 % of their other days fall in it."""
+        slot_of, n = Counter(slot(at) for _, at in hits).most_common(1)[0]
+        src = [(m, at) for m, at in hits if slot(at) == slot_of]
+        if n < minimum or n / len(hits) < 0.6 or not _in_window([a for _, a in src], minimum):
+            return None
+        mine = {_local(at).date() for _, at in hits}
+        other = {d: at for d, at in talk_days[who].items() if d not in mine}
+        if len(other) >= 5 and sum(slot(at) == slot_of for at in other.values()) > \
+                0.4 * len(other):
+            return None
+        return slot_of, src
+
+    def find(who: str, act: str, hits: list[tuple[int, float]], named: bool
+             ) -> Pattern | None:
+        hits = one_a_day(hits)
         if len(hits) < minimum:
-            continue
-        days = Counter(_local(at).weekday() for _, at in hits)
-        day, n = days.most_common(1)[0]
-        if n >= minimum and n / len(hits) >= 0.6:
-            src = [m for m, at in hits if _local(at).weekday() == day]
-            out.append(Pattern(f"{who}|{act}|weekday={day}", who,
-                               f"{subject(who)} often {third_person(act)} on {WEEKDAYS[day]}s",
-                               [act], src, max(at for _, at in hits)))
-            continue
-        hours = Counter(_local(at).hour // 3 for _, at in hits)
-        slot, n = hours.most_common(1)[0]
-        if n >= minimum and n / len(hits) >= 0.6:
-            src = [m for m, at in hits if _local(at).hour // 3 == slot]
-            out.append(Pattern(f"{who}|{act}|hours={slot * 3}", who,
-                               f"{subject(who)} often {third_person(act)} between "
-                               f"{slot * 3:02d}:00 and {slot * 3 + 3:02d}:00",
-                               [act], src, max(at for _, at in hits)))
+            return None
+        where = _place([texts[m] for m, _ in hits])
+        at_place = f", at {where}" if where else ""
+        last = max(at for _, at in hits)
+        weekly = common(who, hits, lambda at: _local(at).weekday())
+        if weekly is not None:
+            day, src = weekly
+            assert isinstance(day, int)
+            usual, k = Counter(_part_of_day(_local(a).hour) for _, a in src).most_common(1)[0]
+            when = f"on {WEEKDAYS[day]}s" + (f", {usual}" if k >= minimum else "")
+            return Pattern(f"{who}|{key(act)}|weekday={day}", who,
+                           say(who, act, named, when) + at_place, [act], [m for m, _ in src],
+                           last)
+        if _in_window([a for _, a in hits], minimum + 2, 14 * 86400):
+            return Pattern(f"{who}|{key(act)}|daily", who,
+                           say(who, act, named, "almost every day") + at_place, [act],
+                           [m for m, _ in hits], last)
+        daily = common(who, hits, lambda at: _part_of_day(_local(at).hour))
+        if daily is not None:
+            part, src = daily
+            return Pattern(f"{who}|{key(act)}|part={part}", who,
+                           say(who, act, named, str(part)) + at_place, [act],
+                           [m for m, _ in src], last)
+        return None
+
+    for is_named, groups in ((False, seen), (True, named)):
+        for (who, act), hits in groups.items():
+            p = find(who, act, hits, is_named)
+            if p is not None:
+                out.append(p)
     for (who, first, then), ids in order.items():
         if len(ids) // 2 >= minimum:
             out.append(Pattern(f"{who}|{first}>{then}", who,

@@ -1,0 +1,92 @@
+"""Habits from repetition (issue 27 item 5): the same activity on the same weekday or part of
+the day, at least three times in four weeks, is a habit with its place and time, even when the
+person never says "I <verb>"; one said almost every day is a daily habit. The turns are written
+for this test as people type them (not taken from any dev set)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app.services.habits import detect_patterns
+
+TUESDAY_EVENING = datetime(2026, 9, 1, 19, 0, tzinfo=UTC)
+
+
+def rows(texts: list[str], start: datetime, step: timedelta, who: str = "Maya"
+         ) -> list[tuple[int, str, str, float, str]]:
+    return [(n + 1, t, who, (start + n * step).timestamp(), f"s{n}")
+            for n, t in enumerate(texts)]
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+def test_an_activity_named_on_the_same_weekday_is_a_habit_with_place_and_time() -> None:
+    said = rows(["Climbing gym again tonight, finally sent the blue route at The Depot",
+                 "back at The Depot, climbing with Jo, forearms dead",
+                 "tuesday climbing session was packed",
+                 "new problems set at The Depot, climbing till close",
+                 "climbing tonight, skin is wrecked"], TUESDAY_EVENING, timedelta(weeks=1))
+    [p] = detect_patterns(said)
+    assert p.statement == ("Maya's climbing usually happens on Tuesdays, in the evening, "
+                           "at The Depot")
+    assert p.sources == [1, 2, 3, 4, 5]
+
+
+def test_a_practice_said_almost_every_day_is_a_daily_habit() -> None:
+    said = rows(["did my Spanish practice on the bus", "Spanish practice done, 40 day streak!",
+                 "quick Spanish practice before work", "spanish practice with coffee",
+                 "Spanish practice: subjunctive is evil"],
+                datetime(2026, 9, 1, 7, 30, tzinfo=UTC), timedelta(days=1, minutes=41))
+    [p] = detect_patterns(said)
+    assert p.statement == "Maya's Spanish practice happens almost every day"
+    assert len(p.sources) == 5
+
+
+def test_three_times_spread_over_months_is_no_habit() -> None:
+    said = rows(["climbing tonight", "climbing tonight", "climbing tonight"],
+                TUESDAY_EVENING, timedelta(weeks=6))
+    assert detect_patterns(said) == []
+
+
+def test_the_same_day_counts_once_and_words_that_are_no_activity_make_nothing() -> None:
+    same_day = rows(["climbing later", "climbing was great", "more climbing tomorrow"],
+                    TUESDAY_EVENING, timedelta(minutes=30))
+    chatter = rows(["Such an interesting meeting", "the evening was boring",
+                    "nothing planned, anything goes", "the wedding is next month"],
+                   TUESDAY_EVENING, timedelta(weeks=1))
+    assert detect_patterns(same_day) == []
+    assert detect_patterns(chatter) == []
+
+
+def test_a_gerund_and_its_verb_make_one_habit() -> None:
+    said = rows(["I went swimming at the pool", "swimming at the pool before work",
+                 "I swam 40 lengths at the pool", "I went swimming again"],
+                datetime(2026, 9, 5, 7, 0, tzinfo=UTC), timedelta(weeks=1))
+    [p] = detect_patterns(said)
+    assert p.key == "Maya|go swimming|weekday=5"
+    assert p.statement == "Maya often goes swimming on Saturdays, in the morning, at the pool"
+    assert p.sources == [1, 2, 3, 4]
+
+
+def test_when_the_person_always_talks_is_not_a_habit_of_what_they_talk_about() -> None:
+    """Someone who chats every evening mentions painting on three evenings: that is when they
+    talk, not when they paint (the time of a turn is the time of telling)."""
+    evenings = rows([f"long day, nothing much ({n})" for n in range(10)],
+                    datetime(2026, 9, 1, 20, 0, tzinfo=UTC), timedelta(days=1))
+    painting = [(100 + n, "Painting again, the sunset one is nearly done", "Maya",
+                 (datetime(2026, 9, 12, 20, 30, tzinfo=UTC) + timedelta(days=3 * n)).timestamp(),
+                 f"p{n}") for n in range(3)]
+    assert detect_patterns(sorted(evenings + painting, key=lambda r: r[3])) == []
+
+
+def test_a_gerund_used_as_an_adjective_is_no_activity() -> None:
+    said = rows(["that talk was so inspiring", "such an inspiring story",
+                 "really inspiring people there"], TUESDAY_EVENING, timedelta(weeks=1))
+    assert detect_patterns(said) == []
