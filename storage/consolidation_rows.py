@@ -25,6 +25,7 @@ from app.ports import (
     FactRow,
     HabitEpisode,
     Json,
+    KnownHabit,
     MemoryState,
     MentionSource,
     RelationRow,
@@ -278,18 +279,26 @@ def habit_episodes(conn: Connection) -> list[HabitEpisode]:
         "ORDER BY occurred_at, id")]
 
 
-def procedure_triggers(conn: Connection) -> set[tuple[str, Scope]]:
-    """(trigger, scope) of every habit already known."""
-    return {(r[0], (r[1], r[2])) for r in conn.execute(
-        "SELECT p.trigger, m.agent, m.context FROM procedure p JOIN memory m ON "
-        "m.id = p.memory_id WHERE p.kind = 'procedure' AND p.trigger IS NOT NULL")}
+def procedure_triggers(conn: Connection) -> dict[tuple[str, Scope], KnownHabit]:
+    """Every habit already known (any status: one superseded is not made again), by
+    (trigger, scope)."""
+    return {(r[0], (r[1], r[2])): KnownHabit(int(r[3]), r[4], int(r[5]), int(r[6]))
+            for r in conn.execute(
+                "SELECT p.trigger, m.agent, m.context, m.id, m.status, p.success_count, "
+                "p.failure_count FROM procedure p JOIN memory m ON m.id = p.memory_id "
+                "WHERE p.kind = 'procedure' AND p.trigger IS NOT NULL")}
+
+
+def set_procedure_counts(conn: Connection, mid: int, success: int, failure: int) -> None:
+    conn.execute("UPDATE procedure SET success_count = ?, failure_count = ? WHERE memory_id = ?",
+                 (success, failure, mid))
 
 
 def mark_procedure(conn: Connection, mid: int, trigger: str, actions: Sequence[str],
-                   success_count: int) -> None:
+                   success_count: int, failure_count: int = 0) -> None:
     conn.execute("UPDATE procedure SET kind = 'procedure', trigger = ?, actions = ?,"
-                 " success_count = ? WHERE memory_id = ?",
-                 (trigger, json.dumps(list(actions)), success_count, mid))
+                 " success_count = ?, failure_count = ? WHERE memory_id = ?",
+                 (trigger, json.dumps(list(actions)), success_count, failure_count, mid))
 
 
 # --- step 5: implicit statistics -------------------------------------------------------------

@@ -78,6 +78,9 @@ def revert(conn: Connection, change: RunChange) -> None:
     elif kind == "mention" and mid is not None:
         conn.execute("DELETE FROM entity_mention WHERE entity_id = ? AND memory_id = ?",
                      (p["entity"], mid))
+    elif kind == "habit_counts" and mid is not None:
+        conn.execute("UPDATE procedure SET success_count = ?, failure_count = ? "
+                     "WHERE memory_id = ?", (p["success"], p["failure"], mid))
     elif kind == "statistic" and mid is not None:
         conn.execute("UPDATE statistic SET value = ?, sample_size = ? WHERE memory_id = ?",
                      (p["value"], p["sample_size"], mid))

@@ -62,6 +62,14 @@ class Pattern:
     actions: list[str]
     sources: list[int]
     last_at: float
+    first_at: float = 0.0
+    misses: tuple[int, ...] = ()  # later turns saying it did not happen ("skipped climbing")
+
+    @property
+    def activity(self) -> str:
+        """``who|activity``: the part of the key two eras of one habit share."""
+        who, act, *_ = self.key.split("|")
+        return f"{who}|{act}"
 
 
 # Activities named as a gerund ("climbing again tonight") or as a practice ("my Spanish
@@ -93,6 +101,9 @@ _PLACE = re.compile(r"\bat ((?:the )?(?:[A-Z][\w'&-]*)(?: [A-Z][\w'&-]*){0,3}|"
                     r"the (?:[a-z]+ )?(?:gym|pool|park|studio|club|track|wall|court|library|"
                     r"church|centre|center|market|office|rink|field))\b")
 _SINGULAR = {"lessons": "lesson", "classes": "class"}
+# A turn that says an activity did not happen: a cue up to three words before it.
+_MISS = (r"\b(?:skip(?:ped)?|miss(?:ed)?|didn'?t|did not|couldn'?t|could not|no|cancel(?:l?ed)?|"
+         r"bail(?:ed)? on|instead of|without)\b(?:\W+\w+){0,3}?\W+")
 WINDOW = 28 * 86400   # "at least three times in four weeks"
 PARTS = ((5, 12, "in the morning"), (12, 17, "in the afternoon"), (17, 22, "in the evening"))
 
@@ -154,6 +165,7 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
     where, when it is said in two reports."""
     seen: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
     named: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+    missed: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
     texts: dict[int, str] = {}
     shown: dict[str, str] = {}  # a named activity as first written ("Spanish practice")
     go_form: set[str] = set()   # gerunds also said as "I went <gerund>"
@@ -186,6 +198,9 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
                 order[(who, prev[0], act)] += [prev[1], mid]
             last_in_session[(who, session)] = (act, mid)
         for thing in _named_activities(text):
+            if re.search(_MISS + re.escape(thing.split(" ")[0]), text, re.I):
+                missed[(who, thing.lower())].append((mid, at))
+                continue
             named[(who, thing.lower())].append((mid, at))
             shown.setdefault(thing.lower(), thing)
     out: list[Pattern] = []
@@ -235,6 +250,8 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
         where = _place([texts[m] for m, _ in hits])
         at_place = f", at {where}" if where else ""
         last = max(at for _, at in hits)
+        first = min(at for _, at in hits)
+        lost = tuple(m for m, at in missed.get((who, act), ()) if at > first)
         weekly = common(who, hits, lambda at: _local(at).weekday())
         if weekly is not None:
             day, src = weekly
@@ -243,24 +260,37 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
             when = f"on {WEEKDAYS[day]}s" + (f", {usual}" if k >= minimum else "")
             return Pattern(f"{who}|{key(act)}|weekday={day}", who,
                            say(who, act, named, when) + at_place, [act], [m for m, _ in src],
-                           last)
+                           last, first, lost)
         if _in_window([a for _, a in hits], minimum + 2, 14 * 86400):
             return Pattern(f"{who}|{key(act)}|daily", who,
                            say(who, act, named, "almost every day") + at_place, [act],
-                           [m for m, _ in hits], last)
+                           [m for m, _ in hits], last, first, lost)
         daily = common(who, hits, lambda at: _part_of_day(_local(at).hour))
         if daily is not None:
             part, src = daily
             return Pattern(f"{who}|{key(act)}|part={part}", who,
                            say(who, act, named, str(part)) + at_place, [act],
-                           [m for m, _ in src], last)
+                           [m for m, _ in src], last, first, lost)
         return None
+
+    def eras(who: str, act: str, hits: list[tuple[int, float]], named: bool
+             ) -> list[Pattern]:
+        """The habit over all its days; or, when it moved (Saturdays, then Sundays), the
+        earlier one and the one of its last four weeks, in time order."""
+        hits = one_a_day(hits)
+        whole = find(who, act, hits, named)
+        if (whole is not None and "|weekday=" in whole.key) or len(hits) < 2 * minimum:
+            return [] if whole is None else [whole]
+        last = max(at for _, at in hits)
+        older = find(who, act, [h for h in hits if h[1] <= last - WINDOW], named)
+        recent = find(who, act, [h for h in hits if h[1] > last - WINDOW], named)
+        if recent is not None and (whole is None or "|weekday=" in recent.key):
+            return [p for p in (older, recent) if p is not None]
+        return [] if whole is None else [whole]
 
     for is_named, groups in ((False, seen), (True, named)):
         for (who, act), hits in groups.items():
-            p = find(who, act, hits, is_named)
-            if p is not None:
-                out.append(p)
+            out.extend(eras(who, act, hits, is_named))
     for (who, first, then), ids in order.items():
         if len(ids) // 2 >= minimum:
             out.append(Pattern(f"{who}|{first}>{then}", who,

@@ -38,6 +38,8 @@ HEADERS = {Column.RUN: "Run", Column.KIND: "Kind", Column.STARTED: "When",
 COUNT_LABELS: dict[str, tuple[str, str]] = {
     "facts_created": ("fact learned", "facts learned"),
     "procedures_created": ("habit found", "habits found"),
+    "habits_recounted": ("habit's count updated", "habits' counts updated"),
+    "habits_replaced": ("habit replaced by a new one", "habits replaced by new ones"),
     "contradictions_found": ("contradiction found", "contradictions found"),
     "auto_resolved": ("resolved by the policy", "resolved by the policy"),
     "sent_to_inbox": ("sent to your inbox", "sent to your inbox"),

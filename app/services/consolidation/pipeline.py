@@ -43,6 +43,7 @@ from app.ports import (
     Database,
     InboxRows,
     Json,
+    KnownHabit,
     RunLogRows,
     Scope,
     VectorIndex,
@@ -656,20 +657,25 @@ class Pipeline:
         rows = self.rows
 
         def read(conn: Any) -> tuple[dict[Scope, list[tuple[int, str, str, float, str]]],
-                                     set[tuple[str, Scope]]]:
+                                     dict[tuple[str, Scope], KnownHabit]]:
             episodes: dict[Scope, list[tuple[int, str, str, float, str]]] = defaultdict(list)
             for r in rows.habit_episodes(conn):
                 episodes[(r.agent, r.context)].append(
                     (r.id, r.text, r.speaker, r.occurred_at, r.session))
             return episodes, rows.procedure_triggers(conn)
         episodes, have = self.db.read(read)
-        patterns = [(scope, p) for scope, scoped in episodes.items()
-                    for p in detect_patterns(scoped, PATTERN_MIN) if (p.key, scope) not in have]
-        if not patterns:
+        found = [(scope, p) for scope, scoped in episodes.items()
+                 for p in detect_patterns(scoped, PATTERN_MIN)]
+        new = [(scope, p) for scope, p in found if (p.key, scope) not in have]
+        recount = [(have[(p.key, scope)], p) for scope, p in found if (p.key, scope) in have
+                   and (have[(p.key, scope)].success_count, have[(p.key, scope)].failure_count)
+                   != (len(p.sources), len(p.misses))]
+        if not new and not recount:
             return
 
         def write(conn: Any) -> None:
-            for scope, p in patterns:
+            made: dict[tuple[str, Scope], int] = {}
+            for scope, p in new:
                 d = Draft(text=p.statement, store=Store.PROCEDURAL, occurred_at=p.last_at,
                           speaker=p.who or None, agent=scope[0], context=scope[1],
                           derived_from=tuple(MemoryId(i) for i in p.sources),
@@ -677,10 +683,31 @@ class Pipeline:
                 newest = max([p.last_at] + [rows.occurred_at(conn, i) for i in p.sources[-1:]])
                 mid = self.ingest.insert(conn, d, now, confidence=derived_confidence(
                     HABIT_RELIABILITY, len(p.sources), newest, now))
-                rows.mark_procedure(conn, mid, p.key, p.actions, len(p.sources))
+                rows.mark_procedure(conn, mid, p.key, p.actions, len(p.sources),
+                                    len(p.misses))
+                made[(p.key, scope)] = mid
                 rl.change(conn, "created", mid)
                 rl.ids["created"].append(mid)
                 rl.counts["procedures_created"] += 1
+            for known, p in recount:
+                rows.set_procedure_counts(conn, known.memory_id, len(p.sources), len(p.misses))
+                rl.change(conn, "habit_counts", known.memory_id, success=known.success_count,
+                          failure=known.failure_count)
+                rl.counts["habits_recounted"] += 1
+            # A habit that moved (Saturday runs, then Sunday runs): the earlier one ends.
+            for scope, p in new:
+                for scope2, q in found:
+                    if scope2 != scope or q.activity != p.activity or q.key == p.key \
+                            or q.last_at >= p.first_at:
+                        continue
+                    old = made.get((q.key, scope))
+                    if old is None and (q.key, scope) in have:
+                        known = have[(q.key, scope)]
+                        old = known.memory_id if known.status == "active" else None
+                    if old is not None:
+                        rows.set_valid_until(conn, old, p.first_at)
+                        self._supersede(conn, rl, old, made[(p.key, scope)], now)
+                        rl.counts["habits_replaced"] += 1
         self.db.write_sync(write)
 
     # --- step 5: implicit statistics -------------------------------------------------

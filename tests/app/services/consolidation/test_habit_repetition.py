@@ -6,6 +6,7 @@ for this test as people type them (not taken from any dev set)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,49 @@ def test_a_gerund_used_as_an_adjective_is_no_activity() -> None:
     said = rows(["that talk was so inspiring", "such an inspiring story",
                  "really inspiring people there"], TUESDAY_EVENING, timedelta(weeks=1))
     assert detect_patterns(said) == []
+
+
+# --- through consolidation: counts that move, a habit that moves, undo -------------------------
+
+def test_a_habit_counts_what_happened_and_ends_when_it_moves(vault_dir: Path,
+                                                             fast_kdf: object) -> None:
+    """Saturday runs for five weeks (one skipped), then Sunday runs: the Saturday habit
+    counts its runs and the skipped one, then ends the day the Sunday one begins (superseded
+    by it); undoing the run puts both back as they were."""
+    from app.api import Turn
+    from app.clock import FixedClock, parse_iso
+    from app.facade import Vault
+    from tests.inside import inside
+
+    v = Vault.create(vault_dir, "pw-habits", kdf=fast_kdf, threaded=False,
+                     clock=FixedClock(parse_iso("2026-12-01T00:00:00Z")), use_chroma=False,
+                     load_model=False).vault
+
+    def say(day: str, text: str, n: int) -> Turn:
+        return Turn(f"s{n}", "Maya", text, parse_iso(day + "T08:00:00Z"), f"r{n}")
+
+    def habits() -> dict[str, tuple[str, int, int]]:
+        return {t: (s, ok, ko) for t, s, ok, ko in inside(v).db.read(lambda c: c.execute(
+            "SELECT m.text, m.status, p.success_count, p.failure_count FROM memory m "
+            "JOIN procedure p ON p.memory_id = m.id WHERE p.kind = 'procedure'").fetchall())}
+    try:
+        sats = ["2026-09-05", "2026-09-12", "2026-09-19", "2026-09-26"]
+        v.import_turns([say(d, "I went running along the canal, 5k", n)
+                        for n, d in enumerate(sats)])
+        v.import_turns([say("2026-10-03", "skipped running today, too tired", 10)])
+        v.consolidate(now=parse_iso("2026-10-04T00:00:00Z"))
+        saturday = "Maya often goes running on Saturdays, in the morning"
+        assert habits() == {saturday: ("active", 4, 1)}
+
+        suns = ["2026-10-11", "2026-10-18", "2026-10-25", "2026-11-01"]
+        v.import_turns([say(d, "Sunday run is the new thing, went running by the river", 20 + n)
+                        for n, d in enumerate(suns)])
+        run = v.consolidate(now=parse_iso("2026-11-02T00:00:00Z")).value
+        sunday = "Maya often goes running on Sundays, in the morning"
+        assert habits() == {saturday: ("superseded", 4, 1), sunday: ("active", 4, 0)}
+        assert run.counts["habits_replaced"] == 1
+
+        v.undo_run(run.run_id)
+        assert habits() == {saturday: ("active", 4, 1)}
+    finally:
+        v.lock()
