@@ -51,7 +51,7 @@ def create_demo_vault(folder: Path, *, threaded: bool = False) -> VaultAPI:
     try:
         vault.import_turns(demo_turns())
         # A living example: facts, people, a habit, and one contradiction for the inbox.
-        vault.consolidate(steps=("extract", "entities", "similar", "procedures",
+        vault.consolidate(steps=("extract", "entities", "links", "similar", "procedures",
                                  "statistics", "synthesis"))
     except BaseException:
         vault.lock()

@@ -31,6 +31,7 @@ from app.ports import (
     RelationRow,
     Scope,
     SummaryFact,
+    TopicMention,
 )
 from storage import lifecycle, repo
 from storage.batching import chunks, marks
@@ -234,6 +235,52 @@ def supersede(conn: Connection, loser: int, winner: int, now: float) -> MemorySt
     lifecycle.supersede(conn, loser, winner, now)
     repo.add_history(conn, loser, now, "superseded", None, f"superseded by {winner}")
     return prior
+
+
+# --- step: links between episodes and facts ---------------------------------------------------
+
+def link_mark(conn: Connection) -> Json:
+    """What the links step depends on: the newest memory id and the number of mentions."""
+    return [int(conn.execute("SELECT coalesce(max(id), 0) FROM memory").fetchone()[0]),
+            int(conn.execute("SELECT count(*) FROM entity_mention").fetchone()[0])]
+
+
+def unlinked_successions(conn: Connection) -> list[tuple[int, int]]:
+    """(episode, the one before it in its conversation) for every pair of consecutive
+    episodes of one session and scope that has no PRECEDED_BY link yet."""
+    return [(int(a), int(b)) for a, b in conn.execute(
+        "WITH ordered AS (SELECT id, LAG(id) OVER (PARTITION BY session, agent, "
+        "coalesce(context, '') ORDER BY occurred_at, id) AS prev FROM memory "
+        "WHERE store = 'episodic' AND status IN ('active', 'archived') AND session IS NOT NULL "
+        "AND session != '') "
+        "SELECT o.id, o.prev FROM ordered o WHERE o.prev IS NOT NULL AND NOT EXISTS ("
+        "SELECT 1 FROM link l WHERE l.src = o.id AND l.dst = o.prev AND l.kind = 'PRECEDED_BY')")]
+
+
+def topic_mentions(conn: Connection, kinds: Sequence[str]) -> list[TopicMention]:
+    """Episodes that mention an entity of ``kinds``, by entity then time."""
+    q = marks(len(kinds))
+    return [TopicMention(*r) for r in conn.execute(
+        "SELECT em.entity_id, m.id, m.session, m.agent, m.context, m.occurred_at "
+        "FROM entity_mention em JOIN entity e ON e.id = em.entity_id "
+        "JOIN memory m ON m.id = em.memory_id "
+        f"WHERE e.kind IN ({q}) AND m.store = 'episodic' AND m.status = 'active' "
+        "AND m.session IS NOT NULL ORDER BY em.entity_id, m.occurred_at, m.id", list(kinds))]
+
+
+def facts_sharing_entities(conn: Connection, mid: int, skip: Sequence[str], limit: int
+                           ) -> list[int]:
+    """The newest other active facts of ``mid``'s scope that mention an entity it mentions
+    (not the entities named in ``skip``: the owner)."""
+    q = marks(len(skip)) if skip else "''"
+    return [int(r[0]) for r in conn.execute(
+        "SELECT DISTINCT o.id FROM entity_mention a JOIN entity e ON e.id = a.entity_id "
+        "JOIN entity_mention b ON b.entity_id = a.entity_id AND b.memory_id != a.memory_id "
+        "JOIN memory o ON o.id = b.memory_id JOIN memory m ON m.id = a.memory_id "
+        f"WHERE a.memory_id = ? AND e.name_key NOT IN ({q}) AND o.store = 'semantic' "
+        "AND o.status = 'active' AND o.agent = m.agent AND coalesce(o.context, '') = "
+        "coalesce(m.context, '') ORDER BY o.occurred_at DESC, o.id DESC LIMIT ?",
+        [mid, *skip, limit])]
 
 
 # --- step 2: entities ------------------------------------------------------------------------

@@ -49,6 +49,8 @@ COUNT_LABELS: dict[str, tuple[str, str]] = {
     "statistics_updated": ("pattern updated", "patterns updated"),
     "summaries_written": ("summary written", "summaries written"),
     "similar_links": ("near-duplicate linked", "near-duplicates linked"),
+    "sequence_links": ("turn linked to the one before", "turns linked to the ones before"),
+    "related_links": ("fact linked to a related one", "facts linked to related ones"),
     "promoted": ("memory promoted", "memories promoted"),
     "rescored": ("memory rescored", "memories rescored"),
     "archived": ("memory archived", "memories archived"),

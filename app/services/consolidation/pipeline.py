@@ -62,6 +62,9 @@ log = logging.getLogger(__name__)
 
 BATCH = 400
 ENTITY_MIN_MENTIONS = 3          # 000: an entity once mentioned in >= 3 memories
+LINKS_SEEN = "consolidation.links_seen"  # what the links step last looked at
+TOPIC_KINDS = ("project", "area", "resource", "company")  # what a conversation is about
+RELATED_MAX = 3                  # RELATES_TO links from one new fact
 PATTERN_MIN = 3                  # a habit: the same action at least 3 times
 HABIT_RELIABILITY = 0.6          # a habit is inferred from reports, never stated: below a
                                  # hedged rule match (.6-.65) of an explicit one (.8-.9)
@@ -514,6 +517,10 @@ class Pipeline:
             if self.rows.add_link(conn, dup.id, src, LinkKind.DERIVED_FROM, now):
                 rl.change(conn, "link", dup.id, src=dup.id, dst=src, kind="DERIVED_FROM")
                 added += 1
+            if src != dup.id and self.rows.add_link(conn, src, dup.id, LinkKind.REINFORCES,
+                                                    now):
+                # The turn that said it again supports the fact (reference 002).
+                rl.change(conn, "link", src, src=src, dst=dup.id, kind="REINFORCES")
         if added:
             # 003 confidence with one more source; corroboration never lowers it.
             sources = self.rows.source_count(conn, dup.id)
@@ -618,6 +625,62 @@ class Pipeline:
                 for mid in members[(scope, name, kind)]:
                     if rows.add_mention(conn, eid, mid):
                         rl.change(conn, "mention", mid, entity=eid)
+        self.db.write_sync(write)
+
+    # --- links: what came before, what relates, what supports ---------------------------
+    def _step_links(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """Reference 002's graph, from what Kept already knows (no model): PRECEDED_BY from
+        each episode to the one before it in its conversation, and from the first mention
+        of a topic (a project, area, resource or company) in a conversation to its last
+        mention in the previous conversation about it; RELATES_TO from each fact made in
+        this run to the newest facts (at most ``RELATED_MAX``) that mention a person or topic
+        it mentions (the owner aside). REINFORCES is written when a turn corroborates a fact
+        (``_corroborate``) and PROMOTED_FROM on promotion (``_step_decay``)."""
+        rows = self.rows
+        skip = [self.owner_name.casefold()] if self.owner_name else []
+        created = list(rl.ids.get("created", []))
+
+        def read(conn: Any) -> list[tuple[int, int]] | None:
+            # Read first (the scan of every conversation holds no write lock), and only when
+            # memories or mentions came since the last look (a quiet heartbeat skips it).
+            mark = rows.link_mark(conn)
+            if rows.get_setting(conn, LINKS_SEEN) == mark and not created:
+                return None
+            pairs = rows.unlinked_successions(conn)
+            last: dict[tuple[int, str, Scope], tuple[int, int]] = {}  # first and last
+            by_topic: dict[int, list[tuple[str, Scope, int]]] = defaultdict(list)
+            for t in rows.topic_mentions(conn, TOPIC_KINDS):
+                key = (t.entity_id, t.session, (t.agent, t.context))
+                first, _ = last.get(key, (t.memory_id, t.memory_id))
+                if key not in last:
+                    by_topic[t.entity_id].append((t.session, (t.agent, t.context),
+                                                  t.memory_id))
+                last[key] = (first, t.memory_id)
+            for eid, sessions in by_topic.items():
+                prev: dict[Scope, str] = {}
+                for session, scope, _first in sessions:
+                    if scope in prev:
+                        pairs.append((last[(eid, session, scope)][0],
+                                      last[(eid, prev[scope], scope)][1]))
+                    prev[scope] = session
+            return pairs
+        found = self.db.read(read)
+        if found is None:
+            return
+        pairs = found
+
+        def write(conn: Any) -> None:
+            rows.put_setting(conn, LINKS_SEEN, rows.link_mark(conn))
+            for later, earlier in pairs:
+                if later != earlier and rows.add_link(conn, later, earlier,
+                                                      LinkKind.PRECEDED_BY, now):
+                    rl.change(conn, "link", later, src=later, dst=earlier, kind="PRECEDED_BY")
+                    rl.counts["sequence_links"] += 1
+            for mid in created:
+                for other in rows.facts_sharing_entities(conn, mid, skip, RELATED_MAX):
+                    if rows.add_link(conn, mid, other, LinkKind.RELATES_TO, now):
+                        rl.change(conn, "link", mid, src=mid, dst=other, kind="RELATES_TO")
+                        rl.counts["related_links"] += 1
         self.db.write_sync(write)
 
     # --- step 3: near duplicates -----------------------------------------------------
@@ -868,6 +931,7 @@ class Step:
 STEP_LIST: tuple[Step, ...] = (
     Step("extract", Pipeline._step_extract, ("heartbeat", "consolidation")),
     Step("entities", Pipeline._step_entities, ("heartbeat", "consolidation")),
+    Step("links", Pipeline._step_links, ("heartbeat", "consolidation")),
     Step("similar", Pipeline._step_similar, ("consolidation",)),
     Step("procedures", Pipeline._step_procedures, ("consolidation",)),
     Step("statistics", Pipeline._step_statistics, ("consolidation", "synthesis")),
