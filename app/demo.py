@@ -52,7 +52,7 @@ def create_demo_vault(folder: Path, *, threaded: bool = False) -> VaultAPI:
         vault.import_turns(demo_turns())
         # A living example: facts, people, a habit, and one contradiction for the inbox.
         vault.consolidate(steps=("extract", "entities", "links", "similar", "procedures",
-                                 "statistics", "synthesis"))
+                                 "merge", "statistics", "synthesis"))
     except BaseException:
         vault.lock()
         raise

@@ -494,6 +494,27 @@ class TopicMention(NamedTuple):
     occurred_at: float
 
 
+class MergeFact(NamedTuple):
+    id: int
+    agent: str
+    context: str | None
+    subject: str
+    predicate: str
+    object: str
+    occurred_at: float
+    user_validated: int
+
+
+class MergeHabit(NamedTuple):
+    id: int
+    agent: str
+    context: str | None
+    holder: str
+    text: str
+    trigger: str | None
+    occurred_at: float
+
+
 class KnownHabit(NamedTuple):
     """A habit consolidation made before: its memory, status and counts."""
     memory_id: int
@@ -650,6 +671,8 @@ class ConsolidationRows(Protocol):
     def mention_sources(self, conn: Connection) -> Iterator[MentionSource]: ...
     def relations(self, conn: Connection) -> list[RelationRow]: ...
     def link_mark(self, conn: Connection) -> Json: ...
+    def merge_candidates(self, conn: Connection) -> tuple[list[MergeFact], list[MergeHabit]]: ...
+    def derived_sources(self, conn: Connection, mid: int) -> list[int]: ...
     def unlinked_successions(self, conn: Connection) -> list[tuple[int, int]]: ...
     def topic_mentions(self, conn: Connection, kinds: Sequence[str]) -> list[TopicMention]: ...
     def facts_sharing_entities(self, conn: Connection, mid: int, skip: Sequence[str],

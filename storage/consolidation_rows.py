@@ -28,6 +28,8 @@ from app.ports import (
     KnownHabit,
     MemoryState,
     MentionSource,
+    MergeFact,
+    MergeHabit,
     RelationRow,
     Scope,
     SummaryFact,
@@ -281,6 +283,30 @@ def facts_sharing_entities(conn: Connection, mid: int, skip: Sequence[str], limi
         "AND o.status = 'active' AND o.agent = m.agent AND coalesce(o.context, '') = "
         "coalesce(m.context, '') ORDER BY o.occurred_at DESC, o.id DESC LIMIT ?",
         [mid, *skip, limit])]
+
+
+def merge_candidates(conn: Connection) -> tuple[list[MergeFact], list[MergeHabit]]:
+    """Active facts and habits not waiting in the Inbox, as ``app.services.merge`` reads
+    them."""
+    free = ("NOT EXISTS (SELECT 1 FROM contradiction c WHERE c.status = 'open' AND "
+            "(c.a = m.id OR c.b = m.id))")
+    facts = [MergeFact(*r) for r in conn.execute(
+        "SELECT m.id, m.agent, m.context, f.subject, f.predicate, f.object, m.occurred_at, "
+        "m.user_validated FROM memory m JOIN fact f ON f.memory_id = m.id "
+        "WHERE m.store = 'semantic' AND m.status = 'active' AND f.subject IS NOT NULL "
+        f"AND f.predicate IS NOT NULL AND f.object IS NOT NULL AND {free}")]
+    habits = [MergeHabit(*r) for r in conn.execute(
+        "SELECT m.id, m.agent, m.context, coalesce(f.subject, m.speaker, ''), m.text, "
+        "p.trigger, m.occurred_at FROM memory m LEFT JOIN fact f ON f.memory_id = m.id "
+        "LEFT JOIN procedure p ON p.memory_id = m.id WHERE m.store = 'procedural' AND "
+        "m.status = 'active' AND (f.predicate = 'habit' OR (p.kind = 'procedure' AND "
+        f"p.trigger IS NOT NULL)) AND {free}")]
+    return facts, habits
+
+
+def derived_sources(conn: Connection, mid: int) -> list[int]:
+    return [int(r[0]) for r in conn.execute(
+        "SELECT dst FROM link WHERE src = ? AND kind = 'DERIVED_FROM'", (mid,))]
 
 
 # --- step 2: entities ------------------------------------------------------------------------

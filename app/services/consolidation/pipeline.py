@@ -773,6 +773,33 @@ class Pipeline:
                         rl.counts["habits_replaced"] += 1
         self.db.write_sync(write)
 
+    # --- merging what repeats -------------------------------------------------------------
+    def _step_merge(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """Near-duplicate facts and habits of one scope become one (``app.services.merge``
+        says which): the duplicate is superseded by the one kept, which takes over its
+        sources. Counted as ``facts_merged`` and ``habits_merged``."""
+        from app.services import merge
+        rows = self.rows
+        facts, habits = self.db.read(rows.merge_candidates)
+        pairs = [(d, k, "facts_merged") for d, k in merge.fact_merges(
+            merge.FactItem(f.id, (f.agent, f.context), f.subject, f.predicate, f.object,
+                           f.occurred_at, bool(f.user_validated)) for f in facts)]
+        pairs += [(d, k, "habits_merged") for d, k in merge.habit_merges(
+            [merge.HabitItem(h.id, (h.agent, h.context), h.holder, h.text, h.trigger,
+                             h.occurred_at) for h in habits])]
+        if not pairs:
+            return
+
+        def write(conn: Any) -> None:
+            for dup, keep, counter in pairs:
+                for src in rows.derived_sources(conn, dup):
+                    if src != keep and rows.add_link(conn, keep, src, LinkKind.DERIVED_FROM,
+                                                     now):
+                        rl.change(conn, "link", keep, src=keep, dst=src, kind="DERIVED_FROM")
+                self._supersede(conn, rl, dup, keep, now)
+                rl.counts[counter] += 1
+        self.db.write_sync(write)
+
     # --- step 5: implicit statistics -------------------------------------------------
     def _step_statistics(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
         self.recompute_statistics(now, rl)
@@ -934,6 +961,7 @@ STEP_LIST: tuple[Step, ...] = (
     Step("links", Pipeline._step_links, ("heartbeat", "consolidation")),
     Step("similar", Pipeline._step_similar, ("consolidation",)),
     Step("procedures", Pipeline._step_procedures, ("consolidation",)),
+    Step("merge", Pipeline._step_merge, ("consolidation",)),
     Step("statistics", Pipeline._step_statistics, ("consolidation", "synthesis")),
     Step("decay", Pipeline._step_decay, ("decay",)),
     Step("synthesis", Pipeline._step_synthesis, ("synthesis",)),
