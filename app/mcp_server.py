@@ -158,6 +158,22 @@ class ForgetRequestResult(BaseModel):
     tell_the_person: str
 
 
+class ForgetRequestState(BaseModel):
+    request_id: int
+    status: Literal["pending", "done", "declined", "expired"] = Field(description=(
+        "pending: waits for the person; done: forgotten; declined: the person kept them (do "
+        "not ask again); expired: unanswered too long (forget.request_days)"))
+    asked: str | None = Field(description="when you asked, ISO 8601 UTC")
+    decided: str | None = Field(description="when the person answered or it expired")
+    expires: str | None = Field(default=None, description="a pending request's last day")
+    memory_ids: list[int] = Field(description="what was asked about (empty once done)")
+    reason: str
+
+
+class ForgetStatusResult(BaseModel):
+    requests: list[ForgetRequestState]
+
+
 # --- the connection to Kept -------------------------------------------------------------------
 
 class Connection:
@@ -414,7 +430,8 @@ def build_server(conn: Connection) -> MCPServer:
                 "exact words to match, if no ids"))] = None) -> ForgetRequestResult:
         """Ask the person, in Kept, to forget memories. Only when the person asks you to forget
         something; pass ids from recall. Nothing is removed until they confirm in Kept: tell them to
-        check Kept."""
+        check Kept. Memories the person already declined to forget are refused (with the date);
+        `forget_status` says what became of a request."""
         if not memory_ids and not (query and query.strip()):
             raise ToolError("Give memory_ids (from recall) or a query.")
         r = await _call(conn, lambda b: b.request_forget(agent=agent, ids=memory_ids,
@@ -427,10 +444,29 @@ def build_server(conn: Connection) -> MCPServer:
             tell_the_person=(f"I asked Kept to forget {n} memor{'y' if n == 1 else 'ies'}. "
                              "Nothing is gone yet: please confirm or decline in Kept."))
 
+    @_tool(server, made, "forget_status", "What became of forget requests", idempotent=True)
+    async def forget_status(
+            request_id: Annotated[int | None, Field(ge=1, description=(
+                "a request_id from request_forget; none: your latest requests"))] = None
+    ) -> ForgetStatusResult:
+        """Say what the person did with your forget requests: pending, done (forgotten),
+        declined (they kept them: do not ask again) or expired (unanswered for
+        forget.request_days, 30 by default), with dates. Use when the person asks whether
+        something was forgotten."""
+        rows = await _call(conn, lambda b: b.forget_status(request_id, agent=agent))
+        return ForgetStatusResult(requests=[_forget_state(r) for r in rows])
+
     missing = sorted({str(o.tool) for o in TOOLS.values()} - made)
     if missing:  # an operation marked tool= on VaultAPI with no tool written here
         raise TypeError(f"MCP tools declared on VaultAPI but not made: {', '.join(missing)}")
     return server
+
+
+def _forget_state(r: Any) -> ForgetRequestState:
+    """A ``PendingForget`` as the assistant reads it (a pending one says when it expires)."""
+    return ForgetRequestState(request_id=int(r.id), status=r.status, asked=_iso(r.created_at),
+                              decided=_iso(r.decided_at), expires=_iso(r.expires_at),
+                              memory_ids=[int(i) for i in r.memory_ids], reason=r.reason)
 
 
 def _skip_sdk_logging_setup() -> None:
