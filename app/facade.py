@@ -299,7 +299,9 @@ class Vault:
             raise ValidationError(
                 f"Not stored: it is about {category.replace('_', ' ')}, which you chose never "
                 "to store (setting privacy.never_store).")
-        mid = self._ingest.remember(d)
+        mid, saved = self._ingest.remember_once(d)
+        if not saved:  # its (session, ref) was saved already: no change (issue 26)
+            return Result(mid, Changes())
         self._emit(MEMORY_CHANGES)
         return Result(mid, MEMORY_CHANGES)
 

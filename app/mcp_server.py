@@ -67,7 +67,8 @@ class Memory(BaseModel):
     text: str
     when: str | None = Field(description="when it happened, ISO 8601 UTC")
     status: str
-    score: float | None = None
+    score: float | None = Field(default=None, description="recall's ranking score (as explain "
+                                "shows it; about 0 to 2.5), for ordering, not a probability")
     standing: Literal["current", "earlier", "superseded"] | None = Field(
         default=None, description="current: the latest word on this; earlier: the same "
         "person said more about it later (later_id, later_when): prefer that; superseded: "
@@ -79,7 +80,10 @@ class Memory(BaseModel):
 
 class RememberResult(BaseModel):
     id: int
-    saved: bool
+    saved: bool = Field(description="false when this (session, ref) was saved before")
+    status: Literal["saved", "already_saved"] = Field(
+        default="saved", description="already_saved: you sent this turn (same session and "
+        "ref) before; id is the first one, nothing new was saved")
 
 
 class FactResult(BaseModel):
@@ -313,13 +317,16 @@ def build_server(conn: Connection) -> MCPServer:
                                              description="your id for the turn")] = None,
             store: Store = "episodic") -> RememberResult:
         """Save a conversation turn or note the person would want kept. Use for durable things, not
-        chit-chat or secrets. Example: text="Ana's birthday is July 3"."""
+        chit-chat or secrets. Sending the same session and ref again saves nothing and says
+        already_saved. Example: text="Ana's birthday is July 3"."""
         from app.domain.memory import Draft
         from app.domain.memory import Store as S
         draft = Draft(text=text, store=S(store), occurred_at=_time(at, "at"), agent=agent,
                       speaker=speaker, session=session, ref=ref)
         result = await _call(conn, lambda b: b.remember(draft))
-        return RememberResult(id=int(result.value), saved=True)
+        saved = bool(result.changes.memories)  # no change: that (session, ref) was there
+        return RememberResult(id=int(result.value), saved=saved,
+                              status="saved" if saved else "already_saved")
 
     @_tool(server, made, "remember_fact", "Remember a fact", idempotent=True)
     async def remember_fact(
@@ -352,7 +359,10 @@ def build_server(conn: Connection) -> MCPServer:
             as_of: Annotated[str | None, Field(
                 description="ISO date: what was true then")] = None,
             stores: Annotated[list[Store] | None, Field(max_length=4)] = None,
-            min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0) -> RecallResult:
+            min_score: Annotated[float, Field(ge=0.0, le=100.0, description=(
+                "drop hits scoring below this; the score is Kept's ranking score, the one "
+                "explain shows (not a probability: typically 0.05 to 2.5, higher is "
+                "better); 0 keeps all"))] = 0.0) -> RecallResult:
         """Search the person's memories by meaning and words. Use before answering about the person,
         their people, plans or past conversations, with a short natural query ("Ana's birthday")."""
         from app.api import Filters
