@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, as in bench/scale.py)
+
 PW = "bench password 26"
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "lm-studio")
 FAKE_CLAUDE = r'''
