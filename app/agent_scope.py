@@ -153,6 +153,13 @@ class AgentSession:
         return self._vault.pending_forgets(status, self.agent, max(1, min(limit, MAX_PENDING)))
 
 
+    def forget_status(self, request_id: int | None = None, *, agent: str | None = None,
+                      limit: int = MAX_PENDING) -> list[PendingForget]:
+        # Only this assistant's own requests; another's id is "not found".
+        return self._vault.forget_status(request_id, agent=self.agent,
+                                         limit=max(1, min(limit, MAX_PENDING)))
+
+
 def check_wrapped(cls: type = AgentSession) -> None:
     """Every operation marked ``agent`` on ``VaultAPI`` has its wrapper on ``cls``, which fixes
     its scope: the owner checks this before it serves (``OwnerServer``), so a new agent

@@ -689,7 +689,7 @@ class Insights:
 
 # --- assistants (issue 14: `kept mcp`) -------------------------------------------------------
 
-PendingStatus = Literal["pending", "done", "declined"]
+PendingStatus = Literal["pending", "done", "declined", "expired"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -734,6 +734,7 @@ class PendingForget:
     created_at: float
     status: PendingStatus
     decided_at: float | None
+    expires_at: float | None = None   # a pending request's end (forget.request_days)
 
 
 @dataclass(frozen=True, slots=True)
@@ -949,6 +950,9 @@ class VaultAPI(Protocol):
     @op(Access.READ, agent=True)
     def pending_forgets(self, status: PendingStatus | None = "pending",
                         agent: str | None = None, limit: int = 50) -> list[PendingForget]: ...
+    @op(Access.READ, agent=True, tool="forget_status")
+    def forget_status(self, request_id: int | None = None, *, agent: str | None = None,
+                      limit: int = 20) -> list[PendingForget]: ...
     @op(Access.READ)
     def pending_forget_plan(self, pid: int) -> ForgetPlan: ...
     @op(Access.PERSON)

@@ -61,7 +61,7 @@ from app.api import (
     VaultStatus,
 )
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
-from app.clock import Clock
+from app.clock import Clock, local_time
 from app.domain.memory import Draft, Memory, MemoryId
 from app.errors import NotFound, StorageFull, ValidationError, VaultLocked
 from app.parts import Parts
@@ -103,6 +103,7 @@ class Vault:
         self._agents = parts.agents
         self._listeners: list[Listener] = []
         self._agents.on_reads_written = lambda: self._emit(Changes(agents=True))
+        self._agents.request_days = self._forget_request_days
         self._backups: BackupService | None = None  # built on first use (issue 16)
         self._learn_owner()
 
@@ -298,7 +299,9 @@ class Vault:
             raise ValidationError(
                 f"Not stored: it is about {category.replace('_', ' ')}, which you chose never "
                 "to store (setting privacy.never_store).")
-        mid = self._ingest.remember(d)
+        mid, saved = self._ingest.remember_once(d)
+        if not saved:  # its (session, ref) was saved already: no change (issue 26)
+            return Result(mid, Changes())
         self._emit(MEMORY_CHANGES)
         return Result(mid, MEMORY_CHANGES)
 
@@ -727,6 +730,7 @@ class Vault:
         chosen = list(dict.fromkeys(chosen))
         if not chosen:
             raise ValidationError("Nothing this assistant can see matches; nothing was asked.")
+        self._refuse_declined(chosen)
         row = self._agents.add_request(agent, chosen, query, reason)
         changes = Changes(agents=True)
         self._emit(changes)
@@ -737,10 +741,43 @@ class Vault:
         self._check_unlocked()
         return self._agents.requests(status, agent, limit)
 
+    def forget_status(self, request_id: int | None = None, *, agent: str | None = None,
+                      limit: int = 20) -> list[PendingForget]:
+        """Forget requests and what became of them (pending, done, declined, expired), newest
+        first: request ``request_id`` alone (``NotFound`` if it is not ``agent``'s), or the
+        newest ``limit`` of ``agent``'s (everyone's when None)."""
+        self._check_unlocked()
+        if request_id is None:
+            return self._agents.requests(None, agent, max(1, min(limit, 500)))
+        req = self._agents.request(int(request_id))
+        if req is None or (agent is not None and req.agent != agent):
+            raise NotFound(f"No forget request {request_id}.")
+        return [req]
+
+    def _forget_request_days(self) -> float:
+        value = self.setting("forget.request_days")
+        return float(value) if isinstance(value, int | float) and value > 0 else 30.0
+
+    def _refuse_declined(self, ids: Sequence[int]) -> None:
+        """The person said no to forgetting some of ``ids``: asking again is refused with the
+        date, until they change their mind in Kept (issue 26)."""
+        found = self._agents.declined(ids)
+        if found is None:
+            return
+        which, at = found
+        day = local_time(at).date().isoformat()
+        these = "these" if len(which) == len(ids) else \
+            "memor" + ("y " if len(which) == 1 else "ies ") + ", ".join(map(str, which))
+        raise ValidationError(f"The person declined forgetting {these} on {day}; ask them in "
+                              "Kept if they changed their mind. Nothing was asked.")
+
     def pending_forget_plan(self, pid: int) -> ForgetPlan:
         """What confirming request ``pid`` would forget (the memories still there)."""
         self._check_unlocked()
         req = self._agents.request(pid)
+        if req is not None and req.status == "expired":
+            raise ValidationError(f"Forget request {pid} expired unanswered "
+                                  f"(forget.request_days); nothing was forgotten.")
         if req is None or req.status != "pending":
             raise ValidationError(f"No pending forget request {pid}.")
         ids = list(req.memory_ids)

@@ -1,6 +1,7 @@
 """``kept mcp install`` and ``kept mcp doctor``: the exact entry each MCP client needs, and whether
-an assistant can reach Kept. Layer: app (front end). Runs on: the main thread. Imports no SDK,
-no storage: it is pure text, JSON files and a socket check.
+an assistant can reach Kept. Layer: app (front end). Runs on: the main thread. Imports no
+storage: it is text, JSON files and a socket check; the SDK only in ``launch`` (doctor starts
+the entry as its client would).
 
 Client shapes are those of docs/architecture.md#connecting-a-client: ``mcpServers`` for Claude
 Desktop, Cursor and LM Studio; ``servers`` with ``"type": "stdio"`` for VS Code; for Claude Code a
@@ -13,6 +14,7 @@ PATH), and the key goes in ``env``, never in ``args`` of ``kept mcp``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import ValidationError
+
+log = logging.getLogger(__name__)
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "lm-studio")
 KEY_PLACEHOLDER = "<key from: kept agents pair {agent}>"
@@ -145,12 +149,33 @@ def read_config(path: Path, wrapper: str) -> dict[str, object]:
 
 
 def check_writable(inst: Install) -> None:
-    """What ``write`` would refuse, said before anything happens (before pairing)."""
+    """What ``write`` would refuse, said before anything happens (before pairing, which
+    issues a new key and so ends the old one): a config that is not JSON, a file or folder
+    this user cannot write, no runnable ``claude``."""
     if inst.path is not None:
         read_config(inst.path, inst.wrapper)
-    elif shutil.which("claude") is None:
+        path = inst.path.resolve() if inst.path.is_symlink() else inst.path
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not os.access(folder, os.W_OK | os.X_OK) or (
+                path.exists() and not os.access(path, os.W_OK)):
+            raise ValidationError(f"Cannot write {path} (no permission); nothing was "
+                                  "changed. Fix its permissions first.")
+        return
+    claude = shutil.which("claude")
+    if claude is None:
         raise ValidationError("`claude` (Claude Code) is not on PATH; nothing was changed. "
                               "Run without --write and paste the line where `claude` runs.")
+    try:
+        done = subprocess.run([claude, "mcp", "--help"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ValidationError(f"`claude` cannot run here ({type(exc).__name__}); nothing was "
+                              "changed.") from exc
+    if done.returncode != 0:
+        raise ValidationError("`claude mcp` does not run here; nothing was changed. Run "
+                              "without --write and paste the line where `claude` runs.")
 
 
 def write(inst: Install) -> Path:
@@ -163,7 +188,7 @@ def write(inst: Install) -> Path:
     data = read_config(path, inst.wrapper)
     servers = data.get(inst.wrapper)
     servers = dict(servers) if isinstance(servers, dict) else {}
-    servers[SERVER_NAME] = inst.entry
+    servers[_name_in(servers, inst.entry)] = inst.entry  # in place: the order stays
     data[inst.wrapper] = servers
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
@@ -178,32 +203,76 @@ def write(inst: Install) -> Path:
     return path
 
 
+def _name_in(servers: dict[str, object], entry: dict[str, object]) -> str:
+    """The name to write under: the one already running ``kept mcp --agent`` this agent
+    (replaced in place, whatever it was called), else ``kept``."""
+    args = entry.get("args")
+    agent = _agent_of(args) if isinstance(args, list) else None
+    for name, old in servers.items():
+        old_args = old.get("args") if isinstance(old, dict) else None
+        if agent is not None and isinstance(old_args, list) and _agent_of(old_args) == agent:
+            return name
+    return SERVER_NAME
+
+
 def _run_claude(inst: Install) -> Path:
+    """``claude mcp remove --scope user kept`` (an old entry: ``add-json`` refuses to
+    overwrite, "already exists"), then ``claude mcp add-json --scope user kept JSON``. A
+    failing remove is "nothing to remove"; a failing add says Claude Code's own words (never
+    the key)."""
     claude = shutil.which("claude")
     if claude is None:
         raise ValidationError("`claude` (Claude Code) is not on PATH; run the line above in "
                               "the terminal where it is.")
+    subprocess.run([claude, "mcp", "remove", "--scope", "user", SERVER_NAME],
+                   capture_output=True, text=True, timeout=60, check=False)
     argv = [claude, *claude_code_argv(inst.entry)[1:]]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
-        raise ValidationError(f"claude mcp add-json failed: {said[-1] if said else done.returncode}",
-                              hint=f"If Kept is already there: claude mcp remove --scope user "
-                                   f"{SERVER_NAME}, then run this again.")
+        last = said[-1] if said else f"exit status {done.returncode}"
+        key = inst.entry.get("env", {})
+        secret = key.get("KEPT_AGENT_KEY") if isinstance(key, dict) else None
+        if isinstance(secret, str) and secret:
+            last = last.replace(secret, "<key>")
+        raise ValidationError(f"claude mcp add-json failed: {last}")
     return Path.home() / ".claude.json"
 
 
-def find_entry(agent: str, home: Path | None = None
+def written(inst: Install, path: Path, had_file: bool) -> str:
+    """What ``--write`` says once it wrote (the key is not shown: it is in the config)."""
+    if inst.path is None:
+        return ("Added Kept to Claude Code (user scope, ~/.claude.json); the key is in the "
+                "entry. Check /mcp in a new Claude Code session.")
+    bak = " (the old file is kept as .bak)" if had_file else ""
+    return f"Written to {path}{bak}; the key is in the entry. {inst.after}"
+
+
+def masked(inst: Install) -> str:
+    """The snippet with the key hidden: what ``--write`` shows of what it wrote."""
+    env = inst.entry.get("env")
+    if not isinstance(env, dict) or "KEPT_AGENT_KEY" not in env:
+        return snippet(inst)
+    hidden = {**inst.entry, "env": {**env, "KEPT_AGENT_KEY": "<written, not shown>"}}
+    return snippet(Install(inst.client, inst.path, inst.wrapper, hidden,
+                           shlex.join(claude_code_argv(hidden)) if inst.command_line else None,
+                           inst.after))
+
+
+def find_entry(agent: str, home: Path | None = None, client: str | None = None
                ) -> tuple[str, Path, dict[str, object]] | None:
     """The first client config (``kept mcp install``'s files, and Claude Code's user file)
-    whose servers run ``kept mcp --agent AGENT``: (client, file, entry). Read only."""
+    whose servers run ``kept mcp --agent AGENT``: (client, file, entry); only ``client``'s
+    when given. Read only."""
     home = home or Path.home()
     places = [(c, config_path(c, home)) for c in CLIENTS]
     places[CLIENTS.index("claude-code")] = ("claude-code", home / ".claude.json")
-    for client, path in places:
+    for name, path in places:
+        if client is not None and name != client:
+            continue
         if path is None or not path.is_file():
             continue
-        wrapper = "servers" if client == "vscode" else "mcpServers"
+        wrapper = "servers" if name == "vscode" else "mcpServers"
         try:
             servers = read_config(path, wrapper).get(wrapper, {})
         except ValidationError:
@@ -211,8 +280,65 @@ def find_entry(agent: str, home: Path | None = None
         for entry in servers.values() if isinstance(servers, dict) else ():
             args = entry.get("args") if isinstance(entry, dict) else None
             if isinstance(args, list) and _agent_of(args) == agent:
-                return client, path, entry
+                return name, path, entry
     return None
+
+
+def entry_vault(entry: dict[str, object]) -> Path | None:
+    """The ``--vault`` an entry names (None: the default vault)."""
+    args = entry.get("args")
+    if isinstance(args, list) and "--vault" in args[:-1]:
+        return Path(str(args[args.index("--vault") + 1]))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What starting an entry the way its client does gave."""
+    tools: tuple[str, ...]    # tools/list's names (empty: it did not get that far)
+    error: str | None         # why it did not start or answer; None: it did
+    status: str | None        # the ``status`` tool's answer: None when it answered, else its
+                              # error text (Kept closed, locked, key refused...)
+
+
+def launch(entry: dict[str, object], timeout: float = 60.0) -> Launch:
+    """Start ``entry`` as an MCP client does (its command, args and env over the SDK's
+    default environment, stdio), handshake, ``tools/list``, call ``status``. Imports the SDK
+    (``kept mcp doctor`` only)."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    command, args, env = entry.get("command"), entry.get("args"), entry.get("env")
+    if not isinstance(command, str) or not isinstance(args, list):
+        return Launch((), "the entry has no command or args", None)
+    params = StdioServerParameters(
+        command=command, args=[str(a) for a in args],
+        env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None)
+
+    async def run() -> Launch:
+        with anyio.fail_after(timeout):
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+                await session.initialize()
+                names = tuple(t.name for t in (await session.list_tools()).tools)
+                answer = await session.call_tool("status", {})
+                said = " ".join(getattr(c, "text", "") for c in answer.content).strip()
+                return Launch(names, None, (said or "failed") if answer.is_error else None)
+    try:
+        return anyio.run(run)
+    except TimeoutError:
+        return Launch((), f"no answer within {timeout:.0f} s", None)
+    except Exception as exc:  # the boundary: whatever stops the entry is the finding
+        log.info("entry launch failed: %s", type(exc).__name__)
+        return Launch((), _launch_error(exc), None)
+
+
+def _launch_error(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError | PermissionError):
+        return f"cannot start it ({type(exc).__name__})"
+    return f"it did not answer as an MCP server ({type(exc).__name__})"
 
 
 def _agent_of(args: list[object]) -> str | None:

@@ -67,7 +67,8 @@ class Memory(BaseModel):
     text: str
     when: str | None = Field(description="when it happened, ISO 8601 UTC")
     status: str
-    score: float | None = None
+    score: float | None = Field(default=None, description="recall's ranking score (as explain "
+                                "shows it; about 0 to 2.5), for ordering, not a probability")
     standing: Literal["current", "earlier", "superseded"] | None = Field(
         default=None, description="current: the latest word on this; earlier: the same "
         "person said more about it later (later_id, later_when): prefer that; superseded: "
@@ -79,7 +80,10 @@ class Memory(BaseModel):
 
 class RememberResult(BaseModel):
     id: int
-    saved: bool
+    saved: bool = Field(description="false when this (session, ref) was saved before")
+    status: Literal["saved", "already_saved"] = Field(
+        default="saved", description="already_saved: you sent this turn (same session and "
+        "ref) before; id is the first one, nothing new was saved")
 
 
 class FactResult(BaseModel):
@@ -156,6 +160,22 @@ class ForgetRequestResult(BaseModel):
     status: Literal["waiting_for_person"]
     memory_ids: list[int]
     tell_the_person: str
+
+
+class ForgetRequestState(BaseModel):
+    request_id: int
+    status: Literal["pending", "done", "declined", "expired"] = Field(description=(
+        "pending: waits for the person; done: forgotten; declined: the person kept them (do "
+        "not ask again); expired: unanswered too long (forget.request_days)"))
+    asked: str | None = Field(description="when you asked, ISO 8601 UTC")
+    decided: str | None = Field(description="when the person answered or it expired")
+    expires: str | None = Field(default=None, description="a pending request's last day")
+    memory_ids: list[int] = Field(description="what was asked about (empty once done)")
+    reason: str
+
+
+class ForgetStatusResult(BaseModel):
+    requests: list[ForgetRequestState]
 
 
 # --- the connection to Kept -------------------------------------------------------------------
@@ -297,13 +317,16 @@ def build_server(conn: Connection) -> MCPServer:
                                              description="your id for the turn")] = None,
             store: Store = "episodic") -> RememberResult:
         """Save a conversation turn or note the person would want kept. Use for durable things, not
-        chit-chat or secrets. Example: text="Ana's birthday is July 3"."""
+        chit-chat or secrets. Sending the same session and ref again saves nothing and says
+        already_saved. Example: text="Ana's birthday is July 3"."""
         from app.domain.memory import Draft
         from app.domain.memory import Store as S
         draft = Draft(text=text, store=S(store), occurred_at=_time(at, "at"), agent=agent,
                       speaker=speaker, session=session, ref=ref)
         result = await _call(conn, lambda b: b.remember(draft))
-        return RememberResult(id=int(result.value), saved=True)
+        saved = bool(result.changes.memories)  # no change: that (session, ref) was there
+        return RememberResult(id=int(result.value), saved=saved,
+                              status="saved" if saved else "already_saved")
 
     @_tool(server, made, "remember_fact", "Remember a fact", idempotent=True)
     async def remember_fact(
@@ -336,7 +359,10 @@ def build_server(conn: Connection) -> MCPServer:
             as_of: Annotated[str | None, Field(
                 description="ISO date: what was true then")] = None,
             stores: Annotated[list[Store] | None, Field(max_length=4)] = None,
-            min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0) -> RecallResult:
+            min_score: Annotated[float, Field(ge=0.0, le=100.0, description=(
+                "drop hits scoring below this; the score is Kept's ranking score, the one "
+                "explain shows (not a probability: typically 0.05 to 2.5, higher is "
+                "better); 0 keeps all"))] = 0.0) -> RecallResult:
         """Search the person's memories by meaning and words. Use before answering about the person,
         their people, plans or past conversations, with a short natural query ("Ana's birthday")."""
         from app.api import Filters
@@ -414,7 +440,8 @@ def build_server(conn: Connection) -> MCPServer:
                 "exact words to match, if no ids"))] = None) -> ForgetRequestResult:
         """Ask the person, in Kept, to forget memories. Only when the person asks you to forget
         something; pass ids from recall. Nothing is removed until they confirm in Kept: tell them to
-        check Kept."""
+        check Kept. Memories the person already declined to forget are refused (with the date);
+        `forget_status` says what became of a request."""
         if not memory_ids and not (query and query.strip()):
             raise ToolError("Give memory_ids (from recall) or a query.")
         r = await _call(conn, lambda b: b.request_forget(agent=agent, ids=memory_ids,
@@ -427,10 +454,29 @@ def build_server(conn: Connection) -> MCPServer:
             tell_the_person=(f"I asked Kept to forget {n} memor{'y' if n == 1 else 'ies'}. "
                              "Nothing is gone yet: please confirm or decline in Kept."))
 
+    @_tool(server, made, "forget_status", "What became of forget requests", idempotent=True)
+    async def forget_status(
+            request_id: Annotated[int | None, Field(ge=1, description=(
+                "a request_id from request_forget; none: your latest requests"))] = None
+    ) -> ForgetStatusResult:
+        """Say what the person did with your forget requests: pending, done (forgotten),
+        declined (they kept them: do not ask again) or expired (unanswered for
+        forget.request_days, 30 by default), with dates. Use when the person asks whether
+        something was forgotten."""
+        rows = await _call(conn, lambda b: b.forget_status(request_id, agent=agent))
+        return ForgetStatusResult(requests=[_forget_state(r) for r in rows])
+
     missing = sorted({str(o.tool) for o in TOOLS.values()} - made)
     if missing:  # an operation marked tool= on VaultAPI with no tool written here
         raise TypeError(f"MCP tools declared on VaultAPI but not made: {', '.join(missing)}")
     return server
+
+
+def _forget_state(r: Any) -> ForgetRequestState:
+    """A ``PendingForget`` as the assistant reads it (a pending one says when it expires)."""
+    return ForgetRequestState(request_id=int(r.id), status=r.status, asked=_iso(r.created_at),
+                              decided=_iso(r.decided_at), expires=_iso(r.expires_at),
+                              memory_ids=[int(i) for i in r.memory_ids], reason=r.reason)
 
 
 def _skip_sdk_logging_setup() -> None:

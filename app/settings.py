@@ -45,6 +45,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("backup.folder", str, "", "Scheduled backups: folder"),
     Setting("backup.schedule", str, "off", "Scheduled backups: off, daily or weekly"),
     Setting("backup.keep", int, 7, "Scheduled backups: keep the last N"),
+    Setting("forget.request_days", int, 30,
+            "An assistant's forget request expires after this many days unanswered"),
     Setting("recall.context_budget", int, policy.DEFAULT_CONTEXT_BUDGET,
             "Context budget (tokens)"),
 )

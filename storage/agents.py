@@ -77,19 +77,33 @@ def add_pending_forget(conn: Connection, agent: str, ids: list[int], query: str 
     return int(cur.lastrowid or 0)
 
 
-def get_pending_forget(conn: Connection, pid: int) -> PendingForget | None:
-    row = conn.execute(f"SELECT {_PENDING_COLS} FROM pending_forget WHERE id = ?",
-                       (pid,)).fetchone()
+def get_pending_forget(conn: Connection, pid: int, expired_before: float = float("-inf"),
+                       ttl: float = 0.0) -> PendingForget | None:
+    row = conn.execute(f"SELECT {_expiring_cols()} FROM pending_forget WHERE id = ?",
+                       (expired_before, expired_before, ttl, pid)).fetchone()
     return None if row is None else _pending(tuple(row))
 
 
+def _expiring_cols() -> str:
+    """``_PENDING_COLS`` with a pending request older than the first parameter reported as
+    "expired", decided when it expired (created + the third parameter): expiry is read, not
+    written, so a changed setting applies at once and a read never writes."""
+    return _PENDING_COLS.replace(
+        "status, decided_at",
+        "CASE WHEN status = 'pending' AND created_at < ? THEN 'expired' ELSE status END, "
+        "CASE WHEN status = 'pending' AND created_at < ? THEN created_at + ? "
+        "ELSE decided_at END")
+
+
 def pending_forgets(conn: Connection, status: str | None, agent: str | None,
-                    limit: int) -> list[PendingForget]:
-    sql = f"SELECT {_PENDING_COLS} FROM pending_forget WHERE 1 = 1"
-    args: list[object] = []
+                    limit: int, expired_before: float = float("-inf"), ttl: float = 0.0
+                    ) -> list[PendingForget]:
+    sql = f"SELECT {_expiring_cols()} FROM pending_forget WHERE 1 = 1"
+    args: list[object] = [expired_before, expired_before, ttl]
     if status is not None:
-        sql += " AND status = ?"
-        args.append(status)
+        sql += (" AND CASE WHEN status = 'pending' AND created_at < ? THEN 'expired' "
+                "ELSE status END = ?")
+        args += [expired_before, status]
     if agent is not None:
         sql += " AND agent = ?"
         args.append(agent)

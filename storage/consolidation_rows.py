@@ -154,6 +154,22 @@ def fact_texts_matching(conn: Connection, tokens: Iterable[str], scope: Scope, l
     return out
 
 
+def given_from(conn: Connection, ids: Sequence[int]
+               ) -> dict[int, list[tuple[str, str, str | None]]]:
+    """Per turn, the (subject, predicate, object) of the facts already derived from it: what
+    an assistant gave with ``remember_fact(source_ids=...)`` before extraction read the turn
+    (issue 26: extraction does not give it again)."""
+    out: dict[int, list[tuple[str, str, str | None]]] = {}
+    for part in chunks(list(ids)):
+        for dst, subj, pred, obj in conn.execute(
+                "SELECT l.dst, f.subject, f.predicate, f.object FROM link l JOIN fact f "
+                f"ON f.memory_id = l.src WHERE l.kind = 'DERIVED_FROM' AND l.dst IN "
+                f"({marks(len(part))})", part):
+            out.setdefault(int(dst), []).append((str(subj or ""), str(pred or ""),
+                                                 None if obj is None else str(obj)))
+    return out
+
+
 def active_facts(conn: Connection, subject: str, scope: Scope) -> list[FactRow]:
     """The active facts about ``subject`` (case-insensitive) in ``scope``."""
     return [FactRow(*r) for r in conn.execute(

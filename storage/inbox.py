@@ -135,3 +135,12 @@ def settle(conn: Connection, cid: int, status: str, resolution: str, now: float)
 def reopen(conn: Connection, cid: int) -> None:
     conn.execute("UPDATE contradiction SET status = 'open', resolution = NULL, "
                  "resolved_at = NULL WHERE id = ?", (cid,))
+
+
+def open_with_both_ended(conn: Connection) -> list[int]:
+    """Open items whose sides are both superseded (a review: its one memory): nothing is left
+    for the person to choose between (issue 26)."""
+    return [int(r[0]) for r in conn.execute(
+        "SELECT c.id FROM contradiction c JOIN memory ma ON ma.id = c.a "
+        "JOIN memory mb ON mb.id = c.b WHERE c.status = 'open' "
+        "AND ma.status = 'superseded' AND mb.status = 'superseded' ORDER BY c.id")]

@@ -179,6 +179,16 @@ def find_ref(conn: Connection, session: str | None, ref: str, store: Store) -> M
     return MemoryId(row[0]) if row else None
 
 
+def find_own_ref(conn: Connection, session: str | None, ref: str, store: Store, agent: str
+                 ) -> MemoryId | None:
+    """The memory ``agent`` already saved for (session, ref) in ``store`` (issue 26: a
+    resent turn is not saved twice)."""
+    row = conn.execute(
+        "SELECT id FROM memory WHERE session IS ? AND ref = ? AND store = ? AND agent = ? "
+        "ORDER BY id LIMIT 1", (session, ref, store.value, agent)).fetchone()
+    return MemoryId(row[0]) if row else None
+
+
 def get_memories(conn: Connection, ids: Iterable[int]) -> dict[MemoryId, Memory]:
     ids = list(dict.fromkeys(int(i) for i in ids))
     out: dict[MemoryId, Memory] = {}

@@ -73,6 +73,9 @@ def revert(conn: Connection, change: RunChange) -> None:
         conn.execute("UPDATE memory SET confidence = ? WHERE id = ?", (p["old"], mid))
     elif kind == "contradiction":
         conn.execute("DELETE FROM contradiction WHERE id = ?", (p["id"],))
+    elif kind == "settled":  # an item the run closed: open again
+        conn.execute("UPDATE contradiction SET status = 'open', resolution = NULL, "
+                     "resolved_at = NULL WHERE id = ?", (p["id"],))
     elif kind == "entity":
         conn.execute("DELETE FROM entity WHERE id = ?", (p["id"],))
     elif kind == "mention" and mid is not None:

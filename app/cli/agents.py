@@ -40,6 +40,8 @@ def add_parsers(sub: Subcommands) -> None:
     i.set_defaults(fn=cmd_mcp_install)
     d = mcp.add_parser("doctor", help="is Kept reachable, unlocked, the assistant paired?")
     d.add_argument("--agent", dest="doctor_agent", required=True)
+    d.add_argument("--client", dest="doctor_client", choices=CLIENTS,
+                   help="check this client's entry (default: the first that runs the agent)")
     d.set_defaults(fn=cmd_mcp_doctor)
 
     s = sub.add_parser("agents", help="assistants paired with Kept")
@@ -90,51 +92,91 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
         finally:
             vault.lock()
         inst = mcp_install.install(args.client, agent, key, vault=_folder(args))
-    print(mcp_install.snippet(inst))
-    if args.write:
+    if args.write:  # the key goes into the config, not onto the terminal (issue 26)
         had = inst.path is not None and inst.path.exists()
         path = mcp_install.write(inst)
-        kept_bak = " (the old file is kept as .bak)" if had else ""
-        print(f"Written to {path}{kept_bak}. {inst.after}"
-              if inst.path else f"Added to Claude Code. {inst.after}", file=sys.stderr)
+        print(mcp_install.masked(inst))
+        print(mcp_install.written(inst, path, had), file=sys.stderr)
     else:
+        print(mcp_install.snippet(inst))
         where = f" into {inst.path}, under \"{inst.wrapper}\"" if inst.path else ""
         print(f"Add this{where}. {inst.after}", file=sys.stderr)
     if not key:
-        print(f"Then replace the key placeholder: kept agents pair {agent}", file=sys.stderr)
-    print(f"Check it with: kept mcp doctor --agent {agent}", file=sys.stderr)
+        print(f"Then replace the key placeholder: {_kept(args)} agents pair {agent}",
+              file=sys.stderr)
+    print(f"Check it with: {_kept(args)} mcp doctor --agent {agent} --client {args.client}",
+          file=sys.stderr)
     return 0
 
 
+def _kept(args: argparse.Namespace, folder: Path | None = None) -> str:
+    """``kept``, with ``--vault F`` when the vault is not the default one: the start of a
+    line that works as printed."""
+    import shlex
+
+    from app import bootstrap
+    folder = folder or _folder(args)
+    if folder is None or folder.expanduser().absolute() == \
+            bootstrap.default_vault_dir().expanduser().absolute():
+        return "kept"
+    return f"kept --vault {shlex.quote(str(folder.expanduser().absolute()))}"
+
+
 def cmd_mcp_doctor(args: argparse.Namespace) -> int:
-    """Reachable, unlocked, paired, one line each. The key: KEPT_AGENT_KEY, else the one in
-    the client config that runs ``kept mcp --agent NAME``. Exit 0 only when an assistant
-    would work."""
+    """Entry, vault, launch, reachable, unlocked, paired, one line each, and a fix line that
+    works as printed. The entry is the client config that runs ``kept mcp --agent NAME``
+    (``--client``'s only, when given); it is started as its client starts it (command, args,
+    env) and answers ``tools/list`` and ``status``. The key: KEPT_AGENT_KEY, else the entry's.
+    Exit 0 only when an assistant would work."""
     from app import bootstrap, mcp_install
     from app.agent_scope import check_agent_name
     from app.errors import AgentNotPaired, OwnerNotRunning, VaultLocked
     from app.ipc.client import RemoteVault, owner_running
     agent = args.doctor_agent
     check_agent_name(agent)
-    key, folder, ok, client = os.environ.get("KEPT_AGENT_KEY"), _folder(args), True, "NAME"
-    if not key:
-        found = mcp_install.find_entry(agent)
-        if found is not None:
-            client, path, entry = found
-            env, argv = entry.get("env"), entry.get("args")
-            key = env.get("KEPT_AGENT_KEY") if isinstance(env, dict) else None
-            if folder is None and isinstance(argv, list) and "--vault" in argv[:-1]:
-                folder = Path(str(argv[argv.index("--vault") + 1]))
-            command = str(entry.get("command"))
-            usable = os.path.isfile(command) and os.access(command, os.X_OK)
-            print(f"entry: {path} ({client}) runs {command}"
-                  + ("" if usable else ": not found. Run `kept mcp install` again."))
-            ok = usable
-    folder = folder or bootstrap.default_vault_dir()
-    print(f"vault: {folder}")
+    key, folder, ok = os.environ.get("KEPT_AGENT_KEY"), _folder(args), True
+    found = mcp_install.find_entry(agent, client=args.doctor_client)
+    client = args.doctor_client or (found[0] if found else None)
+    default = bootstrap.default_vault_dir()
+    launched: mcp_install.Launch | None = None
+    if found is None:
+        where = f"{client}'s config" if client else "no client config"
+        print(f"entry: none: {where} runs `kept mcp --agent {agent}`.")
+        ok = False
+    else:
+        client, path, entry = found
+        env = entry.get("env")
+        key = key or (env.get("KEPT_AGENT_KEY") if isinstance(env, dict) else None)
+        named = mcp_install.entry_vault(entry) or default
+        if folder is not None and named.expanduser().absolute() != \
+                folder.expanduser().absolute():
+            print(f"entry: {path} ({client}) uses the vault {named}, not {folder}.")
+            ok = False
+        folder = folder or named
+        command = str(entry.get("command"))
+        usable = os.path.isfile(command) and os.access(command, os.X_OK)
+        print(f"entry: {path} ({client}) runs {command}"
+              + ("" if usable else ": not found."))
+        ok = ok and usable
+        if usable:
+            launched = mcp_install.launch(entry)
+            if launched.error is not None:
+                print(f"launch: no: {launched.error}.")
+                ok = False
+            else:
+                print(f"launch: yes, as {client} starts it; tools/list: "
+                      f"{len(launched.tools)} tools")
+    folder = folder or default
+    fix = (f"Fix: {_kept(args, folder)} mcp install --client {client or 'claude-desktop'} "
+           f"--agent {agent} --pair --write"
+           + ("" if client else "   (or --client " + ", ".join(
+               c for c in mcp_install.CLIENTS if c != "claude-desktop") + ")"))
+    print(f"vault: {folder}" + (" (the default)" if folder == default else ""))
     if not owner_running(folder):
         print("reachable: no. Kept is not running for this vault, or it is locked: open and "
-              "unlock Kept, or run `kept serve`.")
+              f"unlock Kept, or run: {_kept(args, folder)} serve")
+        if not ok:
+            print(fix)
         return 2
     print("reachable: yes")
     try:
@@ -146,20 +188,28 @@ def cmd_mcp_doctor(args: argparse.Namespace) -> int:
     if locked:
         return 2
     if not key or key.startswith("<"):
-        print(f"paired: unknown: no key found. Pair and install it: kept mcp install --client "
-              f"{client} --agent {agent} --pair --write (or set KEPT_AGENT_KEY).")
+        print("paired: unknown: no key found (or set KEPT_AGENT_KEY).")
+        print(fix)
         return 2
     try:
         with RemoteVault.at(folder, agent=agent, key=key, timeout=10) as remote:
             remote.status()
     except AgentNotPaired:
-        print(f"paired: no. The key is not {agent}'s current key, or {agent} was revoked: "
-              f"kept mcp install --client {client} --agent {agent} --pair --write")
+        print(f"paired: no. The key is not {agent}'s current key, or {agent} was revoked.")
+        print(fix)
         return 2
     except AppError as exc:
         print(f"paired: unknown: {exc.user_message}")
         return 2
     print(f"paired: yes, as {agent}")
+    if launched is not None and launched.error is None:
+        if launched.status is None:
+            print("call: yes, the entry's status tool answered")
+        else:
+            print(f"call: no: {launched.status}")
+            ok = False
+    if not ok:
+        print(fix)
     return 0 if ok else 2
 
 
@@ -172,10 +222,10 @@ def cmd_agents_pair(args: argparse.Namespace) -> int:
     finally:
         vault.lock()
     print(key)
+    from app.mcp_install import CLIENTS
     print(f"Paired {args.name}. The key above is shown once: write the client's entry with "
-          f"KEPT_AGENT_KEY=<key> kept mcp install --client NAME --agent {args.name} --write "
-          f"(or pair and write in one step: kept mcp install --client NAME --agent "
-          f"{args.name} --pair --write).", file=sys.stderr)
+          f"KEPT_AGENT_KEY=<key> {_kept(args)} mcp install --client {CLIENTS[0]} --agent "
+          f"{args.name} --write (or --client {', '.join(CLIENTS[1:])}).", file=sys.stderr)
     return 0
 
 

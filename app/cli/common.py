@@ -51,7 +51,9 @@ def secret_env(name: str) -> str | None:
     return value
 
 
-def password(args: argparse.Namespace, prompt: str = "Password: ") -> str:
+def password(args: argparse.Namespace, prompt: str | None = None) -> str:
+    """The vault's password (or, with ``prompt``, another one: "Backup password: "), from
+    --password-file, KEPT_PASSWORD or the terminal; a terminal is told which password."""
     if getattr(args, "password_file", None):
         return read_secret_file(args.password_file)
     env = secret_env("KEPT_PASSWORD")
@@ -59,7 +61,16 @@ def password(args: argparse.Namespace, prompt: str = "Password: ") -> str:
         return env
     if not sys.stdin.isatty():
         raise ValidationError("No password: use --password-file, KEPT_PASSWORD or a terminal.")
-    return getpass.getpass(prompt)
+    return getpass.getpass(prompt or vault_prompt(args))
+
+
+def vault_prompt(args: argparse.Namespace) -> str:
+    """"Password for vault “/home/sam/.local/share/kept/vault”: " (issue 26: which one)."""
+    try:
+        folder: Path | str = vault_dir(args) if hasattr(args, "vault") else "?"
+    except ValidationError:
+        folder = str(getattr(args, "vault", "") or "?")
+    return printable(f"Password for vault “{folder}”: ")
 
 
 # --- the vault -------------------------------------------------------------------------------
@@ -90,7 +101,7 @@ def open_vault(args: argparse.Namespace, *, load_model: bool = True,
     from app.errors import VaultBusy, VaultNotFound
     from app.facade import Vault
     folder = vault_dir(args)
-    remote = owner(folder, lambda: password(args, f"Password of the Kept vault in {folder}: "))
+    remote = owner(folder, lambda: password(args))
     if remote is not None:
         if local is not None:
             remote.lock()

@@ -12,8 +12,16 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from app import words
-from app.cli.common import Subcommands, id_arg, open_vault, print_json, progress, when
-from app.errors import ValidationError
+from app.cli.common import (
+    Subcommands,
+    id_arg,
+    open_vault,
+    print_json,
+    printable,
+    progress,
+    when,
+)
+from app.errors import NotFound, ValidationError
 
 if TYPE_CHECKING:
     from app.api import BackupRemade, ForgetPlan, VaultAPI
@@ -189,6 +197,7 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
             print(f"Forgot {words.forget_sentence(groups)} for good (request {confirm}).")
             return 0
         requests = vault.pending_forgets("pending")
+        texts = _texts(vault, [i for r in requests for i in r.memory_ids])
     finally:
         vault.lock()
     if not requests:
@@ -196,6 +205,19 @@ def pending_forgets(args: argparse.Namespace, *, confirm: int | None,
     for r in requests:
         ids = ", ".join(str(i) for i in r.memory_ids)
         print(f"[{r.id}] {r.agent} asks to forget {ids} ({when(r.created_at)}): {r.reason}")
+        for mid in r.memory_ids:  # what would go, in the person's words (issue 26)
+            print(printable(f"    [{mid}] {texts.get(int(mid), '(already gone)')}"))
     if requests:
         print("Confirm with `kept forget --pending ID`, or `kept forget --decline ID`.")
     return 0
+
+
+def _texts(vault: VaultAPI, ids: list[int]) -> dict[int, str]:
+    """Each id's text, shortened to a line (the memories still there)."""
+    out: dict[int, str] = {}
+    for mid in dict.fromkeys(ids):
+        try:
+            out[mid] = words.short(vault.get(mid).text, 100)
+        except NotFound:
+            continue
+    return out

@@ -17,6 +17,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from app.api import AgentRead, AgentRow, MemoryRead, PendingForget, PendingStatus
 from app.clock import Clock
@@ -48,6 +49,8 @@ class AgentService:
         self._reads: list[tuple[str, tuple[int, ...], str, float]] = []
         self._reads_guard = threading.Lock()
         self._reads_timer: threading.Timer | None = None
+        # Days an unanswered forget request lives (the facade reads ``forget.request_days``).
+        self.request_days: Callable[[], float] = lambda: 30.0
 
     # --- pairing --------------------------------------------------------------------------
     def pair(self, name: str) -> str:
@@ -115,15 +118,41 @@ class AgentService:
         return row
 
     def request(self, pid: int) -> PendingForget | None:
-        return self.db.read(lambda c: self.rows.get_pending_forget(c, pid))
+        cutoff, ttl = self._expiry()
+        row = self.db.read(lambda c: self.rows.get_pending_forget(c, pid, cutoff, ttl))
+        return None if row is None else _with_end(row, ttl)
 
     def requests(self, status: PendingStatus | None, agent: str | None, limit: int
                  ) -> list[PendingForget]:
-        return list(self.db.read(
-            lambda c: self.rows.pending_forgets(c, status, agent, max(1, min(limit, 500)))))
+        cutoff, ttl = self._expiry()
+        return [_with_end(r, ttl) for r in self.db.read(
+            lambda c: self.rows.pending_forgets(c, status, agent, max(1, min(limit, 500)),
+                                                cutoff, ttl))]
+
+    def _expiry(self) -> tuple[float, float]:
+        """(asked before this: expired, the time a request lives), from ``request_days``."""
+        ttl = max(0.0, float(self.request_days())) * 86400.0
+        return self.clock.now() - ttl, ttl
+
+    def declined(self, ids: Sequence[int]) -> tuple[list[int], float] | None:
+        """The ids among ``ids`` the person already declined to forget (any assistant asked),
+        and when they last declined: an assistant does not ask again (issue 26)."""
+        wanted = {int(i) for i in ids}
+        hit: set[int] = set()
+        last = 0.0
+        for r in self.requests("declined", None, 500):
+            common = wanted & {int(i) for i in r.memory_ids}
+            if common:
+                hit |= common
+                last = max(last, r.decided_at or r.created_at)
+        return (sorted(hit), last) if hit else None
 
     def decide(self, pid: int, status: str) -> bool:
-        """Close request ``pid`` as "done" or "declined"; False when it was not pending."""
+        """Close request ``pid`` as "done" or "declined"; False when it was not pending
+        (an expired one is no longer pending)."""
+        req = self.request(pid)
+        if req is None or req.status != "pending":
+            return False
         now = self.clock.now()
         return bool(self.db.write_sync(
             lambda c: self.rows.decide_pending_forget(c, pid, status, now)))
@@ -167,3 +196,7 @@ class AgentService:
 
     def reads_by(self, agent: str, limit: int) -> list[AgentRead]:
         return self.db.read(lambda c: self.rows.reads_by(c, agent, max(1, min(limit, 1000))))
+
+
+def _with_end(r: PendingForget, ttl: float) -> PendingForget:
+    return replace(r, expires_at=r.created_at + ttl) if r.status == "pending" else r

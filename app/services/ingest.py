@@ -156,22 +156,38 @@ class IngestService:
     # --- remember ----------------------------------------------------------------------
     def remember(self, d: Draft) -> MemoryId:
         """``d`` validated (``validate_draft``). Short-term memories get no vector."""
+        return self.remember_once(d)[0]
+
+    def remember_once(self, d: Draft) -> tuple[MemoryId, bool]:
+        """(id, saved now): a draft with a ``ref`` that its agent already saved in the same
+        session and store is not saved again; the first one's id comes back with False
+        (checked again inside the write, so two racing calls save one)."""
+        if d.ref is not None:
+            ref = d.ref
+            found = self.db.read(lambda c: self.rows.find_own_ref(c, d.session, ref, d.store,
+                                                                  d.agent))
+            if found is not None:
+                return found, False
         now = self.clock.now()
         scores, decay_class, confidence = score(d, now)
         vec = self.embed([embed_text(d)]) if d.store is not Store.SHORT_TERM else None
         keys = fts_keys(d)
         model = self.model_name
 
-        def run(conn: Connection) -> MemoryId:
+        def run(conn: Connection) -> tuple[MemoryId, bool]:
+            if d.ref is not None:
+                found = self.rows.find_own_ref(conn, d.session, d.ref, d.store, d.agent)
+                if found is not None:
+                    return found, False
             mid = self.rows.insert_memory(conn, d, now=now, decay_class=decay_class,
                                           scores=scores, confidence=confidence, fts_keys=keys)
             if vec is not None:
                 self.rows.put_vectors(conn, [mid], vec, model)
-            return mid
-        mid = self.db.write_sync(run)
-        if vec is not None:
+            return mid, True
+        mid, saved = self.db.write_sync(run)
+        if vec is not None and saved:
             self.index.add([mid], vec)
-        return mid
+        return mid, saved
 
     # --- correct -----------------------------------------------------------------------
     def get(self, mid: int) -> Memory:

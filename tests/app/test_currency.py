@@ -161,6 +161,9 @@ def test_words_about_memory_are_acted_on(tmp_path: Path, fast_kdf: Any,
     day supersedes the old one at once, in the report with Undo."""
     v = turns_vault(tmp_path / "w", fast_kdf, "pw-words", MEMORY_WORDS)
     try:
+        # The run is dated April 2026 and read with the real clock: a request that old would
+        # have expired (forget.request_days, issue 26).
+        v.set_setting("forget.request_days", 3650)
         report = v.consolidate(now=parse_iso("2026-04-07T00:00:00Z")).value
         assert report.counts.get("forget_asked") == 1
         (req,) = v.pending_forgets("pending")

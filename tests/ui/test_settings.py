@@ -179,3 +179,15 @@ def test_keychain_option_remembers_the_device(qtbot: Any, open_page: Any, window
     with qtbot.waitSignal(window.bridge.changes_applied, timeout=20_000):
         _click_box(qtbot, view.remember)
     assert not demo_vault.status().remember_device
+
+
+def test_forget_request_days_saved(qtbot: Any, open_page: Any, window: Any,
+                                   demo_vault: Any) -> None:
+    """Issue 26: how long an assistant's forget request waits is the person's to set."""
+    view = open_page("settings")
+    _loaded(qtbot, view)
+    assert view.request_days.value() == demo_vault.setting("forget.request_days") == 30
+    view.request_days.setValue(7)
+    with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
+        qtbot.mouseClick(view.save_btn, Qt.MouseButton.LeftButton)
+    assert demo_vault.setting("forget.request_days") == 7

@@ -48,7 +48,7 @@ FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_m
              "extraction.cloud_consent", "extraction.redact",
              "consolidation.heartbeat_minutes", "consolidation.interval_minutes",
              "consolidation.decay_hour", "consolidation.synthesis_weekday", "lock.idle_minutes",
-             "backup.folder", "backup.schedule", "backup.keep")
+             "backup.folder", "backup.schedule", "backup.keep", "forget.request_days")
 BACKUP_SCHEDULES = {"off": "Off", "daily": "Daily", "weekly": "Weekly"}
 
 # What the form was filled from: the stored values of FORM_KEYS, the newest backup, and
@@ -78,7 +78,7 @@ class SettingsView(Page):
         cl = QVBoxLayout(content)
         cl.addWidget(QLabel("<h2>Settings</h2>"))
         for group in (self._build_extraction(), self._build_schedule(), self._build_lock(),
-                      self._build_backups()):
+                      self._build_backups(), self._build_requests()):
             cl.addWidget(group)
         cl.addLayout(self._build_save_row())
         cl.addWidget(self._build_password())
@@ -159,6 +159,19 @@ class SettingsView(Page):
         lf = QFormLayout(lock)
         lf.addRow("Lock after this long without input", self.idle_minutes)
         return lock
+
+    def _build_requests(self) -> QGroupBox:
+        """How long an assistant's forget request waits for an answer (issue 26)."""
+        self.request_days = _spin(1, 3650, " days")
+        box = QGroupBox("Assistants' forget requests")
+        form = QFormLayout(box)
+        form.addRow("Unanswered requests expire after", self.request_days)
+        note = QLabel("An expired request leaves the Inbox and nothing is forgotten; the "
+                      "assistant learns it expired.")
+        note.setWordWrap(True)
+        note.setStyleSheet(theme.NOTE_STYLE)
+        form.addRow(note)
+        return box
 
     def _build_backups(self) -> QGroupBox:
         self.backup_folder = QLineEdit()
@@ -304,6 +317,7 @@ class SettingsView(Page):
         self.backup_schedule.setCurrentIndex(
             max(self.backup_schedule.findData(values["backup.schedule"] or "off"), 0))
         self.backup_keep.setValue(int(values["backup.keep"] or 1))
+        self.request_days.setValue(setting_int(values["forget.request_days"]) or 30)
         if last is None:
             self.last_backup.setText("Last backup: none yet.")
         else:
@@ -364,6 +378,7 @@ class SettingsView(Page):
             "backup.folder": self.backup_folder.text().strip(),
             "backup.schedule": self.backup_schedule.currentData(),
             "backup.keep": self.backup_keep.value(),
+            "forget.request_days": self.request_days.value(),
         }
 
     def dirty(self) -> bool:

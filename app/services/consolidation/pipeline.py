@@ -221,6 +221,7 @@ class Pipeline:
                     rl.failed(step, exc)
                 if progress is not None:
                     progress(n + 1, len(steps))
+            self.close_ended(rl, now)
         finally:
             seconds = time.perf_counter() - started
             report = RunReport(RunId(run_id), kind, now, round(seconds, 3), dict(rl.counts),
@@ -243,6 +244,7 @@ class Pipeline:
         rl = RunLog(run_id, self.runlog)
         try:
             self._store_facts(rl, [fact], now, scope, with_global=True)
+            self.close_ended(rl, now)
         finally:
             report = RunReport(RunId(run_id), kind, now, round(time.perf_counter() - started, 3),
                                dict(rl.counts), {k: v for k, v in rl.ids.items()},
@@ -293,7 +295,7 @@ class Pipeline:
                     e.id for e in batch if owner.is_owner(e.speaker, self.owner_name)
                     and said_change.cue(e.text) == "contradiction")
                 try:
-                    facts = extractor(batch, scope)
+                    facts = self._not_given(rl, extractor(batch, scope))
                     self._store_facts(rl, facts, now, scope)
                     self._said_changes(rl, batch, now, scope)
                     if scope == ("global", None):
@@ -310,6 +312,33 @@ class Pipeline:
                 rows.put_setting(conn, WATERMARK, max(high, _watermark(rows, conn)))
             self.db.write_sync(advance)
         self.db.write_sync(lambda c: rows.put_setting(c, RETRY, list[Json](retry)))
+
+    def _not_given(self, rl: RunLog, facts: list[FactCandidate]) -> list[FactCandidate]:
+        """``facts`` without those an assistant already gave from the same turn
+        (``remember_fact`` with that turn in ``source_ids``): the same slot (subject and
+        predicate) or the same value about the same subject. The assistant read the turn
+        whole; extracting it again only corroborated its own word or contradicted it."""
+        sources = sorted({i for f in facts for i in f.source_ids})
+        if not sources:
+            return facts
+        given = self.db.read(lambda c: self.rows.given_from(c, sources))
+        if not given:
+            return facts
+
+        def known(f: FactCandidate) -> bool:
+            subject = f.subject.casefold()
+            pred = slots.canonical_predicate(f.predicate)
+            obj = f.object.casefold()
+            for i in f.source_ids:
+                for s, p, o in given.get(i, ()):
+                    if s.casefold() == subject and (
+                            slots.canonical_predicate(p) == pred or (o or "").casefold() == obj):
+                        return True
+            return False
+        kept = [f for f in facts if not known(f)]
+        if len(kept) < len(facts):
+            rl.counts["facts_already_given"] += len(facts) - len(kept)
+        return kept
 
     def _extractor(self, rl: RunLog) -> Extractor:
         provider = self.db.read(
@@ -572,6 +601,22 @@ class Pipeline:
             {"kept": winner, "rule": rule, "prior": prior_json(prior)}), now)
         rl.counts["auto_resolved"] += 1
         rl.ids["auto_resolved"].append(cid)
+
+    def close_ended(self, rl: RunLog, now: float) -> None:
+        """Close the open Inbox items whose two sides were both superseded since (by the
+        person's corrections, by this run, by an assistant's change): "auto", with the rule
+        said; undoing the run opens them again (issue 26)."""
+        def write(conn: Any) -> None:
+            for cid in self.inbox.open_with_both_ended(conn):
+                self.inbox.settle(conn, cid, "auto", json.dumps(
+                    {"kept": None, "rule": "both sides were replaced since", "prior": {}}), now)
+                rl.change(conn, "settled", None, id=cid)
+                rl.counts["closed_both_replaced"] += 1
+                rl.ids["auto_resolved"].append(cid)
+        try:
+            self.db.write_sync(write)
+        except Exception as exc:  # never fails a run: the next one tries again
+            rl.failed("close_ended", exc)
 
     def _supersede(self, conn: Any, rl: RunLog, loser: int, winner: int, now: float) -> None:
         prior = self.rows.supersede(conn, loser, winner, now)

@@ -72,12 +72,15 @@ def test_scope_and_pending_forget(vault: Vault) -> None:
     # The person declines one, confirms another.
     vault.close_pending_forget(req.id, None)
     assert vault.get(mine) and vault.pending_forgets() == []
-    req2 = a.request_forget(ids=[mine], reason="again").value
+    with pytest.raises(ValidationError, match="declined"):  # not asked again (issue 26)
+        a.request_forget(ids=[mine], reason="again")
+    kickoff = a.remember(Draft("Project lantern kickoff is Monday")).value
+    req2 = a.request_forget(ids=[kickoff], reason="the person asked").value
     plan = vault.pending_forget_plan(req2.id)
-    assert plan.memory_ids == (mine,)
+    assert plan.memory_ids == (kickoff,)
     vault.close_pending_forget(req2.id, plan)
     with pytest.raises(NotFound):
-        vault.get(mine)
+        vault.get(kickoff)
     assert vault.pending_forgets("done", "a")[0].id == req2.id
 
 

@@ -28,7 +28,7 @@ from tests.app.mcp.conftest import (
     with_mcp,
 )
 
-READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status"}
+READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status", "forget_status"}
 
 # One valid call per tool: what a well-behaved assistant would send.
 CALLS: dict[str, dict[str, Any]] = {
@@ -40,6 +40,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "list_contradictions": {},
     "status": {},
     "request_forget": {"memory_ids": [1], "reason": "the person asked"},
+    "forget_status": {},
 }
 
 
