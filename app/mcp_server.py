@@ -427,6 +427,9 @@ def build_server(conn: Connection) -> MCPServer:
             tell_the_person=(f"I asked Kept to forget {n} memor{'y' if n == 1 else 'ies'}. "
                              "Nothing is gone yet: please confirm or decline in Kept."))
 
+    from app.mcp_browse import add_browsing  # issue 26: get_memory, recent, entity, inbox
+    add_browsing(server, conn, made)
+
     missing = sorted({str(o.tool) for o in TOOLS.values()} - made)
     if missing:  # an operation marked tool= on VaultAPI with no tool written here
         raise TypeError(f"MCP tools declared on VaultAPI but not made: {', '.join(missing)}")
