@@ -79,6 +79,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Vault"]
 
+def not_an_assistants(mid: int) -> str:
+    return f"Memory {mid} is not one assistant's own: every assistant already sees it."
+
+
 ENTITY_FACTS = 40  # facts on an entity card, current and earlier together, newest first
 
 
@@ -808,7 +812,7 @@ class Vault:
         the assistant that wrote it."""
         m = self.get(mid)
         if m.agent == "global":
-            raise ValidationError(f"Memory {mid} is already shared: every assistant sees it.")
+            raise ValidationError(not_an_assistants(mid))
         if m.status == "superseded":
             raise ValidationError(f"Memory {mid} was replaced by a newer version"
                                   + (f" ({m.superseded_by})" if m.superseded_by else "")
