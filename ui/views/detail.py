@@ -108,7 +108,6 @@ class DetailPane(Page):
             wrap_lines(lst)
             lst.setMaximumHeight(fit.lines(lst, 7))
         self._make_search_parts()
-        self._make_share_button()
         self.correct_btn = QPushButton("Correct…")
         self.confirm_btn = QPushButton("Confirm")
         self.archive_btn = QPushButton("Archive")
@@ -242,6 +241,7 @@ class DetailPane(Page):
             lst.setToolTip("Click a line, or press Enter on it, to show that memory")
             lst.itemClicked.connect(self._on_target_item)
             lst.itemActivated.connect(self._on_target_item)
+        self._make_share_button()  # beside "Show the conversation"
 
     def _show_why(self, lines: list[str] | None) -> None:
         self.why.setText("\n".join(lines or []))

@@ -28,7 +28,8 @@ from tests.app.mcp.conftest import (
     with_mcp,
 )
 
-READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status"}
+READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status"} | {
+    "get_memory", "recent_memories", "entity", "inbox"}
 
 # One valid call per tool: what a well-behaved assistant would send.
 CALLS: dict[str, dict[str, Any]] = {
@@ -40,6 +41,10 @@ CALLS: dict[str, dict[str, Any]] = {
     "list_contradictions": {},
     "status": {},
     "request_forget": {"memory_ids": [1], "reason": "the person asked"},
+    "get_memory": {"memory_id": 1},
+    "recent_memories": {},
+    "entity": {"name": "Ana"},
+    "inbox": {},
 }
 
 

@@ -64,7 +64,8 @@ def _run(folder: Path, key: str | None, dump: Path) -> list[str]:
     async def session() -> list[str]:
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
-            assert len((await s.list_tools()).tools) == 8
+            from app.mcp_server import TOOLS  # in this process, not the child's
+            assert len((await s.list_tools()).tools) == len(TOOLS)
             res = await s.call_tool("recall", {"query": "Lisbon"})
             return [m["text"] for m in (res.structured_content or {}).get("memories", [])] \
                 if not res.is_error else [f"error: {res.content[0].text}"]  # type: ignore[union-attr]
