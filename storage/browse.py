@@ -262,14 +262,21 @@ def entities_named(conn: Connection, name_key: str, agent: str | None) -> list[N
 def entity_facts(conn: Connection, name_key: str, agent: str | None, limit: int
                  ) -> list[ScopedRow]:
     """Facts and procedures (active or superseded) that mention an entity of this
-    name (in any scope: the memory's own scope decides who sees it) or have it as their
-    subject, newest first."""
+    name (in any scope: the memory's own scope decides who sees it), have it as their subject
+    or say it (a phrase of the full-text index), newest first."""
     scope, args = _scope(agent)
     return _scoped(conn, f"SELECT {ROW_COLS}, m.valid_until, m.superseded_by FROM memory m "
                    "WHERE m.store IN ('semantic', 'procedural') "
                    "AND m.status IN ('active', 'superseded') AND (m.id IN ("
                    "SELECT em.memory_id FROM entity_mention em JOIN entity e "
                    "ON e.id = em.entity_id WHERE e.name_key = ?) OR m.id IN ("
-                   "SELECT memory_id FROM fact WHERE lower(subject) = ?))"
+                   "SELECT memory_id FROM fact WHERE lower(subject) = ?) OR m.id IN ("
+                   "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?))"
                    f"{scope} ORDER BY m.occurred_at DESC, m.id DESC LIMIT ?",
-                   [name_key, name_key, *args, limit])
+                   [name_key, name_key, _phrase(name_key), *args, limit])
+
+
+def _phrase(name: str) -> str:
+    """An FTS5 query for the name as a phrase in the text column (quotes doubled: it is
+    never read as query syntax)."""
+    return 'text : "' + name.replace('"', '""') + '"'

@@ -179,7 +179,8 @@ def test_assistant_a_browses_global_and_its_own_never_bs(served: Seeded) -> None
         assert set(ids["company"]) <= _ids(company["current"])
         ana = await call("entity", {"name": "ana"})
         current = {m["id"] for m in ana["current"]}
-        assert {ids["faro"][0], ids["braga"][0], ids["a"][1]} <= current
+        # facts about her, and what says her name ("Ana works at Quillon Labs.")
+        assert {ids["faro"][0], ids["braga"][0], ids["a"][1], ids["company"][0]} <= current
         (earlier,) = [m for m in ana["earlier"] if m["id"] == ids["porto"][0]]
         assert earlier["standing"] == "superseded" and earlier["later_id"] == ids["braga"][0]
         assert _ids(ana) <= visible
