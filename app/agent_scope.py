@@ -21,11 +21,13 @@ from app.api import (
     AssistantFact,
     Context,
     ContradictionItem,
+    EntityCard,
     Explanation,
     FactOutcome,
     Filters,
     Hit,
     InboxStatus,
+    MemoryRow,
     MemoryView,
     PendingForget,
     PendingStatus,
@@ -33,7 +35,7 @@ from app.api import (
     VaultAPI,
     VaultStatus,
 )
-from app.domain.memory import Draft, MemoryId
+from app.domain.memory import Draft, MemoryId, Store
 from app.errors import NotFound, ValidationError
 from app.operations import operations
 
@@ -48,6 +50,7 @@ MAX_K = 50
 MAX_BUDGET = 4000
 MAX_CONTRADICTIONS = 20
 MAX_PENDING = 20
+MAX_RECENT = 25
 
 AGENT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
@@ -151,6 +154,33 @@ class AgentSession:
                         agent: str | None = None, limit: int = MAX_PENDING
                         ) -> list[PendingForget]:
         return self._vault.pending_forgets(status, self.agent, max(1, min(limit, MAX_PENDING)))
+
+    # --- browsing (issue 26): one memory, the newest, a name's card, the Inbox -------------
+    def get_memory(self, mid: int) -> MemoryRow:
+        if not self._visible(mid):
+            raise NotFound()  # the same answer as for an id that does not exist
+        return self._scoped(self._vault.get_memory(mid))
+
+    def recent_memories(self, limit: int = 10, store: Store | None = None, *,
+                        agent: str | None = None) -> list[MemoryRow]:
+        rows = self._vault.recent_memories(max(1, min(limit, MAX_RECENT)), store,
+                                           agent=self.agent)
+        return [self._scoped(r) for r in rows]
+
+    def entity(self, name: str, *, agent: str | None = None) -> EntityCard:
+        card = self._vault.entity(name, agent=self.agent)
+        return replace(card, current=tuple(self._scoped(r) for r in card.current),
+                       earlier=tuple(self._scoped(r) for r in card.earlier))
+
+    def inbox(self, limit: int = 5) -> list[ContradictionItem]:
+        return self.contradictions("open")[:max(1, min(limit, MAX_CONTRADICTIONS))]
+
+    def _scoped(self, row: MemoryRow) -> MemoryRow:
+        """A row whose ``later_id`` points at another assistant's memory loses it."""
+        c = row.currency
+        if c is not None and c.later_id is not None and not self._visible(c.later_id):
+            return replace(row, currency=replace(c, later_id=None, later_at=None))
+        return row
 
 
     def forget_status(self, request_id: int | None = None, *, agent: str | None = None,

@@ -52,7 +52,7 @@ __all__ = [
     "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRead", "AgentRow", "AssistantFact", "FactOutcome",
     "MemoryRead", "PendingForget", "PendingStatus", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
     "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
-    "Draft", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
+    "Draft", "EntityCard", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
     "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
     "LinkRecord", "MemoryRecord", "BackupCheck", "BackupRecord", "BackupRemade",
     "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
@@ -671,6 +671,20 @@ class EntityRow:
     mentions: int
 
 
+@dataclass(frozen=True, slots=True)
+class EntityCard:
+    """Everything Kept holds about one name (``VaultAPI.entity``, issue 26): the entities so
+    named (every kind), a summary, the facts that hold now and the earlier ones (replaced or
+    ended; each with its currency mark). Facts are those that mention it or have it as their
+    subject, newest first."""
+    name: str
+    kind: EntityKind | None           # the first entity's kind; None: only facts name it
+    summary: str | None
+    entity_ids: tuple[EntityId, ...]
+    current: tuple[MemoryRow, ...]
+    earlier: tuple[MemoryRow, ...]
+
+
 class StatisticRow(NamedTuple):
     metric: str
     value: float
@@ -928,6 +942,16 @@ class VaultAPI(Protocol):
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]: ...
     @op(Access.READ)
     def insights(self) -> Insights: ...
+    # --- browsing for assistants too (issue 26): one memory, the newest, a name, the Inbox --
+    @op(Access.READ, agent=True, tool="get_memory")
+    def get_memory(self, mid: int) -> MemoryRow: ...
+    @op(Access.READ, agent=True, tool="recent_memories")
+    def recent_memories(self, limit: int = 10, store: Store | None = None, *,
+                        agent: str | None = None) -> list[MemoryRow]: ...
+    @op(Access.READ, agent=True, tool="entity")
+    def entity(self, name: str, *, agent: str | None = None) -> EntityCard: ...
+    @op(Access.READ, agent=True, tool="inbox")
+    def inbox(self, limit: int = 5) -> list[ContradictionItem]: ...
     @op(Access.PERSON_READ)
     def export_memories(self, query: MemoryQuery, after: int = 0, limit: int = 200
                         ) -> list[MemoryRecord]: ...
@@ -958,6 +982,10 @@ class VaultAPI(Protocol):
     @op(Access.PERSON)
     def close_pending_forget(self, pid: int, plan: ForgetPlan | None
                              ) -> Result[ForgetReport | None]: ...
+    @op(Access.PERSON)
+    def share(self, mid: int) -> Result[str]: ...
+    @op(Access.PERSON)
+    def unshare(self, mid: int) -> Result[str]: ...
     @op(Access.READ)
     def memory_reads(self, mid: int) -> list[MemoryRead]: ...
     @op(Access.READ)

@@ -28,6 +28,7 @@ from app.api import (
     Context,
     ContradictionItem,
     CreateResult,
+    EntityCard,
     EntityRow,
     Explanation,
     FactOutcome,
@@ -45,6 +46,7 @@ from app.api import (
     MemoryQuery,
     MemoryRead,
     MemoryRecord,
+    MemoryRow,
     Page,
     PendingForget,
     PendingStatus,
@@ -62,7 +64,7 @@ from app.api import (
 )
 from app.changes import MEMORY_CHANGES, NO_CHANGES, Changes, Result
 from app.clock import Clock, local_time
-from app.domain.memory import Draft, Memory, MemoryId
+from app.domain.memory import Draft, Memory, MemoryId, Store
 from app.errors import NotFound, StorageFull, ValidationError, VaultLocked
 from app.parts import Parts
 from app.services import ingest as ingestion
@@ -76,6 +78,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["Vault"]
+
+def not_an_assistants(mid: int) -> str:
+    return f"Memory {mid} is not one assistant's own: every assistant already sees it."
+
+
+ENTITY_FACTS = 40  # facts on an entity card, current and earlier together, newest first
 
 
 
@@ -629,6 +637,37 @@ class Vault:
         self._check_unlocked()
         return self._browse.insights()
 
+    # --- browsing for assistants too (issue 26) -----------------------------------------
+    def get_memory(self, mid: int) -> MemoryRow:
+        """One memory whole (its full text), as a list row with its currency mark."""
+        return self._browse.memory_row(self.get(mid))
+
+    def recent_memories(self, limit: int = 10, store: Store | None = None, *,
+                        agent: str | None = None) -> list[MemoryRow]:
+        """The newest active memories, by when they happened; ``agent``: only what that
+        assistant sees (global and its own)."""
+        if not 1 <= limit <= 200:
+            raise ValidationError("'limit' must be between 1 and 200.")
+        self._check_unlocked()
+        return self._browse.recent(agent, None if store is None else Store(store).value,
+                                   limit)
+
+    def entity(self, name: str, *, agent: str | None = None) -> EntityCard:
+        """The card of a person, pet, place, project... by name (any case): its summary, the
+        facts that hold now and the earlier ones. ``NotFound`` when Kept knows nothing so
+        named (in ``agent``'s sight)."""
+        check_string(name, "The name", limit=200)
+        if not name.strip():
+            raise ValidationError("The name is empty.")
+        self._check_unlocked()
+        return self._browse.entity_card(name, agent, ENTITY_FACTS)
+
+    def inbox(self, limit: int = 5) -> list[ContradictionItem]:
+        """The first ``limit`` open Inbox items (disagreements and review requests)."""
+        if not 1 <= limit <= 200:
+            raise ValidationError("'limit' must be between 1 and 200.")
+        return self.contradictions("open")[:limit]
+
     def export_memories(self, query: MemoryQuery, after: int = 0, limit: int = 200
                         ) -> list[MemoryRecord]:
         """Read-only, for ``kept export``: up to ``limit`` whole memories matching ``query``
@@ -803,6 +842,40 @@ class Vault:
             raise ValidationError(f"No pending forget request {pid}.")
         self._emit(changes)
         return Result(report, changes)
+
+    def share(self, mid: int) -> Result[str]:
+        """The person shares an assistant's memory with every assistant: it becomes global
+        (its history says "shared" and from whom, so ``unshare`` can undo it). The value is
+        the assistant that wrote it."""
+        m = self.get(mid)
+        if m.agent == "global":
+            raise ValidationError(not_an_assistants(mid))
+        if m.status == "superseded":
+            raise ValidationError(f"Memory {mid} was replaced by a newer version"
+                                  + (f" ({m.superseded_by})" if m.superseded_by else "")
+                                  + ": share that one.")
+        self._set_agent(mid, "global", "shared", m.agent)
+        return Result(m.agent, MEMORY_CHANGES)
+
+    def unshare(self, mid: int) -> Result[str]:
+        """Undo ``share``: the memory goes back to the assistant that wrote it (the value)."""
+        m = self.get(mid)
+        last = next((e for e in reversed(self.history(mid).entries)
+                     if e.memory_id == mid and e.action in ("shared", "unshared")), None)
+        if m.agent != "global" or last is None or last.action != "shared" or not last.detail:
+            raise ValidationError(f"Memory {mid} was not shared from an assistant; there is "
+                                  "no sharing to undo.")
+        self._set_agent(mid, last.detail, "unshared", last.detail)
+        return Result(last.detail, MEMORY_CHANGES)
+
+    def _set_agent(self, mid: int, agent: str, action: str, detail: str) -> None:
+        now = self._clock.now()
+
+        def run(conn: ports.Connection) -> None:
+            self._lifecycle.set_agent(conn, mid, agent)
+            self._rows.add_history(conn, mid, now, action, None, detail)
+        self._db.write_sync(run)
+        self._emit(MEMORY_CHANGES)
 
     def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None:
         """Record that assistant ``agent`` read ``ids`` (the owner does, for its agents'

@@ -465,6 +465,8 @@ def build_server(conn: Connection) -> MCPServer:
         something was forgotten."""
         rows = await _call(conn, lambda b: b.forget_status(request_id, agent=agent))
         return ForgetStatusResult(requests=[_forget_state(r) for r in rows])
+    from app.mcp_browse import add_browsing  # issue 26: get_memory, recent, entity, inbox
+    add_browsing(server, conn, made)
 
     missing = sorted({str(o.tool) for o in TOOLS.values()} - made)
     if missing:  # an operation marked tool= on VaultAPI with no tool written here

@@ -230,6 +230,7 @@ class Lifecycle(Protocol):
     def supersede(self, conn: Connection, old: int, new: int, now: float) -> None: ...
     def set_status(self, conn: Connection, mid: int, status: str) -> None: ...
     def confirm(self, conn: Connection, mid: int) -> None: ...
+    def set_agent(self, conn: Connection, mid: int, agent: str) -> None: ...
 
 
 class BrowseRows(Protocol):
@@ -252,6 +253,13 @@ class BrowseRows(Protocol):
     def export_page(self, conn: Connection, *, store: str | None, status: str | None,
                     entity_id: int | None, day: tuple[float, float] | None, after: int,
                     limit: int) -> list[MemoryRecord]: ...
+    # assistants' browsing (issue 26): ``agent`` None is every scope, else global + it
+    def recent(self, conn: Connection, *, agent: str | None, store: str | None,
+               limit: int) -> list[ScopedRow]: ...
+    def entities_named(self, conn: Connection, name_key: str,
+                       agent: str | None) -> list[NamedEntity]: ...
+    def entity_facts(self, conn: Connection, name_key: str, agent: str | None,
+                     limit: int) -> list[ScopedRow]: ...
 
 
 class InboxRows(Protocol):
@@ -351,6 +359,25 @@ class BrowseRow(NamedTuple):
     last_accessed_at: float | None
     agent: str                    # "global", or the assistant that wrote it
     created_at: float             # when Kept learned it (its tier counts from it too)
+
+
+class ScopedRow(NamedTuple):
+    """A list row with what says whether it still holds (``storage.browse.recent`` and
+    ``entity_facts``, issue 26): the end of its validity and what replaced it."""
+
+    row: BrowseRow
+    valid_until: float | None
+    superseded_by: int | None
+
+
+class NamedEntity(NamedTuple):
+    """An entity of a given name in one scope (``storage.browse.entities_named``)."""
+
+    id: int
+    kind: str
+    name: str
+    summary: str | None
+    agent: str
 
 
 class TierInput(NamedTuple):

@@ -269,7 +269,9 @@ def link_sentence(kind: str, outgoing: bool, other: str) -> str:
 
 _HISTORY = {"created": "learned", "confirmed": "confirmed by you",
             "superseded": "replaced by a newer version", "corrected": "written by you as a "
-            "correction", "archived": "archived", "restored": "restored from the Archive"}
+            "correction", "archived": "archived", "restored": "restored from the Archive",
+            "shared": "shared by you with all assistants",
+            "unshared": "sharing undone by you: its assistant's own again"}
 
 
 def history_line(action: str, this: bool, *, at: str) -> str:

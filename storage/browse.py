@@ -10,7 +10,7 @@ from typing import Any
 from app import api
 from app.api import EntityRow, StatisticRow
 from app.domain.memory import EntityId, LinkKind, Store
-from app.ports import BrowseRow, TierInput
+from app.ports import BrowseRow, NamedEntity, ScopedRow, TierInput
 from storage import repo
 from storage.batching import chunks, marks
 from storage.sqlcipher import Connection
@@ -225,3 +225,58 @@ def export_page(conn: Connection, *, store: str | None, status: str | None,
             tuple(links.get(mid, ())), hist, tuple(mentions.get(mid, ())),
             tuple(reads.get(mid, ()))))
     return out
+
+
+# --- assistants' browsing (issue 26) -------------------------------------------------------------
+# ``agent`` None: every scope (the person); else what that assistant sees, global + its own.
+
+def _scope(agent: str | None) -> tuple[str, list[object]]:
+    return ("", []) if agent is None else (" AND m.agent IN ('global', ?)", [agent])
+
+
+def _scoped(conn: Connection, sql: str, params: list[object]) -> list[ScopedRow]:
+    return [ScopedRow(BrowseRow._make(r[:-2]), r[-2], r[-1]) for r in conn.execute(sql, params)]
+
+
+def recent(conn: Connection, *, agent: str | None, store: str | None, limit: int
+           ) -> list[ScopedRow]:
+    """The newest active memories (by when they happened), one row per thing said (a turn
+    kept as an event is its event; no behaviour statistics), as the window's list folds."""
+    where, params, join = _where(store, "active", None, None, fold=True)
+    scope, args = _scope(agent)
+    return _scoped(conn, f"SELECT {ROW_COLS}, m.valid_until, m.superseded_by FROM memory m"
+                   f"{join}{where}{scope} ORDER BY m.occurred_at DESC, m.id DESC LIMIT ?",
+                   [*params, *args, limit])
+
+
+def entities_named(conn: Connection, name_key: str, agent: str | None) -> list[NamedEntity]:
+    """The entities with this name (``name_key``: the name casefolded, as consolidation keys
+    them), global ones first."""
+    scope = "" if agent is None else " AND agent IN ('global', ?)"
+    return [NamedEntity._make(r) for r in conn.execute(
+        "SELECT id, kind, name, summary, agent FROM entity WHERE name_key = ?"
+        f"{scope} ORDER BY agent != 'global', id", [name_key] + ([] if agent is None
+                                                                  else [agent]))]
+
+
+def entity_facts(conn: Connection, name_key: str, agent: str | None, limit: int
+                 ) -> list[ScopedRow]:
+    """Facts and procedures (active or superseded) that mention an entity of this
+    name (in any scope: the memory's own scope decides who sees it), have it as their subject
+    or say it (a phrase of the full-text index), newest first."""
+    scope, args = _scope(agent)
+    return _scoped(conn, f"SELECT {ROW_COLS}, m.valid_until, m.superseded_by FROM memory m "
+                   "WHERE m.store IN ('semantic', 'procedural') "
+                   "AND m.status IN ('active', 'superseded') AND (m.id IN ("
+                   "SELECT em.memory_id FROM entity_mention em JOIN entity e "
+                   "ON e.id = em.entity_id WHERE e.name_key = ?) OR m.id IN ("
+                   "SELECT memory_id FROM fact WHERE lower(subject) = ?) OR m.id IN ("
+                   "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?))"
+                   f"{scope} ORDER BY m.occurred_at DESC, m.id DESC LIMIT ?",
+                   [name_key, name_key, _phrase(name_key), *args, limit])
+
+
+def _phrase(name: str) -> str:
+    """An FTS5 query for the name as a phrase in the text column (quotes doubled: it is
+    never read as query syntax)."""
+    return 'text : "' + name.replace('"', '""') + '"'

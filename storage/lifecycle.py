@@ -441,6 +441,12 @@ def set_status(conn: Connection, mid: int, status: str) -> None:
     conn.execute("UPDATE memory SET status = ? WHERE id = ?", (status, mid))
 
 
+def set_agent(conn: Connection, mid: int, agent: str) -> None:
+    """Whose scope the memory is in: "global" (every assistant and the person) or one
+    assistant's (``Vault.share`` / ``unshare``; issue 26)."""
+    conn.execute("UPDATE memory SET agent = ? WHERE id = ?", (agent, mid))
+
+
 def confirm(conn: Connection, mid: int) -> None:
     """The person says the memory is right: user-validated, confidence 1.0."""
     conn.execute("UPDATE memory SET user_validated = 1, confidence = 1.0 WHERE id = ?", (mid,))

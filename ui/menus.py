@@ -82,6 +82,8 @@ class WindowMenus(QObject):
         self.archive_action = self._act(m, "A&rchive", self.archive_selection)
         self.forget_action = self._act(m, "&Forget…", self.forget_selection, "Delete",
                                        name="forgetAction")
+        self.share_action = self._act(m, "S&hare with all assistants…", self._on_share,
+                                      name="shareAction")
         m.addSeparator()
         self.select_all_action = self._act(m, "Select &all in the list", self._on_select_all,
                                            "Ctrl+A")
@@ -102,8 +104,25 @@ class WindowMenus(QObject):
         self.archive_action.setText("&Restore from the Archive" if one and detail.status
                                     == "archived" and len(ids) <= 1 else "A&rchive")
         self.forget_action.setEnabled(bool(ids))
+        self._update_share_action()
         n = len(ids)
         self.forget_action.setText(f"&Forget {n} memories…" if n > 1 else "&Forget…")
+
+    def _update_share_action(self) -> None:
+        """As the detail pane's share button: an assistant's memory, or one the person shared
+        (then it undoes the sharing)."""
+        detail = self.window.browse.detail
+        shown = detail.memory_id is not None and not detail.share_btn.isHidden()
+        self.share_action.setEnabled(shown)
+        self.share_action.setText("&Undo sharing" if shown and detail.shared_from
+                                  else "S&hare with all assistants…")
+
+    @Slot()
+    def _on_share(self) -> None:
+        detail = self.window.browse.detail
+        if detail.memory_id is not None and not detail.share_btn.isHidden():
+            self.window.stack.setCurrentWidget(self.window.browse)
+            detail.share_btn.click()
 
     @Slot()
     def add_memory(self) -> None:

@@ -3,7 +3,7 @@
 One module per command group, each with its parsers (``add_parsers``) beside its handlers:
 ``vault`` (init, passwd, recovery-code, rotate-key, status, self-check, demo), ``serve``
 (serve, logout), ``memories`` (remember, recall, context, explain, correct, history, archive,
-restore), ``forget`` (forget, pending-forgets), ``consolidation`` (consolidate,
+restore), ``share`` (share), ``forget`` (forget, pending-forgets), ``consolidation`` (consolidate,
 contradictions, resolve, undo), ``transfer`` (import, export, backup) and ``agents`` (mcp,
 agents). What they share is in ``common``; a group never imports another group.
 
@@ -24,12 +24,12 @@ import sys
 from collections.abc import Sequence
 
 from app import __version__
-from app.cli import agents, consolidation, forget, memories, serve, transfer, vault
+from app.cli import agents, consolidation, forget, memories, serve, share, transfer, vault
 from app.cli.common import Parser, printable, time_arg
 from app.errors import AppError, ValidationError
 
 log = logging.getLogger(__name__)
-GROUPS = (vault, serve, memories, forget, consolidation, transfer, agents)  # as `--help` lists
+GROUPS = (vault, serve, memories, share, forget, consolidation, transfer, agents)  # as `--help` lists
 
 
 def build_parser() -> argparse.ArgumentParser:

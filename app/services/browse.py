@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from app.api import (  # noqa: F401  (re-exported: the old import paths)
     LIVE,
+    Currency,
+    EntityCard,
     EntityId,
     EntityRow,
     Insights,
@@ -16,8 +18,9 @@ from app.api import (  # noqa: F401  (re-exported: the old import paths)
     StatisticRow,
 )
 from app.clock import Clock
-from app.domain.memory import Status, Store
-from app.ports import BrowseRow, BrowseRows, Connection, Database
+from app.domain.memory import Memory, Status, Store
+from app.errors import NotFound
+from app.ports import BrowseRow, BrowseRows, Connection, Database, NamedEntity, ScopedRow
 from app.services import scoring
 
 
@@ -83,3 +86,59 @@ class BrowseService:
                                         r.access_count).value] += 1
             return Insights(by_store, by_tier, rows.health(c), tuple(rows.statistics(c)))
         return self.db.read(read)
+
+    # --- assistants' browsing (issue 26): ``agent`` None is every scope -------------------
+    def memory_row(self, m: Memory) -> MemoryRow:
+        """One whole memory as a list row (its full text), with its currency mark."""
+        now = self.clock.now()
+        return MemoryRow(m.id, m.store, m.text, m.occurred_at, m.speaker, m.status,
+                         m.scores.composite, m.confidence, m.user_validated,
+                         scoring.tier_at(now, m.occurred_at, m.created_at, m.last_accessed_at,
+                                         m.access_count), m.agent,
+                         _currency(m.status, m.valid_until, m.superseded_by, now))
+
+    def recent(self, agent: str | None, store: str | None, limit: int) -> list[MemoryRow]:
+        now = self.clock.now()
+        found = self.db.read(lambda c: self.rows.recent(c, agent=agent, store=store,
+                                                        limit=limit))
+        return [_scoped_row(r, now) for r in found]
+
+    def entity_card(self, name: str, agent: str | None, limit: int) -> EntityCard:
+        """The entities named ``name`` that ``agent`` sees and the facts about that name it
+        sees: current first, then the earlier ones (replaced, ended or archived)."""
+        key = name.strip().casefold()
+        now = self.clock.now()
+
+        def read(c: Connection) -> tuple[list[NamedEntity], list[ScopedRow]]:
+            return (self.rows.entities_named(c, key, agent),
+                    self.rows.entity_facts(c, key, agent, limit))
+        named, facts = self.db.read(read)
+        if not named and not facts:
+            raise NotFound(f"Kept knows no one and nothing named {name.strip()!r}.",
+                           hint="Try recall with the name, or another spelling.")
+        rows = [_scoped_row(r, now) for r in facts]
+        first = named[0] if named else None
+        return EntityCard(
+            name=first.name if first else name.strip(),
+            kind=first.kind if first else None,  # type: ignore[arg-type]  # the table's CHECK
+            summary=next((e.summary for e in named if e.summary), None),
+            entity_ids=tuple(EntityId(e.id) for e in named),
+            current=tuple(r for r in rows if r.currency is None),
+            earlier=tuple(r for r in rows if r.currency is not None))
+
+
+def _currency(status: str, valid_until: float | None, superseded_by: int | None, now: float
+              ) -> Currency | None:
+    """None while it holds (archived ones too: put aside, not untrue); else ``superseded``:
+    replaced (a newer version, ``later_id``) or ended (``ended_at``)."""
+    if status != Status.SUPERSEDED and (valid_until is None or valid_until > now):
+        return None
+    return Currency("superseded", None if superseded_by is None else MemoryId(superseded_by),
+                    None, valid_until)
+
+
+def _scoped_row(r: ScopedRow, now: float) -> MemoryRow:
+    row = _row(r.row, now)
+    return MemoryRow(row.id, row.store, row.text, row.occurred_at, row.speaker, row.status,
+                     row.composite, row.confidence, row.user_validated, row.tier, row.agent,
+                     _currency(r.row.status, r.valid_until, r.superseded_by, now))

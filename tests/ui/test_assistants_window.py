@@ -379,7 +379,7 @@ def test_changes_from_other_threads_are_merged_before_the_window_reloads(qtbot: 
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"remember", "remember_fact", "recall", "context", "explain", "list_contradictions",
-         "status", "request_forget", "forget_status"}
+         "status", "request_forget", "forget_status"} | {"get_memory", "recent_memories", "entity", "inbox"}
 
 
 def _child_env(key: str | None = None) -> dict[str, str]:

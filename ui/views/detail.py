@@ -37,6 +37,8 @@ from ui.views.page import Page
 LINKS_SHOWN = 30
 STATUS_WORDS = {"active": "", "archived": "in the Archive",
                 "superseded": "replaced by a newer version"}
+SHARE_LABEL = "Share with all assistants…"
+UNSHARE_LABEL = "Undo sharing"
 VIA_WORDS = {"recall": "in a search", "context": "for a conversation",
              "explain": "to explain it"}
 
@@ -141,6 +143,7 @@ class DetailPane(Page):
         form.addRow(self.why)
         form.addRow(buttons)
         form.addRow(self.conversation_btn)
+        form.addRow(self.share_btn)
         form.addRow(self.editor)
         form.addRow(self.edit_row)
         form.addRow(self.edit_error)
@@ -174,6 +177,53 @@ class DetailPane(Page):
         self.conversation_btn.clicked.connect(self._on_conversation_btn_clicked)
         self._show_why(None)
 
+    def _make_share_button(self) -> None:
+        """"Share with all assistants…" on an assistant's memory (asks first), "Undo sharing"
+        on one the person shared (issue 26); hidden on every other memory."""
+        self.share_btn = QPushButton(SHARE_LABEL)
+        self.share_btn.setObjectName("shareButton")
+        self.share_btn.setToolTip("Every assistant will see it, not only the one that wrote "
+                                  "it. You can undo it here.")
+        self.share_btn.hide()
+        self.shared_from: str | None = None  # the assistant it was shared from (undoable)
+        self.writer: str = "global"          # the assistant that holds it, or "global"
+        self.share_btn.clicked.connect(self._on_share_btn_clicked)
+
+    def _fill_sharing(self, agent: str, hist: History, mid: int, status: str) -> None:
+        last = next((e for e in reversed(hist.entries) if e.memory_id == mid
+                     and e.action in ("shared", "unshared")), None)
+        self.writer = agent
+        self.shared_from = (last.detail if agent == "global" and last is not None
+                            and last.action == "shared" and last.detail else None)
+        if self.shared_from:
+            self.origin.setText(f"from {self.shared_from}: shared by you with all assistants")
+            self.origin.setVisible(True)
+        self.share_btn.setText(UNSHARE_LABEL if self.shared_from else SHARE_LABEL)
+        self.share_btn.setVisible(status != "superseded"  # its newer version is shared
+                                  and (agent != "global" or self.shared_from is not None))
+
+    @Slot()
+    def _on_share_btn_clicked(self) -> None:
+        mid, vault = self.memory_id, self.vault
+        if mid is None or self.share_btn.isHidden():
+            return
+        if self.shared_from:  # the undo: asks nothing, it only takes back what was given
+            run_op(self, lambda: vault.unshare(mid), lambda _r: self.show_memory(mid),
+                   self.bridge)
+            return
+        from ui.dialogs import confirm
+        writer = self.writer
+
+        def share() -> None:
+            run_op(self, lambda: vault.share(mid), lambda _r: self.show_memory(mid),
+                   self.bridge)
+        confirm.ask(self.window(), "Share with all assistants",
+                    f"Share this memory, written by the assistant {writer}, with all "
+                    "assistants?",
+                    detail=f"Today only {writer} sees it. Shared, it is yours: every "
+                    "assistant you connect sees it. Undo sharing (here) gives it back to "
+                    f"{writer} alone.", action="&Share it", then=share)
+
     def _make_search_parts(self) -> None:
         """"Why this result" (shown while the memory is a search result, from explain's
         parts), "Show the conversation", and sources and links that open their memory."""
@@ -191,6 +241,7 @@ class DetailPane(Page):
             lst.setToolTip("Click a line, or press Enter on it, to show that memory")
             lst.itemClicked.connect(self._on_target_item)
             lst.itemActivated.connect(self._on_target_item)
+        self._make_share_button()  # beside "Show the conversation"
 
     def _show_why(self, lines: list[str] | None) -> None:
         self.why.setText("\n".join(lines or []))
@@ -312,6 +363,7 @@ class DetailPane(Page):
         for e in hist.entries:
             self.history.addItem(words.history_line(e.action, e.memory_id == ex.id,
                                                     at=when_text(e.at)))
+        self._fill_sharing(agent, hist, ex.id, ex.status)
         self.archive_btn.setText("Restore" if ex.status == "archived" else "Archive")
         self.correct_btn.setEnabled(ex.status != "superseded")
         self.confirm_btn.setEnabled(ex.scores["confidence"] < 1.0)

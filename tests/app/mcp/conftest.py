@@ -27,7 +27,7 @@ from tests import ROOT
 
 PW = "correct horse battery"
 TOOLS = {"remember", "remember_fact", "recall", "context", "explain", "list_contradictions",
-         "status", "request_forget", "forget_status"}
+         "status", "request_forget", "forget_status"} | {"get_memory", "recent_memories", "entity", "inbox"}
 T = TypeVar("T")
 
 

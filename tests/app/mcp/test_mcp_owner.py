@@ -28,7 +28,8 @@ from tests.app.mcp.conftest import (
     with_mcp,
 )
 
-READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status", "forget_status"}
+READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status", "forget_status"} | {
+    "get_memory", "recent_memories", "entity", "inbox"}
 
 # One valid call per tool: what a well-behaved assistant would send.
 CALLS: dict[str, dict[str, Any]] = {
@@ -41,6 +42,10 @@ CALLS: dict[str, dict[str, Any]] = {
     "status": {},
     "request_forget": {"memory_ids": [1], "reason": "the person asked"},
     "forget_status": {},
+    "get_memory": {"memory_id": 1},
+    "recent_memories": {},
+    "entity": {"name": "Ana"},
+    "inbox": {},
 }
 
 
