@@ -4,6 +4,7 @@ from tests/conftest.py standing in for the OS one. The idle time is a fraction o
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +34,10 @@ def _wait(what: Callable[[], bool], timeout: float = 15.0) -> None:
         time.sleep(0.02)
 
 
+def _wait_locked(session: ServeSession) -> None:
+    _wait(lambda: session.idle_locked)
+
+
 @pytest.fixture
 def seeded(tmp_path: Path) -> Any:
     return seed_vault(tmp_path / "v", ("a",), {"global": ("Ana lives in Lisbon",)})
@@ -45,6 +50,7 @@ def keychain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage.crypto, "keyring_available", lambda: True)
 
 
+@contextlib.contextmanager
 def _serve(folder: Path, prepare: Callable[[Any], None] | None = None
            ) -> Iterator[ServeSession]:
     vault = _opener(folder, PW, False)
@@ -71,10 +77,10 @@ def _agent(seeded: Any) -> RemoteVault:
 
 def test_idle_locks_keeps_serving_says_locked_and_unlocks_with_the_password(
         seeded: Any) -> None:
-    for session in _serve(seeded.folder):
+    with _serve(seeded.folder) as session:
         agent = _agent(seeded)
         assert agent.status().totals["semantic"] == 1  # unlocked: served
-        _wait(lambda: session.idle_locked)
+        _wait_locked(session)
         assert session.server is not None and session.server.still_bound()
         assert session.vault.current.locked  # the keys are gone, not only the door
         with pytest.raises(VaultLocked, match="locked: open Kept to unlock"):
@@ -98,7 +104,7 @@ def test_idle_locks_keeps_serving_says_locked_and_unlocks_with_the_password(
         agent.close()
         assert _agent(seeded).status().totals["semantic"] == 1
         # And it locks again after the next idle spell: the timer starts over.
-        _wait(lambda: session.idle_locked)
+        _wait_locked(session)
         person.close()
 
 
@@ -137,19 +143,19 @@ def test_opt_in_lets_an_assistant_call_unlock_from_the_keychain(
         vault.remember_device()
         vault.set_assistant_unlock(True)
         assert vault.assistant_unlock()
-    for session in _serve(seeded.folder, opt_in):
-        _wait(lambda: session.idle_locked)
+    with _serve(seeded.folder, opt_in) as session:
+        _wait_locked(session)
         # The assistant's call opens the vault from this device's keychain and is answered.
         assert _agent(seeded).status().totals["semantic"] == 1
         assert not session.vault.locked
-        _wait(lambda: session.idle_locked)  # and it locks again when idle
+        _wait_locked(session)  # and it locks again when idle
         assert _agent(seeded).status().totals["semantic"] == 1
 
 
 def test_without_the_opt_in_a_remembered_device_still_waits_for_the_person(
         seeded: Any, keychain: None) -> None:
-    for session in _serve(seeded.folder, lambda v: v.remember_device()):
-        _wait(lambda: session.idle_locked)
+    with _serve(seeded.folder, lambda v: v.remember_device()) as session:
+        _wait_locked(session)
         with pytest.raises(VaultLocked, match="locked: open Kept to unlock"):
             _agent(seeded).status()
         assert session.idle_locked
@@ -170,8 +176,8 @@ def test_both_halves_are_needed(seeded: Any, keychain: None, _memory_keyring: An
         else:
             vault.set_setting("owner.assistant_unlock", False)
         assert not vault.assistant_unlock()
-    for session in _serve(seeded.folder, opt_in_half):
-        _wait(lambda: session.idle_locked)
+    with _serve(seeded.folder, opt_in_half) as session:
+        _wait_locked(session)
         with pytest.raises(VaultLocked):
             _agent(seeded).status()
         assert session.idle_locked
