@@ -522,15 +522,23 @@ class OwnerServer:
             raise RemoteRefused("This Kept unlocks in its window: type the password there.")
         if not self.vault.locked:
             return {"version": p.VERSION, "unlocked": 0}
-        wait = self.throttle.delay(scope.failures)
-        if wait > 0 and self._stopping.wait(wait):
-            raise VaultLocked()
+        with self._guard:  # counted with the elevations: a flood is answered busy
+            if self._elevations >= self.max_elevations:
+                raise PasswordBusy()
+            self._elevations += 1
         try:
-            opened = self.unlocker(password)
-        except WrongKey:
-            scope.failures += 1
-            self.throttle.failed()
-            raise
+            wait = self.throttle.delay(scope.failures)
+            if wait > 0 and self._stopping.wait(wait):
+                raise VaultLocked()
+            try:
+                opened = self.unlocker(password)
+            except WrongKey:
+                scope.failures += 1
+                self.throttle.failed()
+                raise
+        finally:
+            with self._guard:
+                self._elevations -= 1
         self.throttle.succeeded()
         scope.failures = 0
         scope.person = True

@@ -215,3 +215,34 @@ def test_opting_in_needs_a_remembered_device(seeded: Any, keychain: None) -> Non
         assert not vault.assistant_unlock()
     finally:
         vault.lock()
+
+
+def test_the_window_takes_over_a_locked_serve(seeded: Any) -> None:
+    """A locked ``kept serve`` holds no folder lock: another owner (the window) opens the
+    vault and replaces the socket; ``kept serve`` then stops and leaves that socket alone."""
+    from app.ipc.protocol import socket_path
+    from app.owner import OwnerSession
+    vault = _opener(seeded.folder, PW, False)
+    session = ServeSession(vault, seeded.folder, idle_seconds=IDLE_S, opener=_opener,
+                           schedule=False)
+    session.start()
+    stop = threading.Event()
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(session.serve_until_stopped(stop)))
+    thread.start()
+    window: OwnerSession | None = None
+    try:
+        _wait_locked(session)
+        window = OwnerSession(_opener(seeded.folder, PW, False), schedule=False)
+        window.start()
+        thread.join(10)
+        assert outcome == ["taken"]
+        session.lock()
+        assert socket_path(seeded.folder).is_socket()  # the window's, still there
+        assert _agent(seeded).status().totals["semantic"] == 1  # served by the window
+    finally:
+        stop.set()
+        thread.join(10)
+        session.lock()
+        if window is not None:
+            window.lock()
