@@ -89,6 +89,7 @@ class ServeSession(OwnerSession):
         self.unlocked_at = time.monotonic()
         self._assistant_unlock = False  # what the vault said when it last locked
         self._reopen_guard = threading.Lock()
+        self._asleep = False  # idle_lock finished (keys wiped, folder lock released)
 
     @classmethod
     def serve(cls, folder: Path, password: str | None = None, *, device: bool = False,
@@ -108,8 +109,9 @@ class ServeSession(OwnerSession):
     # --- state -------------------------------------------------------------------------------
     @property
     def idle_locked(self) -> bool:
-        """Locked when idle and still serving (not stopped)."""
-        return self.vault.locked and not self.locked
+        """Locked when idle, all the way (keys wiped, the folder free for the window), and
+        still serving (not stopped)."""
+        return self._asleep and not self.locked
 
     def serve_until_stopped(self, stop: threading.Event) -> Literal["stopped", "taken"]:
         """Serve until ``stop`` is set ("stopped") or another owner took the socket over
@@ -139,6 +141,7 @@ class ServeSession(OwnerSession):
                 self._assistant_unlock = False
             self.stop_jobs()
             self.vault.lock()
+            self._asleep = True
         self.notify(f"Idle for {self.idle_seconds / 60:g} minutes: the vault is locked (keys "
                     "wiped) and still served; `kept unlock` opens it again.")
         return True
@@ -148,32 +151,42 @@ class ServeSession(OwnerSession):
         not; False when it was not locked."""
         return self._reopen(password, use_device=False, how="with the password")
 
-    def wake(self) -> None:
+    def wake(self, agent: str, key: str) -> None:
         """An assistant called while locked: open from this device's keychain if the person
-        opted in, here and in the vault (checked again once open). Never raises: whatever
-        fails leaves the vault locked and the call answered "locked"."""
+        opted in, here and in the vault (checked again once open), and only for a paired
+        assistant's current key (checked on the opened vault before anything can use it: a
+        program that makes up a name and key opens nothing). Never raises: whatever fails
+        leaves the vault locked and the call answered "locked"."""
         if not self._assistant_unlock:
             return
         from app import bootstrap
         if not bootstrap.assistant_unlock_allowed(self.folder):
             return
         try:
-            self._reopen(None, use_device=True, how="from this device's keychain for an "
-                                                   "assistant")
+            self._reopen(None, use_device=True, agent=(agent, key),
+                         how="from this device's keychain for an assistant")
         except AppError as exc:
             log.warning("assistant unlock failed: %s", type(exc).__name__)
 
-    def _reopen(self, password: str | None, *, use_device: bool, how: str) -> bool:
+    def _reopen(self, password: str | None, *, use_device: bool, how: str,
+                agent: tuple[str, str] | None = None) -> bool:
         with self._reopen_guard:
             if self.locked:
                 raise VaultLocked()  # stopped for good
             if not self.vault.locked:
                 return False
             vault = self.opener(self.folder, password, use_device)
-            if use_device and not vault.assistant_unlock():  # the vault's own word, now
+            try:
+                if use_device and not vault.assistant_unlock():  # the vault's own word, now
+                    vault.lock()
+                    return False
+                if agent is not None:
+                    vault.verify_agent(*agent)  # AgentNotPaired: never switched in
+            except BaseException:
                 vault.lock()
-                return False
+                raise
             self.switchable.switch(vault)
+            self._asleep = False
             self._start_jobs()
             self.unlocked_at = time.monotonic()
             if self.server is not None:

@@ -156,7 +156,7 @@ class OwnerServer:
         # idle, with the person's password (``unlock``), or, for an assistant's call, from
         # this device's keychain when the person opted in (``wake``). None: locked stays locked.
         self.unlocker: Callable[[str], bool] | None = None
-        self.wake: Callable[[], None] | None = None
+        self.wake: Callable[[str, str], None] | None = None
 
     # --- life --------------------------------------------------------------------------
     def start(self) -> None:
@@ -426,7 +426,7 @@ class OwnerServer:
         if req.method == p.UNLOCK:
             return self._unlock(str(req.args["password"]), scope)
         if scope.agent is not None:
-            self._wake()
+            self._wake(scope.agent, scope.key)
         if self._stopping.is_set() or self.vault.locked:
             raise VaultLocked()
         if req.method == p.SESSION:
@@ -506,11 +506,12 @@ class OwnerServer:
         scope.person = True
         self.tickets.grant(scope.terminal)
 
-    def _wake(self) -> None:
+    def _wake(self, agent: str, key: str) -> None:
         """An assistant calls a vault locked when idle: ``wake`` may open it from this
-        device's keychain (the person's opt-in; it decides, and never raises)."""
+        device's keychain (the person's opt-in, and only for a paired assistant's key: it
+        decides, and never raises)."""
         if self.wake is not None and self.vault.locked and not self._stopping.is_set():
-            self.wake()
+            self.wake(agent, key)
 
     def _unlock(self, password: str, scope: Scope) -> dict[str, int]:
         """``kept unlock``: the password opens a ``kept serve`` locked when idle. Wrong
@@ -550,7 +551,7 @@ class OwnerServer:
         if agent is not None:
             if not isinstance(agent, str) or not isinstance(key, str):
                 raise AgentNotPaired()
-            self._wake()
+            self._wake(agent, key)
             if self.vault.locked:
                 raise VaultLocked()
             self.vault.verify_agent(agent, key)  # AgentNotPaired: unknown, revoked, wrong key

@@ -246,3 +246,22 @@ def test_the_window_takes_over_a_locked_serve(seeded: Any) -> None:
         session.lock()
         if window is not None:
             window.lock()
+
+
+def test_only_a_paired_assistants_key_wakes_it(seeded: Any, keychain: None) -> None:
+    """With the opt-in on, a program that makes up a name or a key opens nothing: the key
+    is checked on the vault opened from the keychain before anything can use it."""
+    def opt_in(vault: Any) -> None:
+        vault.remember_device()
+        vault.set_assistant_unlock(True)
+    with _serve(seeded.folder, opt_in) as session:
+        _wait_locked(session)
+        for name, key in (("a", "not-the-key"), ("nobody", seeded.keys["a"])):
+            with pytest.raises(VaultLocked):
+                RemoteVault.at(seeded.folder, agent=name, key=key, timeout=20).status()
+            assert session.idle_locked
+        person = RemoteVault.at(seeded.folder, timeout=20)
+        with pytest.raises(VaultLocked):  # nor did it leave a way in for the person's socket
+            person.status()
+        person.close()
+        assert _agent(seeded).status().totals["semantic"] == 1  # the real key does
