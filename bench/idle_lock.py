@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import storage  # noqa: F401  (first: onnxruntime telemetry off, here and in children)
+
 PW = "correct horse battery staple"
 
 
