@@ -75,6 +75,17 @@ def keyring_available() -> bool:
     return available()
 
 
+def assistant_unlock_allowed(folder: Path) -> bool:
+    """This device's keychain allows an assistant's call to unlock the vault in ``folder``
+    (its half of the opt-in; the vault's setting is the other: storage/device_unlock.py).
+    Reads the key file and the keychain only; never raises."""
+    from storage import crypto, device_unlock
+    try:
+        return device_unlock.allowed(crypto.read_key_file(folder))
+    except Exception:  # no key file, unreadable: not allowed
+        return False
+
+
 def private_umask() -> None:
     from storage.paths import private_umask as umask
     umask()

@@ -228,6 +228,25 @@ class Vault:
         self._opened.forget_device()
         return Result(None, Changes(settings=True))
 
+    def set_assistant_unlock(self, on: bool) -> Result[None]:
+        """Let an assistant's call unlock ``kept serve`` after its idle lock with this
+        device's keychain, or stop it. Both halves (storage/device_unlock.py): the vault's
+        setting and this device's keychain mark; on needs "Remember on this device"
+        (``KeyUnavailable``), off removes both."""
+        if on:
+            self._opened.allow_assistant_unlock(True)
+            self.set_setting("owner.assistant_unlock", True)
+        else:
+            self.set_setting("owner.assistant_unlock", False)
+            self._opened.allow_assistant_unlock(False)
+        return Result(None, Changes(settings=True))
+
+    def assistant_unlock(self) -> bool:
+        """Whether an assistant's call may unlock from this device's keychain: the setting
+        and this device's mark, both."""
+        return (bool(self.setting("owner.assistant_unlock"))
+                and self._opened.assistant_unlock_allowed())
+
     # --- status ------------------------------------------------------------------------
     def status(self, *, agent: str | None = None) -> VaultStatus:
         """The vault's state; counts of everything, or of what ``agent`` sees (global and

@@ -25,6 +25,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Your name: 'I', 'me', 'user' and 'human' in any import are you"),
     Setting("owner.strict", bool, False,
             "Strict mode: programs on this computer read nothing without your password"),
+    Setting("owner.assistant_unlock", bool, False,
+            "Assistants may unlock an idle-locked `kept serve` from this device's keychain"),
     Setting("owner.ticket_minutes", int, 5,
             "Strict mode: minutes a terminal stays trusted after you type the password"),
     Setting("consolidation.heartbeat_minutes", int, 15, "Heartbeat interval (minutes)"),

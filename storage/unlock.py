@@ -272,6 +272,18 @@ class OpenVault:
         crypto.write_key_file(self.folder, kf)
         self.key_file = kf
 
+    def allow_assistant_unlock(self, on: bool) -> None:
+        """This device's keychain mark for assistant unlock (``storage/device_unlock.py``)."""
+        from storage import device_unlock
+        if on:
+            device_unlock.allow(self.key_file)
+        else:
+            device_unlock.deny(self.key_file)
+
+    def assistant_unlock_allowed(self) -> bool:
+        from storage import device_unlock
+        return device_unlock.allowed(self.key_file)
+
     # --- lock --------------------------------------------------------------------------
     def lock(self) -> None:
         """Close every connection (checkpoints the WAL), wipe keys, release the owner lock."""

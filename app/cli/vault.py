@@ -210,9 +210,18 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from app.errors import VaultLocked
     vault = open_vault(args)
     try:
         st = vault.status()
+    except VaultLocked:  # `kept serve` locked when idle: it still answers, locked
+        folder = vault_dir(args)
+        if args.json:
+            print_json({"path": str(folder), "locked": True})
+        else:
+            print(f"Locked     Kept serves {folder} but it is locked (idle): `kept unlock` "
+                  "or the window opens it again.")
+        return 0
     finally:
         vault.lock()
     if args.json:

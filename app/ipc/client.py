@@ -49,7 +49,8 @@ __all__ = ["RemoteVault", "connect", "owner_running"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-LOCKED_MESSAGE = "The vault is locked: unlock Kept."
+LOCKED_MESSAGE = ("Kept is locked: open Kept to unlock it (its window, or `kept unlock` in a "
+                  "terminal).")
 _IMPORT_FRAME = p.MAX_FRAME // 2  # bytes of turns per import request (half the frame limit)
 
 
@@ -239,6 +240,14 @@ class RemoteVault(_Contract):
     def logout(self) -> None:
         """Drop what this connection proved, and its terminal session's ticket."""
         self._call(p.LOGOUT)
+
+    def unlock_owner(self, password: str) -> bool:
+        """Unlock a ``kept serve`` that locked itself when idle (``kept unlock``): True when it
+        was locked and is open again, False when it was not locked. ``WrongKey`` for a wrong
+        password; ``RemoteRefused`` from the window, which unlocks in its own dialog."""
+        reply = self._call(p.UNLOCK, password=password)
+        assert isinstance(reply, dict)
+        return bool(reply.get("unlocked"))
 
     # --- the operations: one generic call each, made from the contract ------------------
     def _invoke(self, name: str, args: Mapping[str, object]) -> object:

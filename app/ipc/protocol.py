@@ -358,6 +358,7 @@ ELEVATE = "elevate"  # {password} -> {"version": 1}: the person's decisions on t
 HELLO = "hello"      # {agent, key} -> {"version": 1}: scopes the connection to an agent
 SESSION = "session"  # -> SessionInfo
 LOGOUT = "logout"    # -> {"version": 1}: drop this connection's proof and its terminal's ticket
+UNLOCK = "unlock"    # {password} -> {"version": 1, "unlocked": 0|1}: a locked `kept serve` opens again
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +392,8 @@ METHODS: Mapping[str, MethodSpec] = {
                       dict[str, int], False),
     SESSION: MethodSpec(SESSION, {}, frozenset(), SessionInfo, False),
     LOGOUT: MethodSpec(LOGOUT, {}, frozenset(), dict[str, int], False),
+    UNLOCK: MethodSpec(UNLOCK, {"password": str}, frozenset({"password"}), dict[str, int],
+                       False),
 }
 
 

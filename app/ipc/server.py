@@ -54,7 +54,8 @@ from app.kdf import KDF_GATE
 
 log = logging.getLogger(__name__)
 
-LOCKED_MESSAGE = "The vault is locked: unlock Kept."
+LOCKED_MESSAGE = ("Kept is locked: open Kept to unlock it (its window, or `kept unlock` in a "
+                  "terminal).")
 STRICT_MESSAGE = ("Kept is in strict mode: prove your password first (`kept` asks for it once "
                   "per terminal session).")
 
@@ -150,6 +151,12 @@ class OwnerServer:
         self._guard = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._inode: int | None = None  # of the socket file this server bound
+        # ``kept serve --idle-lock`` (app/standby.py): opens a vault that locked itself when
+        # idle, with the person's password (``unlock``), or, for an assistant's call, from
+        # this device's keychain when the person opted in (``wake``). None: locked stays locked.
+        self.unlocker: Callable[[str], bool] | None = None
+        self.wake: Callable[[str, str], None] | None = None
 
     # --- life --------------------------------------------------------------------------
     def start(self) -> None:
@@ -165,6 +172,7 @@ class OwnerServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
+        self._inode = os.stat(self.path).st_ino
         sock.listen(128)
         self._sock = sock
         self._thread = threading.Thread(target=self._accept_loop, name="kept-ipc-accept",
@@ -198,8 +206,9 @@ class OwnerServer:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+            if self.still_bound():  # never the socket of an owner that took the vault over
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
         with self._guard:
             conns = list(self._conns)
         for conn in conns:
@@ -207,6 +216,14 @@ class OwnerServer:
                 conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
+
+    def still_bound(self) -> bool:
+        """The socket file is still the one this server bound: another owner (the window,
+        opening a vault that ``kept serve`` had locked) replaces it when it takes over."""
+        try:
+            return self._inode is not None and os.stat(self.path).st_ino == self._inode
+        except OSError:
+            return False
 
     def lock_vault(self) -> None:
         """Stop serving first, then lock: clients see the socket go, never a half-locked
@@ -406,6 +423,10 @@ class OwnerServer:
             return {"version": p.VERSION}
         if req.method == p.HELLO:
             return self._hello(req, scope)
+        if req.method == p.UNLOCK:
+            return self._unlock(str(req.args["password"]), scope)
+        if scope.agent is not None:
+            self._wake(scope.agent, scope.key)
         if self._stopping.is_set() or self.vault.locked:
             raise VaultLocked()
         if req.method == p.SESSION:
@@ -485,11 +506,52 @@ class OwnerServer:
         scope.person = True
         self.tickets.grant(scope.terminal)
 
+    def _wake(self, agent: str, key: str) -> None:
+        """An assistant calls a vault locked when idle: ``wake`` may open it from this
+        device's keychain (the person's opt-in, and only for a paired assistant's key: it
+        decides, and never raises)."""
+        if self.wake is not None and self.vault.locked and not self._stopping.is_set():
+            self.wake(agent, key)
+
+    def _unlock(self, password: str, scope: Scope) -> dict[str, int]:
+        """``kept unlock``: the password opens a ``kept serve`` locked when idle. Wrong
+        passwords wait longer each time, as for ``elevate``; a right one also proves the
+        password on this connection."""
+        if scope.agent is not None:
+            raise RemoteRefused("An assistant cannot unlock Kept: the person does.")
+        if self.unlocker is None:
+            raise RemoteRefused("This Kept unlocks in its window: type the password there.")
+        if not self.vault.locked:
+            return {"version": p.VERSION, "unlocked": 0}
+        with self._guard:  # counted with the elevations: a flood is answered busy
+            if self._elevations >= self.max_elevations:
+                raise PasswordBusy()
+            self._elevations += 1
+        try:
+            wait = self.throttle.delay(scope.failures)
+            if wait > 0 and self._stopping.wait(wait):
+                raise VaultLocked()
+            try:
+                opened = self.unlocker(password)
+            except WrongKey:
+                scope.failures += 1
+                self.throttle.failed()
+                raise
+        finally:
+            with self._guard:
+                self._elevations -= 1
+        self.throttle.succeeded()
+        scope.failures = 0
+        scope.person = True
+        self.tickets.grant(scope.terminal)
+        return {"version": p.VERSION, "unlocked": int(opened)}
+
     def _hello(self, req: p.Request, scope: Scope) -> object:
         agent, key = req.args.get("agent"), req.args.get("key")
         if agent is not None:
             if not isinstance(agent, str) or not isinstance(key, str):
                 raise AgentNotPaired()
+            self._wake(agent, key)
             if self.vault.locked:
                 raise VaultLocked()
             self.vault.verify_agent(agent, key)  # AgentNotPaired: unknown, revoked, wrong key

@@ -51,6 +51,13 @@ FORM_KEYS = ("extraction.provider", "extraction.llm_base_url", "extraction.llm_m
              "backup.folder", "backup.schedule", "backup.keep", "forget.request_days")
 BACKUP_SCHEDULES = {"off": "Off", "daily": "Daily", "weekly": "Weekly"}
 
+ASSISTANT_UNLOCK_NOTE = (
+    "When `kept serve` has locked itself after its idle time, a paired assistant's call opens "
+    "the vault again from this device's keychain, without your password. Anyone who can run "
+    "programs as you on this computer can then read the vault through a paired assistant "
+    "while you are logged in. Only on this device; needs \"Remember on this device\". "
+    "Off by default.")
+
 # What the form was filled from: the stored values of FORM_KEYS, the newest backup, and
 # whether this device is remembered.
 Stored = tuple[dict[str, SettingValue | None], BackupRecord | None, bool]
@@ -277,7 +284,25 @@ class SettingsView(Page):
         dl.addWidget(self.remember)
         dl.addWidget(self.keychain_note)
         dl.addWidget(self.keychain_status)
+        self._build_assistant_unlock(dl)
         return device
+
+    def _build_assistant_unlock(self, dl: QVBoxLayout) -> None:
+        """Assistants may unlock an idle-locked ``kept serve`` from this device's keychain:
+        off by default, shown with the keychain, usable once this device is remembered."""
+        self.assistant_unlock = QCheckBox("Let assistants unlock Kept with this device's "
+                                          "keychain")
+        self.assistant_unlock.setObjectName("assistantUnlock")
+        self.assistant_unlock.hide()
+        self.assistant_unlock_note = QLabel(ASSISTANT_UNLOCK_NOTE)
+        self.assistant_unlock_note.setObjectName("assistantUnlockNote")
+        self.assistant_unlock_note.setWordWrap(True)
+        self.assistant_unlock_note.setStyleSheet(theme.WARNING_STYLE)
+        self.assistant_unlock_note.hide()
+        dl.addWidget(self.assistant_unlock)
+        dl.addWidget(self.assistant_unlock_note)
+        self.assistant_unlock.clicked.connect(self._on_assistant_unlock_clicked)
+        self.remember.toggled.connect(self._on_remember_toggled)
 
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -336,7 +361,13 @@ class SettingsView(Page):
         self.keychain_available = available
         self.remember.setVisible(available)
         self.remember.setEnabled(available)
+        self.assistant_unlock.setVisible(available)
+        self.assistant_unlock_note.setVisible(available)
+        self._on_remember_toggled(self.remember.isChecked())
         if available:
+            vault = self.vault
+            run_query(self, vault.assistant_unlock, self._fill_assistant_unlock,
+                      lambda _exc: self._fill_assistant_unlock(False))
             self.keychain_note.setText(
                 "Unlock on this computer without typing the password: a device key is kept in "
                 "the system keychain. Anyone who can use your account here can then open the "
@@ -591,6 +622,8 @@ class SettingsView(Page):
             self.remember.setEnabled(True)
             self._status(self.keychain_status, "This device now unlocks without the password."
                          if on else "This device no longer remembers the vault.")
+            if not on:  # the device key is gone: so is what let assistants unlock with it
+                self._fill_assistant_unlock(False)
 
         def failed(exc: BaseException) -> None:
             self.remember.setEnabled(True)
@@ -599,3 +632,27 @@ class SettingsView(Page):
                                 otherwise="Nothing was changed.")
         run_op(self, fn, done, self.bridge, failed)
 
+    def _fill_assistant_unlock(self, on: bool) -> None:
+        self.assistant_unlock.setChecked(on)
+
+    @Slot(bool)
+    def _on_remember_toggled(self, on: bool) -> None:
+        self.assistant_unlock.setEnabled(on and bool(self.keychain_available))
+
+    @Slot(bool)
+    def _on_assistant_unlock_clicked(self, on: bool) -> None:
+        self.assistant_unlock.setEnabled(False)
+        vault = self.vault
+
+        def done(_result: Result[None]) -> None:
+            self.assistant_unlock.setEnabled(self.remember.isChecked())
+            self._status(self.keychain_status,
+                         "Assistants may now unlock Kept from this device's keychain." if on
+                         else "Assistants can no longer unlock Kept: it waits for you.")
+
+        def failed(exc: BaseException) -> None:
+            self.assistant_unlock.setEnabled(self.remember.isChecked())
+            self.assistant_unlock.setChecked(not on)
+            errors.report_error(self, exc, self._error(self.keychain_status),
+                                otherwise="Nothing was changed.")
+        run_op(self, lambda: vault.set_assistant_unlock(on), done, self.bridge, failed)

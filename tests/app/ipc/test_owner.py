@@ -120,13 +120,23 @@ def test_malformed_and_oversized_frames_change_nothing(
     assert r.returncode == 0 and "Bruno likes tea" in r.stdout
 
 
-def test_idle_auto_lock_stops_serving(tmp_path: Path) -> None:
+def test_idle_lock_keeps_serving_locked(tmp_path: Path) -> None:
+    """``KEPT_IDLE_MINUTES`` (the alias of ``kept serve --idle-lock``): idle, the vault locks
+    and the socket stays, answering "locked"; SIGTERM still ends it cleanly."""
+    from tests.app.mcp.test_idle_lock_mcp import line_with
     folder = make_vault(tmp_path / "v")
-    proc = subprocess.run([sys.executable, "-m", "app.cli", "--vault", str(folder), "serve"],
-                          cwd=ROOT, env=_env(KEPT_PASSWORD=PW, KEPT_IDLE_MINUTES="0.02"),
-                          text=True, capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "the vault is locked and no longer served" in proc.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "--vault", str(folder), "serve"],
+                            cwd=ROOT, env=_env(KEPT_PASSWORD=PW, KEPT_IDLE_MINUTES="0.02"),
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert "the vault is locked (keys wiped) and still served" in line_with(proc, "Idle")
+        assert proc.poll() is None and p.socket_path(folder).is_socket()
+        r = kept_in_process(folder, "status", password=None)
+        assert r.returncode == 0 and "Locked" in r.stdout, r.stderr
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
     assert not p.socket_path(folder).exists()
 
 
@@ -153,7 +163,7 @@ def test_locked_vault_refuses_with_clear_message(owner: object) -> None:
     remote = RemoteVault.at(owner.vault.folder)
     assert remote.recall("Lisbon", k=3)[0].text == "Ana moved to Lisbon"
     owner.vault.lock()  # locked under a live socket: every call refuses clearly
-    with pytest.raises(VaultLocked, match="The vault is locked: unlock Kept."):
+    with pytest.raises(VaultLocked, match="Kept is locked: open Kept to unlock it"):
         remote.recall("Lisbon")
     owner.stop()  # what locking does first: the socket goes
     assert not owner.path.exists()

@@ -175,29 +175,35 @@ def test_no_owner_tools_list_answers_and_tools_say_kept_is_closed(tmp_path: Path
 
 
 def test_owner_that_locks_itself_mid_session(tmp_path: Path) -> None:
-    """``kept serve`` with a tiny idle time: the session works, the owner auto-locks (its
-    socket goes first), then every tool says so, and the handshake of a new session still
-    answers."""
+    """``kept serve`` with a tiny idle time (``KEPT_IDLE_MINUTES``, the alias of
+    ``--idle-lock``): the owner locks itself (keys wiped) and stays up; every tool then says
+    "locked: open Kept to unlock", a new session's handshake still answers, and after
+    ``kept unlock`` the same session works again."""
+    from tests.app.mcp.test_idle_lock_mcp import kept, line_with
     seeded = seed_vault(tmp_path / "v", ("a",), {"global": ("Ana moved to Lisbon",)})
     proc = start_serve(seeded.folder, KEPT_IDLE_MINUTES="0.03")  # ~2 s without a request
     try:
+        line_with(proc, "Idle for")
+
+        async def listing(s: ClientSession, tools: dict[str, Any]) -> str:
+            _check_listing(tools)
+            return tool_error(await s.call_tool("recall", {"query": "Lisbon"}))
+
+        assert "locked: open Kept to unlock" in with_mcp(
+            mcp_params(seeded.folder, "a", seeded.keys["a"]), listing)
+        assert proc.poll() is None  # still serving, locked
+
         async def body(s: ClientSession, tools: dict[str, Any]) -> list[str]:
+            texts = await _every_tool_fails_readably(s)
+            await anyio.to_thread.run_sync(lambda: kept(seeded.folder, "unlock"))
             structured(tools, "status", await s.call_tool("status", {}))
-            await anyio.to_thread.run_sync(lambda: proc.wait(timeout=60))
-            return await _every_tool_fails_readably(s)
+            return texts
 
         texts = with_mcp(mcp_params(seeded.folder, "a", seeded.keys["a"]), body)
+        assert all("locked: open Kept to unlock" in t for t in texts), texts
     finally:
         err = stop_serve(proc)
-    assert proc.returncode == 0 and "locked and no longer served" in err, err
-    assert all("locked" in t for t in texts), texts
-
-    async def listing(s: ClientSession, tools: dict[str, Any]) -> str:
-        _check_listing(tools)
-        return tool_error(await s.call_tool("recall", {"query": "Lisbon"}))
-
-    assert "unlock Kept" in with_mcp(mcp_params(seeded.folder, "a", seeded.keys["a"]),
-                                     listing)
+    assert proc.returncode == 0, err
 
 
 def test_a_key_revoked_while_connected(served: Seeded) -> None:
