@@ -67,8 +67,8 @@ def _folder(args: argparse.Namespace) -> Path | None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     if not args.agent:
         raise ValidationError("Say which assistant this is: kept mcp --agent NAME.")
-    from app.mcp_server import serve
-    return serve(args.agent, _folder(args))
+    from app.mcp_launch import run
+    return run(args.agent, _folder(args))
 
 
 def cmd_mcp_install(args: argparse.Namespace) -> int:
