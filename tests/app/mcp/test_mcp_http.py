@@ -13,7 +13,7 @@ import anyio
 import httpx2
 import psutil
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from app.mcp_http import local_origin
@@ -138,3 +138,19 @@ def test_http_needs_the_key_in_the_environment(tmp_path: Any) -> None:
                          timeout=60)
     assert out.returncode == 2
     assert "KEPT_AGENT_KEY" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_sdk_client_2026_era_over_http(served: tuple[Seeded, str, int]) -> None:
+    seeded, url, _ = served
+
+    async def main() -> tuple[str, set[str], Any]:
+        async with httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {seeded.keys['a']}"}) as hc, \
+                Client(streamable_http_client(url, http_client=hc)) as c:
+            tools = {t.name for t in (await c.list_tools()).tools}
+            res = await c.call_tool("recall", {"query": "Lisbon"})
+            return str(c.protocol_version), tools, res
+    version, tools, res = anyio.run(main)
+    assert version == "2026-07-28" and tools == TOOLS
+    assert not res.is_error
+    assert res.structured_content["memories"][0]["text"] == "Ana moved to Lisbon in May"
