@@ -165,11 +165,14 @@ def _good_initialize(params: dict[str, Any]) -> bool:
 # --- the wire ---------------------------------------------------------------------------------
 
 class Wire:
-    """The protocol's private copies of fd 0 and 1 (the real ones moved aside)."""
+    """The protocol's private copies of fd 0 and 1 (the real ones moved aside). Lines are
+    read with plain ``os.read``: blocking while the launcher answers, then, once the SDK
+    runs, when the event loop says the pipe is readable (no reader thread to wake)."""
 
     def __init__(self, rfd: int, wfd: int) -> None:
-        self.reader = os.fdopen(rfd, "rb", closefd=False)
-        self.wfd = wfd
+        self.rfd, self.wfd = rfd, wfd
+        self.buffer = b""
+        self.eof = False
         self.lock = threading.Lock()
 
     @classmethod
@@ -186,8 +189,48 @@ class Wire:
         os.dup2(2, 1)
         return cls(rfd, wfd)
 
+    def next_line(self) -> bytes | None:
+        """A whole line from the buffer, or None (the last, unterminated, one at EOF)."""
+        end = self.buffer.find(b"\n")
+        if end >= 0:
+            line, self.buffer = self.buffer[:end + 1], self.buffer[end + 1:]
+            return line
+        if self.eof and self.buffer:
+            line, self.buffer = self.buffer, b""
+            return line
+        return None
+
+    def fill(self) -> bool:
+        """Read what the pipe has (blocking unless set otherwise); False at EOF."""
+        try:
+            data = os.read(self.rfd, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            self.eof = True
+        self.buffer += data
+        return bool(data)
+
     def readline(self) -> bytes:
-        return self.reader.readline()
+        """The next line, blocking; b"" at EOF."""
+        while True:
+            line = self.next_line()
+            if line is not None:
+                return line
+            if self.eof or not self.fill() and not self.buffer:
+                return b""
+
+    async def areadline(self) -> bytes:
+        """The next line, waiting on the event loop; b"" at EOF."""
+        import anyio
+        while True:
+            line = self.next_line()
+            if line is not None:
+                return line
+            if self.eof:
+                return b""
+            await anyio.wait_readable(self.rfd)
+            self.fill()
 
     def write(self, data: bytes) -> None:
         with self.lock:
@@ -233,10 +276,10 @@ def serve_sdk(server: MCPServer, wire: Wire, first: list[bytes],
     """Run the SDK server on ``wire``: ``first`` lines before the rest of stdin; the replies
     to the ids in ``said`` are swallowed (and compared with what was said)."""
     import anyio
-    import anyio.to_thread
     from mcp.server.stdio import stdio_server
 
     pending = dict(said)
+    os.set_blocking(wire.rfd, False)
 
     class In:
         def __aiter__(self) -> In:
@@ -245,7 +288,7 @@ def serve_sdk(server: MCPServer, wire: Wire, first: list[bytes],
         async def __anext__(self) -> str:
             if first:
                 return first.pop(0).decode("utf-8", "replace")
-            line = await anyio.to_thread.run_sync(wire.readline, abandon_on_cancel=True)
+            line = await wire.areadline()
             if not line:
                 raise StopAsyncIteration
             return line.decode("utf-8", "replace")
