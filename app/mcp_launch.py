@@ -48,8 +48,7 @@ log = logging.getLogger(__name__)
 TABLE = Path(__file__).with_name("mcp_table.json")
 # The sources whose change can change the table (tools, schemas, descriptions, caps,
 # instructions, version). Missing files (a frozen build) count as empty.
-SHAPED_BY = ("mcp_server.py", "api.py", "operations.py", "agent_scope.py", "__init__.py",
-             "mcp_launch.py")
+SHAPED_BY = ("mcp_server.py", "api.py", "operations.py", "agent_scope.py", "__init__.py")
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 MODERN_META = frozenset({VERSION_META, "io.modelcontextprotocol/clientInfo",
                          "io.modelcontextprotocol/clientCapabilities"})
@@ -75,7 +74,8 @@ def load_table() -> dict[str, Any] | None:
     except (OSError, ValueError):
         log.info("no MCP start-up table: the SDK answers the handshake")
         return None
-    if table.get("fingerprint") != fingerprint():
+    # A frozen build has no sources to hash; it ships the table made (and tested) with them.
+    if not getattr(sys, "frozen", False) and table.get("fingerprint") != fingerprint():
         log.info("the MCP start-up table is stale: the SDK answers the handshake")
         return None
     return table
