@@ -2,7 +2,7 @@
 on 127.0.0.1 for clients that only speak HTTP (issue 26, item 8). Layer: app (front end).
 Runs on: uvicorn's event loop; each tool's blocking call runs in a worker thread.
 
-Who may call (docs/security.md#kept-mcp-over-http), checked before the SDK sees a request:
+Who may call (docs/security.md#an-assistant), checked before the SDK sees a request:
 
 - the socket is bound to 127.0.0.1 only: nothing off this machine connects;
 - ``Authorization: Bearer <key>``, the key Kept issued to this assistant (``KEPT_AGENT_KEY``,

@@ -25,7 +25,8 @@ messages not yet answered, then the rest of stdin. What the assistant sees is th
 server's behaviour, answered sooner.
 
 Like the SDK's stdio transport, fd 0 and 1 are moved aside while serving (fd 1 to stderr,
-fd 0 to the null device): stray output cannot corrupt the protocol.
+fd 0 to the null device): stray output cannot corrupt the protocol. POSIX only: on Windows
+``kept mcp`` runs the SDK's own stdio server (``app.mcp_server.serve``), as before.
 """
 
 from __future__ import annotations
@@ -330,6 +331,9 @@ def run(agent: str, folder: Path | None) -> int:
     from app.validation import check_string
     check_string(agent, "--agent")
     check_agent_name(agent)
+    if sys.platform == "win32":  # no fd juggling or pipe readiness there: the SDK's stdio
+        from app.mcp_server import serve
+        return serve(agent, folder)
     key = os.environ.get("KEPT_AGENT_KEY")
 
     def build() -> MCPServer:
