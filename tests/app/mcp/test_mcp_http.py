@@ -55,9 +55,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Seeded, s
                                 stderr=subprocess.PIPE, text=True)
         try:
             assert proc.stderr is not None
-            line = proc.stderr.readline()
-            found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
-            assert found, line
+            said = []
+            found = None
+            while found is None and len(said) < 50:  # warnings may come first
+                said.append(proc.stderr.readline())
+                found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", said[-1])
+                assert said[-1], said  # it exited
+            assert found, said
             yield seeded, found.group(1), proc.pid
         finally:
             proc.terminate()
