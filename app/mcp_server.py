@@ -1,6 +1,6 @@
 """``kept mcp --agent NAME``: a stdio MCP server (official SDK v2, ``MCPServer``) that proxies an
 assistant's tool calls to the running Kept. Layer: app (front end). Runs on: the SDK's event
-loop; each tool's blocking call runs in a worker thread (``anyio.to_thread``).
+loop; each tool's call to the owner runs on it too (``_call`` says why).
 
 This process never holds the vault key and never opens the database: it talks to the owner
 (the window or ``kept serve``) through ``app.ipc.client.RemoteVault`` with the agent name and
@@ -227,15 +227,16 @@ def _default_folder() -> Path:
 
 
 async def _call(conn: Connection, fn: Callable[[VaultAPI], T]) -> T:
-    """Run ``fn(backend)`` off the event loop; Kept's errors become readable tool errors."""
-    import anyio
+    """Run ``fn(backend)``; Kept's errors become readable tool errors.
 
+    On the event loop's own thread, not a worker (issue 26, item 9): the owner connection
+    takes one request at a time anyway (``RemoteVault`` holds a lock per round trip), so a
+    worker thread bought no concurrency, only two thread wake-ups per call, each a few ms on
+    a loaded machine (bench/mcp_latency.py). The owner's deadlines bound the wait."""
     from app.errors import AppError
 
-    def run() -> T:
-        return fn(conn.backend())
     try:
-        return await anyio.to_thread.run_sync(run)
+        return fn(conn.backend())
     except AppError as exc:
         if type(exc).__name__ in ("OwnerNotRunning", "VaultLocked", "ProtocolError",
                                   "AgentNotPaired"):

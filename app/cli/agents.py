@@ -27,6 +27,10 @@ def add_parsers(sub: Subcommands) -> None:
     from app.mcp_install import CLIENTS
     s = sub.add_parser("mcp", help="MCP server for an assistant (stdio); install, doctor")
     s.add_argument("--agent", help="the assistant's name, as paired (kept agents pair NAME)")
+    s.add_argument("--http", metavar="PORT", type=lambda t: int_in(t, 0, 65535, "--http"),
+                   help="serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio "
+                        "(clients send the key from KEPT_AGENT_KEY as a bearer token; 0: any "
+                        "free port)")
     s.set_defaults(fn=cmd_mcp)
     mcp = s.add_subparsers(dest="mcp_command")
     i = mcp.add_parser("install", help="show (or --write) the config entry for a client")
@@ -69,8 +73,14 @@ def _folder(args: argparse.Namespace) -> Path | None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     if not args.agent:
         raise ValidationError("Say which assistant this is: kept mcp --agent NAME.")
-    from app.mcp_server import serve
-    return serve(args.agent, _folder(args))
+    if args.http is not None:
+        from app.agent_scope import check_agent_name
+        check_agent_name(args.agent)
+        from app.mcp_http import serve_http
+        return serve_http(args.agent, _folder(args), os.environ.get("KEPT_AGENT_KEY"),
+                          args.http)
+    from app.mcp_launch import run
+    return run(args.agent, _folder(args))
 
 
 def cmd_mcp_install(args: argparse.Namespace) -> int:
