@@ -31,6 +31,7 @@ from app.api import (
     EntityRow,
     Explanation,
     FactOutcome,
+    FactStatus,
     Filters,
     ForgetPlan,
     ForgetReport,
@@ -69,6 +70,7 @@ from app.services import ingest as ingestion
 from app.validation import check_string, check_text, check_time, validate_turn
 
 if TYPE_CHECKING:
+    from app.domain.fact import FactCandidate
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
@@ -433,7 +435,7 @@ class Vault:
         ctx = self._context.assemble(query, hits, budget=budget, now=now)
         # Only what made it into the context was "returned"
         # (docs/memory-model.md#touch-and-reinforcement).
-        self._recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
+        self._recall_service.touch([i.id for i in ctx.items if i.id is not None], now)
         return ctx
 
     def explain(self, mid: int, query: str | None = None, now: float | None = None
@@ -694,6 +696,8 @@ class Vault:
         if why is not None:
             raise ValidationError(f"Not saved: {why} (a fact needs a named holder and a "
                                   "whole value, such as subject 'Ana', value 'Lisbon').")
+        if fact.change or fact.replaces is not None:
+            return self._remember_change(candidate, agent, fact.replaces)
         report = self._consolidation_service.store_assistant_fact(candidate, (agent, None),
                                                                   self._clock.now())
         created = report.ids.get("created") or []
@@ -705,6 +709,50 @@ class Vault:
         changes = Changes(memories=True, contradictions=True, runs=True, index=True, agents=True)
         self._emit(changes)
         return Result(outcome, changes)
+
+    def _remember_change(self, candidate: FactCandidate, agent: str, replaces: int | None
+                         ) -> Result[FactOutcome]:
+        """``remember_fact`` with ``change`` or ``replaces`` (issue 26): settled in ``agent``'s
+        own scope, sent to the Inbox against the person's facts."""
+        if replaces is not None:
+            self._agents.check_visible((replaces,), agent)
+        report, out = self._consolidation_service.store_assistant_change(
+            candidate, (agent, None), self._clock.now(), replaces)
+        status: FactStatus = ("already_known" if out.known else
+                              "sent_to_inbox" if out.inbox is not None else
+                              "changed" if out.replaced is not None else "saved")
+        outcome = FactOutcome(
+            id=None if out.created is None else MemoryId(out.created), status=status,
+            contradictions=report.counts.get("contradictions_found", 0),
+            sent_to_inbox=tuple(report.ids.get("inbox") or ()), run_id=report.run_id,
+            replaced_id=None if out.replaced is None else MemoryId(out.replaced),
+            inbox_id=out.inbox)
+        changes = Changes(memories=True, contradictions=True, runs=True, index=True, agents=True)
+        self._emit(changes)
+        return Result(outcome, changes)
+
+    def correct_own(self, mid: int, text: str, *, agent: str) -> Result[MemoryId]:
+        """An assistant corrects one of its own memories (issue 26): a new version in its
+        scope, not the person's confirmation; the old one is superseded and stays in the
+        history. A person's memory is refused with what to do instead."""
+        check_text(text, "'text'")
+        if not text.strip():
+            raise ValidationError("'text' is empty.")
+        self._check_unlocked()
+        try:
+            m = self.get(mid)
+        except NotFound:
+            raise NotFound(f"No memory {mid} that you can see.") from None
+        if m.agent == "global" and agent != "global":
+            raise ValidationError(
+                f"Memory {mid} is the person's, not yours: you cannot correct it. Use "
+                f"remember_fact with replaces={mid} (and valid_from): the change goes to the "
+                "person's Inbox in Kept, and recall shows it pending until they accept it.")
+        if m.agent != agent:
+            raise NotFound(f"No memory {mid} that you can see.")
+        new = self._ingest.correct(mid, text, by=agent)
+        self._emit(MEMORY_CHANGES)
+        return Result(new, MEMORY_CHANGES)
 
     def request_forget(self, *, agent: str, ids: Sequence[int] = (), query: str | None = None,
                        reason: str = "") -> Result[PendingForget]:
