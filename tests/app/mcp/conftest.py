@@ -26,8 +26,8 @@ from mcp.client.stdio import stdio_client
 from tests import ROOT
 
 PW = "correct horse battery"
-TOOLS = {"remember", "remember_fact", "recall", "context", "explain", "list_contradictions",
-         "status", "request_forget"}
+TOOLS = {"remember", "remember_fact", "correct", "recall", "context", "explain",
+         "list_contradictions", "status", "request_forget"}
 T = TypeVar("T")
 
 
