@@ -15,6 +15,8 @@ consolidate once (``now`` one hour after the last turn), then ask every question
 
 ``--context`` scores the context briefing's items in their order instead of recall's hits;
 items it marks earlier or no longer true are not taken as answers.
+``--order mcp`` puts hits marked earlier or superseded after the others, as MCP ``recall`` does
+without ``include_earlier`` (issue 26); ``--order drop`` leaves them out.
 ``--no-consolidate`` asks before consolidation (what the turns alone give). These stories are
 the DEVELOPMENT set (written for tuning; see tests/data/stories/README.md); the held-out story
 is not in the repository.
@@ -74,7 +76,7 @@ def judge(texts: list[str], q: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
-              tune: dict[str, Any] | None = None) -> dict[str, Any]:
+              tune: dict[str, Any] | None = None, order: str = "rank") -> dict[str, Any]:
     from app.clock import FixedClock
     from app.facade import Vault
     from app.services.importer import parse_import
@@ -102,6 +104,10 @@ def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
                          if i.currency is None or i.currency.state == "current"]
             else:
                 hits = vault.recall(q["q"], k=10, now=end, touch=False)
+                if order != "rank":  # what MCP recall does without include_earlier (issue 26)
+                    old = [h for h in hits if h.currency is not None
+                           and h.currency.state in ("earlier", "superseded")]
+                    hits = [h for h in hits if h not in old] + (old if order == "mcp" else [])
                 texts = [h.text for h in hits]
             r = judge(texts, q)
             results.append(r)
@@ -127,6 +133,9 @@ def main() -> None:
     ap.add_argument("--context", action="store_true", help="score the context briefing")
     ap.add_argument("--no-consolidate", action="store_true")
     ap.add_argument("--show", action="store_true", help="print each question's top hits")
+    ap.add_argument("--order", choices=("rank", "mcp", "drop"), default="rank",
+                    help="recall's hits as ranked; current ones before earlier ones (MCP "
+                         "recall's default, issue 26); or earlier ones left out")
     ap.add_argument("--tune", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a RecallTuning field for an experiment")
     args = ap.parse_args()
@@ -134,10 +143,11 @@ def main() -> None:
     names = args.story or sorted(p.name.removesuffix(".questions.jsonl")
                                  for p in STORIES.glob("*.questions.jsonl"))
     out = [run_story(n, consolidate=not args.no_consolidate, use_context=args.context,
-                     show=args.show, tune=tune) for n in names]
+                     show=args.show, tune=tune, order=args.order) for n in names]
     total = {k: sum(o[k] for o in out) for k in ("questions", "current_first", "stale_first",
                                                 "missing", "top1_current")}
     print(json.dumps({"set": "development (tests/data/stories)", "tune": tune,
+                      "order": args.order,
                       "stories": out,
                       "total": total}, indent=1))
 
