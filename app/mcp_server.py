@@ -437,7 +437,9 @@ def build_server(conn: Connection) -> MCPServer:
             budget: Annotated[int, Field(ge=100, le=MAX_BUDGET,
                                          description="tokens")] = 1200) -> ContextResult:
         """Load what Kept remembers that matters for this conversation, as a short briefing. Use
-        once at the start and again if the topic changes; cheaper than several recalls."""
+        once at the start and again if the topic changes; cheaper than several recalls. Items
+        are whole; each has a memory id (explain takes it) or, for a person or project card,
+        entity and kind; and the same status marks as recall."""
         from app.api import Filters
         ctx = await _call(conn, lambda b: b.context(query, budget=budget,
                                                     filters=Filters(agent=agent)))
