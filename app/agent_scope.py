@@ -6,8 +6,9 @@ in-process mode).
 from ``Vault.verify_agent`` at connect, never from a tool argument). It exposes only
 ``AGENT_METHODS``, with the same signatures as ``VaultAPI`` so one client serves both, but every
 scope argument is overwritten: writes go into ``agent``'s scope, reads see global memories plus
-``agent``'s own, never another assistant's. An assistant never forgets, corrects, confirms or
-resolves: it can only ask (``request_forget``), and the person decides in Kept. What it
+``agent``'s own, never another assistant's. An assistant never forgets, confirms or
+resolves: it can only ask (``request_forget``), and the person decides in Kept. It corrects
+only its own memories (``correct_own``); a change to the person's goes to their Inbox. What it
 reads (recall, context, explain) is recorded by id and time (``note_reads``) for the window.
 """
 
@@ -21,6 +22,7 @@ from app.api import (
     AssistantFact,
     Context,
     ContradictionItem,
+    Currency,
     EntityCard,
     Explanation,
     FactOutcome,
@@ -102,6 +104,10 @@ class AgentSession:
         # The vault refuses source ids this agent cannot see.
         return self._vault.remember_fact(fact, agent=self.agent)
 
+    def correct_own(self, mid: int, text: str, *, agent: str = "") -> Result[MemoryId]:
+        # Its own memories only: the vault refuses the person's and hides another's.
+        return self._vault.correct_own(mid, text, agent=self.agent)
+
     def request_forget(self, *, agent: str = "", ids: Sequence[int] = (),
                        query: str | None = None, reason: str = "") -> Result[PendingForget]:
         return self._vault.request_forget(agent=self.agent, ids=ids, query=query,
@@ -120,7 +126,8 @@ class AgentSession:
         budget = MAX_BUDGET if budget is None else max(0, min(budget, MAX_BUDGET))
         ctx = self._vault.context(query, budget=budget, now=now,
                                   filters=self._filters(filters))
-        self._vault.note_reads(self.agent, [i.id for i in ctx.items if i.id > 0], "context")
+        self._vault.note_reads(self.agent, [i.id for i in ctx.items if i.id is not None],
+                               "context")
         return ctx
 
     def explain(self, mid: int, query: str | None = None, now: float | None = None
@@ -129,6 +136,9 @@ class AgentSession:
             raise NotFound()  # the same answer as for an id that does not exist
         e = self._vault.explain(mid, query, now)
         self._vault.note_reads(self.agent, [mid], "explain")
+        c = e.currency
+        if c is not None and c.pending is not None and not self._visible(c.pending.memory_id):
+            e = replace(e, currency=Currency("current"))  # another assistant's proposal
         sources = tuple(s for s in e.sources if self._visible(s.id))
         links = tuple(x for x in e.links
                       if self._visible(x.dst if x.src == mid else x.src))
@@ -156,10 +166,10 @@ class AgentSession:
         return self._vault.pending_forgets(status, self.agent, max(1, min(limit, MAX_PENDING)))
 
     # --- browsing (issue 26): one memory, the newest, a name's card, the Inbox -------------
-    def get_memory(self, mid: int) -> MemoryRow:
+    def get_memory(self, mid: int, *, agent: str | None = None) -> MemoryRow:
         if not self._visible(mid):
             raise NotFound()  # the same answer as for an id that does not exist
-        return self._scoped(self._vault.get_memory(mid))
+        return self._scoped(self._vault.get_memory(mid, agent=self.agent))
 
     def recent_memories(self, limit: int = 10, store: Store | None = None, *,
                         agent: str | None = None) -> list[MemoryRow]:

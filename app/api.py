@@ -49,7 +49,7 @@ from app.domain.memory import (
 from app.operations import Access, op
 
 __all__ = [
-    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRead", "AgentRow", "AssistantFact", "FactOutcome",
+    "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRead", "AgentRow", "AssistantFact", "FactOutcome", "FactStatus", "PendingChange",
     "MemoryRead", "PendingForget", "PendingStatus", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
     "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
     "Draft", "EntityCard", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
@@ -69,7 +69,10 @@ Progress = Callable[[int, int], None]  # (done, total)
 SettingValue = bool | int | float | str  # what app/settings.py declares
 
 InboxStatus = Literal["open", "auto", "resolved"]
-ItemKind = Literal["contradiction", "review"]
+# "change": an assistant says a person's fact changed (``remember_fact`` with ``replaces`` or
+# ``change``); stored as a contradiction whose reason is "<assistant> says this changed"
+# (``app.services.assistant_change.is_change_reason``), accepted with keep "b".
+ItemKind = Literal["contradiction", "review", "change"]
 ResolveChoice = Literal["a", "b", "both", "edit", "still_true"]
 RunStatus = Literal["running", "done", "partial", "cancelled", "undone"]
 IndexMode = Literal["chroma", "exact", "off"]
@@ -191,7 +194,19 @@ class ImportReport:
 
 # --- recall, context, explain -------------------------------------------------------------
 
-CurrencyState = Literal["current", "earlier", "superseded"]
+CurrencyState = Literal["current", "earlier", "superseded", "pending"]
+WrittenBy = str  # "person", "kept" (what consolidation derived) or an assistant's name
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """A change an assistant proposed to a person's fact, waiting in the Inbox (issue 26): the
+    item, the new value, from when, and which assistant says so."""
+    inbox_id: int
+    memory_id: MemoryId     # the proposed fact (in the assistant's scope)
+    value: str
+    valid_from: float | None
+    by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,11 +214,13 @@ class Currency:
     """Whether what a memory says is the latest word on its subject (issue 23): ``current``;
     ``earlier`` when the same holder said something later about the same thing (``later_id``,
     ``later_at``); ``superseded`` when a fact stopped holding (``ended_at``, and what replaced
-    it in ``later_id``)."""
+    it in ``later_id``); ``pending`` when an assistant's change to it waits in the Inbox
+    (``pending``, issue 26)."""
     state: CurrencyState
     later_id: MemoryId | None = None
     later_at: float | None = None
     ended_at: float | None = None
+    pending: PendingChange | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +236,8 @@ class Hit:
     status: Status = Status.ACTIVE
     agent: str = "global"  # or the assistant that wrote it (the window marks "from NAME")
     currency: Currency | None = None  # current, or earlier / superseded and by what
+    confirmed_by_person: bool = False  # user-validated (the person confirmed or wrote it)
+    written_by: WrittenBy = "person"   # "person", "kept" (derived) or the assistant's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,11 +272,15 @@ class Filters:
 
 @dataclass(frozen=True, slots=True)
 class ContextItem:
-    id: int  # a memory's id; an entity summary (section "people") has minus its entity id
+    id: int | None  # a memory's id; None for an entity summary (section "people": ``entity``)
     section: ContextSection
     text: str
     tokens: int
     currency: Currency | None = None  # earlier / superseded: the text says so too
+    entity: str | None = None         # an entity summary: the entity's name ...
+    entity_kind: str | None = None    # ... and kind (person, project, ...)
+    confirmed_by_person: bool = False
+    written_by: WrittenBy = "person"
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +298,8 @@ class Context:
             items = [i for i in self.items if i.section == section]
             if items:
                 out.append(f"## {titles[section]}")
-                out += [f"- [{i.id}] {i.text}" for i in items]
+                out += [f"- [{i.id}] {i.text}" if i.id is not None else f"- {i.text}"
+                        for i in items]
         return "\n".join(out)
 
 
@@ -310,6 +334,8 @@ class Explanation:
     sources: tuple[SourceView, ...]
     links: tuple[LinkView, ...]
     currency: Currency | None = None  # for the query given: current, earlier, superseded
+    confirmed_by_person: bool = False
+    written_by: WrittenBy = "person"
 
 
 # --- forget and history (docs/memory-model.md#forgetting) -----------------------------------------
@@ -654,6 +680,7 @@ class MemoryRow:
     agent: str = "global"  # or the assistant that wrote it (shown as "from NAME")
     currency: Currency | None = None  # a search result's mark (earlier, superseded)
     relevance: float | None = None  # a search result's score for the query (None in a list)
+    written_by: str = ""  # "person", "kept" or an assistant's name (filled for assistants)
 
 
 @dataclass(frozen=True, slots=True)
@@ -726,15 +753,26 @@ class AssistantFact:
     valid_from: float | None = None
     confidence: float = 0.6
     source_ids: tuple[MemoryId, ...] = ()  # the turn(s) it came from (ids from remember)
+    # Issue 26: the assistant says the value changed. ``replaces``: the memory it replaces
+    # (an id it saw); ``change``: whatever the slot (subject + attribute) held before. In the
+    # assistant's own scope the earlier value ends at ``valid_from`` and is superseded; a
+    # person's (global) fact is never replaced: the change waits in the Inbox.
+    replaces: MemoryId | None = None
+    change: bool = False
+
+
+FactStatus = Literal["saved", "already_known", "changed", "sent_to_inbox"]
 
 
 @dataclass(frozen=True, slots=True)
 class FactOutcome:
     id: MemoryId | None               # the new fact, or None when it was already known
-    status: Literal["saved", "already_known"]
+    status: FactStatus
     contradictions: int               # conflicts with known facts found (each in the Inbox)
     sent_to_inbox: tuple[int, ...]    # inbox items left for the person to settle
     run_id: RunId
+    replaced_id: MemoryId | None = None  # "changed": the earlier value it superseded
+    inbox_id: int | None = None          # "sent_to_inbox": the change waiting for the person
 
 
 @dataclass(frozen=True, slots=True)
@@ -948,7 +986,7 @@ class VaultAPI(Protocol):
     def insights(self) -> Insights: ...
     # --- browsing for assistants too (issue 26): one memory, the newest, a name, the Inbox --
     @op(Access.READ, agent=True, tool="get_memory")
-    def get_memory(self, mid: int) -> MemoryRow: ...
+    def get_memory(self, mid: int, *, agent: str | None = None) -> MemoryRow: ...
     @op(Access.READ, agent=True, tool="recent_memories")
     def recent_memories(self, limit: int = 10, store: Store | None = None, *,
                         agent: str | None = None) -> list[MemoryRow]: ...
@@ -975,6 +1013,8 @@ class VaultAPI(Protocol):
     @op(Access.WRITE, agent=True, tool="request_forget")
     def request_forget(self, *, agent: str, ids: Sequence[int] = (), query: str | None = None,
                        reason: str = "") -> Result[PendingForget]: ...
+    @op(Access.WRITE, agent=True, tool="correct")
+    def correct_own(self, mid: int, text: str, *, agent: str) -> Result[MemoryId]: ...
     @op(Access.READ, agent=True)
     def pending_forgets(self, status: PendingStatus | None = "pending",
                         agent: str | None = None, limit: int = 50) -> list[PendingForget]: ...

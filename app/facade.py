@@ -32,6 +32,7 @@ from app.api import (
     EntityRow,
     Explanation,
     FactOutcome,
+    FactStatus,
     Filters,
     ForgetPlan,
     ForgetReport,
@@ -71,6 +72,7 @@ from app.services import ingest as ingestion
 from app.validation import check_string, check_text, check_time, validate_turn
 
 if TYPE_CHECKING:
+    from app.domain.fact import FactCandidate
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
@@ -463,7 +465,7 @@ class Vault:
         ctx = self._context.assemble(query, hits, budget=budget, now=now)
         # Only what made it into the context was "returned"
         # (docs/memory-model.md#touch-and-reinforcement).
-        self._recall_service.touch([i.id for i in ctx.items if i.id > 0], now)
+        self._recall_service.touch([i.id for i in ctx.items if i.id is not None], now)
         return ctx
 
     def explain(self, mid: int, query: str | None = None, now: float | None = None
@@ -657,9 +659,20 @@ class Vault:
         return self._browse.insights()
 
     # --- browsing for assistants too (issue 26) -----------------------------------------
-    def get_memory(self, mid: int) -> MemoryRow:
-        """One memory whole (its full text), as a list row with its currency mark."""
-        return self._browse.memory_row(self.get(mid))
+    def get_memory(self, mid: int, *, agent: str | None = None) -> MemoryRow:
+        """One memory whole (its full text), as a list row with its currency mark, who wrote
+        it and a change waiting for it (as ``agent`` may see it)."""
+        return self._described([self._browse.memory_row(self.get(mid))], agent)[0]
+
+    def _described(self, rows: list[MemoryRow], viewer: str | None) -> list[MemoryRow]:
+        """``written_by`` and a pending change for browsing rows, as recall marks its hits
+        (``assistant_change.describe``; ``viewer`` never sees another assistant's value)."""
+        from app.services import assistant_change as ac
+        d = ac.describe(self._db, self._recall.rows, [
+            ac.Said(int(r.id), r.agent, str(r.store), bool(r.user_validated), r.currency)
+            for r in rows], viewer)
+        return [replace(r, currency=d[int(r.id)].currency, written_by=d[int(r.id)].written_by)
+                for r in rows]
 
     def recent_memories(self, limit: int = 10, store: Store | None = None, *,
                         agent: str | None = None) -> list[MemoryRow]:
@@ -668,8 +681,8 @@ class Vault:
         if not 1 <= limit <= 200:
             raise ValidationError("'limit' must be between 1 and 200.")
         self._check_unlocked()
-        return self._browse.recent(agent, None if store is None else Store(store).value,
-                                   limit)
+        return self._described(self._browse.recent(
+            agent, None if store is None else Store(store).value, limit), agent)
 
     def entity(self, name: str, *, agent: str | None = None) -> EntityCard:
         """The card of a person, pet, place, project... by name (any case): its summary, the
@@ -679,7 +692,9 @@ class Vault:
         if not name.strip():
             raise ValidationError("The name is empty.")
         self._check_unlocked()
-        return self._browse.entity_card(name, agent, ENTITY_FACTS)
+        card = self._browse.entity_card(name, agent, ENTITY_FACTS)
+        return replace(card, current=tuple(self._described(list(card.current), agent)),
+                       earlier=tuple(self._described(list(card.earlier), agent)))
 
     def inbox(self, limit: int = 5) -> list[ContradictionItem]:
         """The first ``limit`` open Inbox items (disagreements and review requests)."""
@@ -755,6 +770,8 @@ class Vault:
         if why is not None:
             raise ValidationError(f"Not saved: {why} (a fact needs a named holder and a "
                                   "whole value, such as subject 'Ana', value 'Lisbon').")
+        if fact.change or fact.replaces is not None:
+            return self._remember_change(candidate, agent, fact.replaces)
         report = self._consolidation_service.store_assistant_fact(candidate, (agent, None),
                                                                   self._clock.now())
         created = report.ids.get("created") or []
@@ -766,6 +783,50 @@ class Vault:
         changes = Changes(memories=True, contradictions=True, runs=True, index=True, agents=True)
         self._emit(changes)
         return Result(outcome, changes)
+
+    def _remember_change(self, candidate: FactCandidate, agent: str, replaces: int | None
+                         ) -> Result[FactOutcome]:
+        """``remember_fact`` with ``change`` or ``replaces`` (issue 26): settled in ``agent``'s
+        own scope, sent to the Inbox against the person's facts."""
+        if replaces is not None:
+            self._agents.check_visible((replaces,), agent)
+        report, out = self._consolidation_service.store_assistant_change(
+            candidate, (agent, None), self._clock.now(), replaces)
+        status: FactStatus = ("already_known" if out.known else
+                              "sent_to_inbox" if out.inbox is not None else
+                              "changed" if out.replaced is not None else "saved")
+        outcome = FactOutcome(
+            id=None if out.created is None else MemoryId(out.created), status=status,
+            contradictions=report.counts.get("contradictions_found", 0),
+            sent_to_inbox=tuple(report.ids.get("inbox") or ()), run_id=report.run_id,
+            replaced_id=None if out.replaced is None else MemoryId(out.replaced),
+            inbox_id=out.inbox)
+        changes = Changes(memories=True, contradictions=True, runs=True, index=True, agents=True)
+        self._emit(changes)
+        return Result(outcome, changes)
+
+    def correct_own(self, mid: int, text: str, *, agent: str) -> Result[MemoryId]:
+        """An assistant corrects one of its own memories (issue 26): a new version in its
+        scope, not the person's confirmation; the old one is superseded and stays in the
+        history. A person's memory is refused with what to do instead."""
+        check_text(text, "'text'")
+        if not text.strip():
+            raise ValidationError("'text' is empty.")
+        self._check_unlocked()
+        try:
+            m = self.get(mid)
+        except NotFound:
+            raise NotFound(f"No memory {mid} that you can see.") from None
+        if m.agent == "global" and agent != "global":
+            raise ValidationError(
+                f"Memory {mid} is the person's, not yours: you cannot correct it. Use "
+                f"remember_fact with replaces={mid} (and valid_from): the change goes to the "
+                "person's Inbox in Kept, and recall shows it pending until they accept it.")
+        if m.agent != agent:
+            raise NotFound(f"No memory {mid} that you can see.")
+        new = self._ingest.correct(mid, text, by=agent)
+        self._emit(MEMORY_CHANGES)
+        return Result(new, MEMORY_CHANGES)
 
     def request_forget(self, *, agent: str, ids: Sequence[int] = (), query: str | None = None,
                        reason: str = "") -> Result[PendingForget]:

@@ -28,7 +28,7 @@ from app.mcp_server import (
     _call,
     _cut,
     _iso,
-    _standing,
+    _marks,
     _tool,
 )
 
@@ -58,25 +58,24 @@ class EntityResult(BaseModel):
 
 
 def memory_out(*, id: int, store: str | None, text: str, occurred_at: float | None,
-               status: str, currency: Currency | None = None, agent: str = "global",
+               currency: Currency | None = None, written_by: str = "",
                user_validated: bool = False, score: float | None = None) -> Memory:
-    """The one place a browsing result's memory is built. ``agent`` (who wrote it) and
-    ``user_validated`` (the person confirmed it) are what the result model's
-    ``written_by`` / ``confirmed_by_person`` say once it carries them (issue 26 item 2)."""
+    """The one place a browsing result's memory is built, with the marks recall's results
+    carry (status, later, pending change, who wrote it, confirmed by the person)."""
     return Memory(id=int(id), store=store, text=_cut(text), when=_iso(occurred_at),
-                  status=str(status), score=score, **_standing(currency))
+                  score=score, **_marks(currency, user_validated, written_by or "person"))
 
 
 def row_out(r: MemoryRow) -> Memory:
     return memory_out(id=r.id, store=str(r.store), text=r.text, occurred_at=r.occurred_at,
-                      status=str(r.status), currency=r.currency, agent=r.agent,
+                      currency=r.currency, written_by=r.written_by or (
+                          r.agent if r.agent != "global" else "person"),
                       user_validated=r.user_validated)
 
 
 def side_out(v: MemoryView) -> Memory:
     """One side of an Inbox item (a disagreement has two; a review request one, twice)."""
-    return memory_out(id=v.id, store=None, text=v.text, occurred_at=v.occurred_at,
-                      status=str(v.status))
+    return memory_out(id=v.id, store=None, text=v.text, occurred_at=v.occurred_at)
 
 
 def item_out(i: ContradictionItem) -> Contradiction:

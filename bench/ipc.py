@@ -148,9 +148,11 @@ def startup(runs: int, tmp: Path) -> dict[str, Any]:
                                  args=["--vault", str(tmp / "none"), "mcp", "--agent", "x"])
     floor = StdioServerParameters(command=sys.executable, args=[str(bare)], env=env,
                                   cwd=str(tmp))
+    from app.mcp_server import TOOLS
+    n_tools = len({o.tool for o in TOOLS.values()})  # every tool kept mcp lists
     k_runs, f_runs, imp = [], [], []
     for _ in range(runs):  # interleaved: load hits both alike
-        k_runs.append(anyio.run(once, kept, 8))
+        k_runs.append(anyio.run(once, kept, n_tools))
         f_runs.append(anyio.run(once, floor, 1))
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import mcp.server"], check=True, env=env)

@@ -15,6 +15,9 @@ consolidate once (``now`` one hour after the last turn), then ask every question
 
 ``--context`` scores the context briefing's items in their order instead of recall's hits;
 items it marks earlier or no longer true are not taken as answers.
+``--order mcp`` puts hits marked earlier or superseded after the others, as MCP ``recall`` does
+without ``include_earlier`` (issue 26); ``--order drop`` leaves them out; ``total_by_order``
+gives all three from the same hits.
 ``--no-consolidate`` asks before consolidation (what the turns alone give). These stories are
 the DEVELOPMENT set (written for tuning; see tests/data/stories/README.md); the held-out story
 is not in the repository.
@@ -74,7 +77,7 @@ def judge(texts: list[str], q: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
-              tune: dict[str, Any] | None = None) -> dict[str, Any]:
+              tune: dict[str, Any] | None = None, order: str = "rank") -> dict[str, Any]:
     from app.clock import FixedClock
     from app.facade import Vault
     from app.services.importer import parse_import
@@ -93,6 +96,7 @@ def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
             vault.consolidate(now=end)
         build_cpu = time.process_time() - t0
         results = []
+        by_order: dict[str, list[dict[str, Any]]] = {}
         for q in questions:
             if use_context:
                 ctx = vault.context(q["q"], now=end)
@@ -102,7 +106,15 @@ def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
                          if i.currency is None or i.currency.state == "current"]
             else:
                 hits = vault.recall(q["q"], k=10, now=end, touch=False)
-                texts = [h.text for h in hits]
+                old = [h for h in hits if h.currency is not None
+                       and h.currency.state in ("earlier", "superseded")]
+                # What MCP recall does without include_earlier (issue 26): "mcp" puts them
+                # after the others, "drop" leaves them out; "rank" is recall's own order.
+                orders = {"rank": hits, "mcp": [h for h in hits if h not in old] + old,
+                          "drop": [h for h in hits if h not in old]}
+                for name_, ordered in orders.items():
+                    by_order.setdefault(name_, []).append(judge([h.text for h in ordered], q))
+                texts = [h.text for h in orders[order]]
             r = judge(texts, q)
             results.append(r)
             if show:
@@ -114,7 +126,12 @@ def run_story(name: str, *, consolidate: bool, use_context: bool, show: bool,
         vault.lock()
     counts = {v: sum(r["verdict"] == v for r in results)
               for v in ("current_first", "stale_first", "missing")}
+    judged = {o: {**{v: sum(r["verdict"] == v for r in rs)
+                     for v in ("current_first", "stale_first", "missing")},
+                  "top1_current": sum(r["top1_current"] for r in rs)}
+              for o, rs in by_order.items()}
     return {"story": name, "turns": len(turns), "questions": len(questions), **counts,
+            "orders": judged,
             "top1_current": sum(r["top1_current"] for r in results),
             "build_cpu_s": round(build_cpu, 2),
             "stale_first_ids": [r["id"] for r in results if r["verdict"] == "stale_first"],
@@ -127,6 +144,9 @@ def main() -> None:
     ap.add_argument("--context", action="store_true", help="score the context briefing")
     ap.add_argument("--no-consolidate", action="store_true")
     ap.add_argument("--show", action="store_true", help="print each question's top hits")
+    ap.add_argument("--order", choices=("rank", "mcp", "drop"), default="rank",
+                    help="recall's hits as ranked; current ones before earlier ones (MCP "
+                         "recall's default, issue 26); or earlier ones left out")
     ap.add_argument("--tune", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a RecallTuning field for an experiment")
     args = ap.parse_args()
@@ -134,12 +154,16 @@ def main() -> None:
     names = args.story or sorted(p.name.removesuffix(".questions.jsonl")
                                  for p in STORIES.glob("*.questions.jsonl"))
     out = [run_story(n, consolidate=not args.no_consolidate, use_context=args.context,
-                     show=args.show, tune=tune) for n in names]
+                     show=args.show, tune=tune, order=args.order) for n in names]
     total = {k: sum(o[k] for o in out) for k in ("questions", "current_first", "stale_first",
                                                 "missing", "top1_current")}
+    orders = {o: {k: sum(x["orders"][o][k] for x in out) for k in next(iter(
+        out[0]["orders"].values()))} for o in out[0]["orders"]} if out and out[0].get(
+        "orders") else {}
     print(json.dumps({"set": "development (tests/data/stories)", "tune": tune,
+                      "order": args.order,
                       "stories": out,
-                      "total": total}, indent=1))
+                      "total": total, "total_by_order": orders}, indent=1))
 
 
 if __name__ == "__main__":

@@ -225,6 +225,21 @@ def set_valid_until(conn: Connection, mid: int, until: float | None) -> None:
     conn.execute("UPDATE memory SET valid_until = ? WHERE id = ?", (until, mid))
 
 
+def set_agent(conn: Connection, mid: int, agent: str) -> None:
+    """Move a memory to another scope ("global": the person's; issue 26, an accepted change)."""
+    conn.execute("UPDATE memory SET agent = ? WHERE id = ?", (agent, mid))
+
+
+def agent_of(conn: Connection, mid: int) -> str | None:
+    row = conn.execute("SELECT agent FROM memory WHERE id = ?", (mid,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def valid_from_of(conn: Connection, mid: int) -> float | None:
+    row = conn.execute("SELECT valid_from FROM memory WHERE id = ?", (mid,)).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
 def validate(conn: Connection, mid: int) -> None:
     """The person says this memory is right: user-validated, confidence 1.0."""
     conn.execute("UPDATE memory SET user_validated = 1, confidence = 1.0 WHERE id = ?", (mid,))

@@ -329,7 +329,7 @@ def entity_summaries(conn: Connection, ids: Sequence[int], limit: int) -> list[E
         return []
     marks = ",".join("?" * len(ids))
     return [EntitySummary._make(r) for r in conn.execute(
-        "SELECT DISTINCT e.id, e.name, e.summary FROM entity e JOIN entity_mention em "
+        "SELECT DISTINCT e.id, e.name, e.summary, e.kind FROM entity e JOIN entity_mention em "
         f"ON em.entity_id = e.id WHERE em.memory_id IN ({marks}) AND e.summary IS NOT NULL "
         "LIMIT ?", [*ids, limit])]
 
@@ -480,3 +480,38 @@ def get_setting(conn: Connection, key: str) -> Json:
 def put_setting(conn: Connection, key: str, value: Json) -> None:
     conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
                  (key, json.dumps(value)))
+
+
+# --- what a result says of a memory (issue 26): who wrote it, a change waiting for it ---------
+
+def derived_ids(conn: Connection, ids: Sequence[int]) -> set[int]:
+    """The ids among ``ids`` that consolidation derived from other memories (they have a
+    DERIVED_FROM link)."""
+    out: set[int] = set()
+    for chunk in _chunks([int(i) for i in ids], SQL_VARIABLES):
+        marks = ",".join("?" * len(chunk))
+        out.update(int(r[0]) for r in conn.execute(
+            f"SELECT DISTINCT src FROM link WHERE src IN ({marks}) AND kind = 'DERIVED_FROM'",
+            chunk))
+    return out
+
+
+def open_changes(conn: Connection, ids: Sequence[int]
+                 ) -> list[tuple[int, int, int, str, str, float | None, str, str | None]]:
+    """Open contradiction-kind Inbox items with one of ``ids`` on a side: (item id, a, b,
+    reason, b's agent, b's valid_from, b's text, b's fact object)."""
+    out: list[tuple[int, int, int, str, str, float | None, str, str | None]] = []
+    seen: set[int] = set()
+    for chunk in _chunks([int(i) for i in ids], SQL_VARIABLES // 2):
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute(
+                "SELECT c.id, c.a, c.b, c.reason, m.agent, m.valid_from, m.text, f.object "
+                "FROM contradiction c JOIN memory m ON m.id = c.b "
+                "LEFT JOIN fact f ON f.memory_id = c.b WHERE c.status = 'open' "
+                f"AND c.kind = 'contradiction' AND (c.a IN ({marks}) OR c.b IN ({marks}))",
+                [*chunk, *chunk]):
+            if int(r[0]) not in seen:
+                seen.add(int(r[0]))
+                out.append((int(r[0]), int(r[1]), int(r[2]), str(r[3]), str(r[4]), r[5],
+                            str(r[6]), r[7]))
+    return out

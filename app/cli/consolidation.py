@@ -101,6 +101,8 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
         print(f"#{i.id} ({i.status}, {i.reason})")
         for side, s in (("a", i.a), ("b", i.b)):
             print(f"  {side}: [{s.id}] {when(s.occurred_at)}: {s.text}")
+        if i.kind == "change" and i.status == "open":  # an assistant's change (issue 26)
+            print(f"  accept the change: kept resolve {i.id} --keep b (--keep a keeps yours)")
     if items and not args.all:
         if len(reviews) < len(items):
             print("Resolve a contradiction with: kept resolve ID --keep a|b|both|edit")

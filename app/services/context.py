@@ -55,6 +55,7 @@ class ContextService:
         plan = self.recall.analyze(query, now)
         buckets: dict[ContextSection, list[tuple[int, str]]] = {s: [] for s in SECTIONS}
         marks = {int(h.id): h.currency for h in hits}
+        by_id = {int(h.id): h for h in hits}
         for h in hits:
             aside = currency.note(h.currency)
             if h.store == "procedural":
@@ -71,20 +72,37 @@ class ContextService:
         ids = [h.id for h in hits]
         people = self.db.read(
             lambda c: self.rows.entity_summaries(c, ids, PEOPLE_IN_CONTEXT)) if ids else []
+        entities = {}
         for e in people:
+            # An entity has no memory id: its item names it (``entity``), never a made-up id.
+            entities[-int(e.id)] = e
             buckets["people"].append((-int(e.id), f"{e.name}: {e.summary}"))
         items: list[ContextItem] = []
         used = 0
         for section in SECTIONS:
             for mid, text in buckets[section]:
+                # Whole items only: one that does not fit is left out, never cut (a briefing
+                # never ends mid-word), and a smaller one after it may still fit.
                 cost = approx_tokens(text) + 4
                 if used + cost > budget:
                     continue
-                items.append(ContextItem(mid, section, text, cost, marks.get(mid)))
+                ent = entities.get(mid) if mid < 0 else None
+                if ent is not None:
+                    items.append(ContextItem(None, section, text, cost, None, ent.name,
+                                             ent.kind))
+                else:
+                    hit = by_id.get(mid)
+                    items.append(ContextItem(
+                        mid, section, text, cost, marks.get(mid),
+                        confirmed_by_person=hit.confirmed_by_person if hit else False,
+                        written_by=hit.written_by if hit else "person"))
                 used += cost
         return Context(query, budget, used, tuple(items))
 
-    def explain(self, mid: int, query: str | None, now: float) -> Explanation:
+    def explain(self, mid: int, query: str | None, now: float, viewer: str | None = None
+                ) -> Explanation:
+        """``viewer``: the assistant asking (a pending change shows only if it can see the
+        value proposed); None: the person."""
         rows = self.rows
         m = self.db.read(lambda c: rows.get_memory(c, mid))
         if m is None:
@@ -112,9 +130,17 @@ class ContextService:
             return srcs, rows.links_of(conn, mid)
         srcs, links = self.db.read(sources)
         s = m.scores
+        from app.services import assistant_change as ac
+        if mark is not None and mark.state == "pending":
+            mark = None  # described again below, for this viewer
+        if mark is None:  # no query, or not among its hits: the memory's own standing
+            mark = ac.own_currency(m.status.value, m.superseded_by, m.valid_until)
+        d = ac.describe(self.db, rows, [ac.Said(int(m.id), m.agent, m.store.value,
+                                                bool(m.user_validated), mark)], viewer)[int(m.id)]
         return Explanation(
             id=m.id, store=m.store, text=m.text, status=m.status, tier=tier,
             scores={"importance": s.importance, "recency": s.recency, "frequency": s.frequency,
                     "emotional": s.emotional, "social": s.social, "composite": s.composite,
                     "confidence": m.confidence, "access_count": float(m.access_count)},
-            breakdown=breakdown, sources=tuple(srcs), links=tuple(links), currency=mark)
+            breakdown=breakdown, sources=tuple(srcs), links=tuple(links), currency=d.currency,
+            confirmed_by_person=d.confirmed_by_person, written_by=d.written_by)

@@ -163,6 +163,8 @@ def marks(items: Sequence[Said], linked: Mapping[int, set[int]] | None = None, *
                 newer = group[b]
                 if newer.at <= older.at or not same_holder(older, newer):
                     continue
+                if newer.successor == older.id:
+                    continue  # replaced by this one (an accepted change dated before it)
                 # Close in meaning and about a slot both name ("soy milk" after "oat milk"):
                 # a turn only; two facts meet by their own slot. (Development stories,
                 # briefing judged with the marks: .55 gave 50 current first, 15 stale, 4
@@ -192,9 +194,14 @@ def to_json(c: Currency | None) -> dict[str, object] | None:
     if c is None:
         return None
     from app.clock import to_iso
+    p = c.pending
     return {"state": c.state, "later_id": None if c.later_id is None else int(c.later_id),
             "later_at": to_iso(c.later_at) if c.later_at is not None else None,
-            "ended_at": to_iso(c.ended_at) if c.ended_at is not None else None}
+            "ended_at": to_iso(c.ended_at) if c.ended_at is not None else None,
+            "pending": None if p is None else {
+                "inbox_id": p.inbox_id, "memory_id": int(p.memory_id), "value": p.value,
+                "valid_from": to_iso(p.valid_from) if p.valid_from is not None else None,
+                "by": p.by}}
 
 
 def note(c: Currency | None) -> str:
@@ -205,6 +212,10 @@ def note(c: Currency | None) -> str:
         return ""
     from app.clock import to_iso
     day = (to_iso(c.later_at) or "")[:10] if c.later_at is not None else ""
+    if c.state == "pending":
+        p = c.pending
+        return (f"({p.by} says this changed to {p.value}; waiting for the person in the Inbox, "
+                f"#{p.inbox_id})" if p is not None else "(a change waits in the Inbox)")
     if c.state == "earlier":
         later = f"memory {int(c.later_id)}" if c.later_id is not None else "a later memory"
         return f"(earlier: {later} said more{' on ' + day if day else ''})"

@@ -196,9 +196,10 @@ class IngestService:
             raise NotFound()
         return m
 
-    def correct(self, mid: int, text: str) -> MemoryId:
+    def correct(self, mid: int, text: str, *, by: str | None = None) -> MemoryId:
         """A new version, user-validated with confidence 1.0, supersedes the old one; both
-        stay in the history."""
+        stay in the history. ``by``: an assistant corrects its own memory (issue 26): the new
+        version keeps the old confidence and is not the person's confirmation."""
         old = self.get(mid)
         if old.status.value == "superseded":
             raise ValidationError(
@@ -210,8 +211,9 @@ class IngestService:
             text=text, store=old.store, occurred_at=old.occurred_at, agent=old.agent,
             context=old.context, session=old.session, speaker=old.speaker, seq=old.seq,
             ref=None,
-            importance=old.scores.importance, emotional=None, social=None, confidence=1.0,
-            user_validated=True, valid_from=old.valid_from, valid_until=old.valid_until,
+            importance=old.scores.importance, emotional=None, social=None,
+            confidence=1.0 if by is None else old.confidence,
+            user_validated=by is None, valid_from=old.valid_from, valid_until=old.valid_until,
             extra=extra))
         now = self.clock.now()
         scores, decay_class, _conf = score(d, now)
@@ -222,13 +224,15 @@ class IngestService:
 
         def run(conn: Connection) -> MemoryId:
             new = rows.insert_memory(conn, d, now=now, decay_class=decay_class, scores=scores,
-                                     confidence=1.0, fts_keys=keys)
+                                     confidence=1.0 if by is None else old.confidence,
+                                     fts_keys=keys)
             lifecycle.copy_links(conn, mid, new, now)
             lifecycle.supersede(conn, mid, new, now)
             if old.session is not None and old.seq is not None:
                 rows.refresh_context(conn, old.session, old.store.value, old.seq)
             rows.add_history(conn, mid, now, "superseded", old.text, f"corrected as {new}")
-            rows.add_history(conn, new, now, "corrected", None, f"correction of {mid}")
+            rows.add_history(conn, new, now, "corrected", None,
+                             f"correction of {mid}" + (f" by {by}" if by else ""))
             if vec is not None:
                 rows.put_vectors(conn, [new], vec, model)
             return new

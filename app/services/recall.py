@@ -461,7 +461,20 @@ class RecallService:
         if filters.min_share is not None and hits:
             floor = filters.min_share * max(h.score for h in hits)
             hits = [h for h in hits if h.score >= floor]
-        return hits
+        return self._describe(hits, meta, filters.agent)
+
+    def _describe(self, hits: list[Hit], meta: dict[int, RecallMeta], viewer: str | None
+                  ) -> list[Hit]:
+        """Who wrote each hit, whether the person confirmed it, and a change waiting for it
+        in the Inbox (issue 26, ``assistant_change.describe``)."""
+        from dataclasses import replace
+
+        from app.services import assistant_change as ac
+        d = ac.describe(self.db, self.rows, [
+            ac.Said(int(h.id), h.agent, h.store.value, bool(meta[int(h.id)].user_validated),
+                    h.currency) for h in hits], viewer)
+        return [replace(h, currency=d[int(h.id)].currency, written_by=d[int(h.id)].written_by,
+                        confirmed_by_person=d[int(h.id)].confirmed_by_person) for h in hits]
 
     def _latest_answers_first(self, head: list[int], meta: dict[int, RecallMeta],
                               scored: dict[int, dict[str, float]], texts: dict[int, str],

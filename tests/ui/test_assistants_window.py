@@ -378,8 +378,9 @@ def test_changes_from_other_threads_are_merged_before_the_window_reloads(qtbot: 
 # --- the lead's asks: the official MCP client and concurrent writers, the window as owner ----
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"remember", "remember_fact", "recall", "context", "explain", "list_contradictions",
-         "status", "request_forget", "forget_status"} | {"get_memory", "recent_memories", "entity", "inbox"}
+TOOLS = {"remember", "remember_fact", "correct", "recall", "context", "explain",
+         "list_contradictions", "status", "request_forget", "forget_status", "get_memory",
+         "recent_memories", "entity", "inbox"}
 
 
 def _child_env(key: str | None = None) -> dict[str, str]:
@@ -445,6 +446,10 @@ def test_official_mcp_client_calls_every_tool_through_the_window(
             await call("context", {"query": "ficus", "budget": 2000})
             assert (await call("explain", {"memory_id": mine}))["id"] == mine
             await call("list_contradictions", {})
+            fern = (await call("remember", {"text": "The fern sits by the window"}))["id"]
+            fixed = await call("correct", {"memory_id": fern,
+                                           "text": "The fern sits by the door"})
+            assert fixed["replaced_id"] == fern and fixed["id"] != fern
             req = await call("request_forget", {"memory_ids": [mine], "reason": "asked to"})
             assert req["status"] == "waiting_for_person"
             out["mine"] = mine

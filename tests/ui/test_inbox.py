@@ -246,3 +246,48 @@ def test_lists_are_paged_and_only_a_page_of_widgets_exists(qtbot: Any, open_page
     qtbot.waitUntil(lambda: view.pagers["open"].page == 1, timeout=10_000)
     assert len(view.cards) == 3
     qtbot.waitUntil(lambda: len(view.findChildren(ContradictionCard)) == 3, timeout=10_000)
+
+
+def test_accept_an_assistants_change_from_the_keyboard(qtbot: Any, open_page: Any,
+                                                       window: Any, demo_vault: Any) -> None:
+    """Issue 26: an assistant says the person's fact changed; the Inbox shows "<assistant>
+    says this changed" with the held value and the new one, and one key press accepts it: the
+    new value becomes the person's (global, confirmed, current) and the old one ends when the
+    change took effect."""
+    from app.agent_scope import AgentSession
+    from app.api import AssistantFact, Filters
+    from app.clock import parse_iso
+    from ui.views.inbox import ChangeCard
+    (auto,) = demo_vault.contradictions("auto")
+    porto = json.loads(auto.resolution)["kept"]
+    assert demo_vault.get(porto).text == "Sam lives in Porto"
+    demo_vault.pair_agent("helper")
+    when = parse_iso("2026-06-01T00:00:00Z")
+    out = AgentSession(demo_vault, "helper").remember_fact(AssistantFact(
+        "Sam", "lives_in", "Braga", valid_from=when, replaces=porto)).value
+    assert out.status == "sent_to_inbox" and out.id is not None
+    view = open_page("inbox")
+    _loaded(qtbot, view, 2)  # the film contradiction and the change
+    card = view.cards[out.inbox_id]
+    assert isinstance(card, ChangeCard)
+    assert "helper says this changed" in card.reason.text()
+    assert card.side_a.text.text() == "Sam lives in Porto"
+    assert "Braga" in card.side_b.text.text()
+    assert demo_vault.get(porto).status.value == "active"  # nothing changes before the person
+    card.accept_btn.setFocus()
+    with qtbot.waitSignal(window.bridge.changes_applied, timeout=10_000):
+        qtbot.keyClick(card.accept_btn, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: out.inbox_id in view.resolved_rows, timeout=10_000)
+    assert "accepted" in view.resolved_rows[out.inbox_id].what
+    new = demo_vault.get(out.id)
+    assert new.agent == "global" and new.user_validated and new.status.value == "active"
+    old = demo_vault.get(porto)
+    assert old.status.value == "superseded" and old.superseded_by == out.id
+    assert old.valid_until == when
+    # Any assistant now reads the new value as the person's, current and confirmed.
+    hits = demo_vault.recall("where does Sam live", filters=Filters(agent="other"),
+                             touch=False)
+    [braga] = [h for h in hits if h.id == out.id]
+    assert braga.currency is not None and braga.currency.state == "current"
+    assert braga.confirmed_by_person and braga.written_by == "person"
+    assert porto not in {h.id for h in hits}

@@ -54,6 +54,8 @@ def currency_mark(row: MemoryRow) -> str:
     c = row.currency
     if c is None or c.state == "current":
         return ""
+    if c.state == "pending":
+        return "Change waiting"
     return "Earlier" if c.state == "earlier" else "No longer true"
 
 
@@ -65,6 +67,9 @@ def currency_tip(row: MemoryRow) -> str:
         when = words.day(c.later_at, never="later")
         when = when if when in ("today", "yesterday", "later") else f"on {when}"
         return f"Said earlier: the same was spoken of again {when}, shown above it."
+    if c.state == "pending" and c.pending is not None:
+        return (f"{c.pending.by} says this changed to “{c.pending.value}”: "
+                "it waits for you in the Inbox.")
     ended = words.day(c.ended_at, never="")
     return f"No longer true{' since ' + ended if ended else ''}."
 

@@ -370,6 +370,59 @@ class ContradictionCard(_EditableCard):
         self._choose("both")
 
 
+class ChangeCard(_EditableCard):
+    """An assistant says one of the person's facts changed (issue 26): the value held now, the
+    new one, and one click (or Enter / Space) to accept it. Accepting makes the new value the
+    person's, confirmed, and ends the old one when the change took effect; keeping the current
+    value makes the assistant's an earlier version. Emits ``resolution_chosen(cid, keep, text)``
+    with keep "b" (accept) or "a" (keep)."""
+
+    def __init__(self, item: ContradictionItem) -> None:
+        super().__init__(item)
+        found = theme.muted_html(f"(found {day_text(item.created_at)})")
+        self.reason = QLabel(f"<b>{html.escape(item.reason)}.</b> Accept the new value? {found}")
+        self.reason.setWordWrap(True)
+        self.side_a = FactSide("Now", item.a)
+        self.side_b = FactSide("New", item.b)
+        self.accept_btn = QPushButton("Accept the change")
+        self.accept_btn.setToolTip("The new value becomes yours, confirmed; the current one "
+                                   "ends when the change took effect (nothing is deleted).")
+        self.accept_btn.setAutoDefault(True)  # Enter accepts, as Space does
+        self.keep_btn = QPushButton("Keep the current value")
+        self.keep_btn.setToolTip("The assistant's value becomes an earlier version.")
+        self.keep_btn.setAutoDefault(True)
+        self.edit_btn = QPushButton("Edit…")
+        self.edit_btn.setToolTip("Write what is actually true; it replaces both.")
+        sides = QHBoxLayout()
+        sides.addWidget(self.side_a, 1)
+        sides.addWidget(self.side_b, 1)
+        answers = QHBoxLayout()
+        for b in (self.accept_btn, self.keep_btn, self.edit_btn):
+            answers.addWidget(b)
+        answers.addStretch(1)
+        self.lay.addWidget(self.reason)
+        self.lay.addLayout(sides)
+        self.lay.addLayout(answers)
+        self.lay.addWidget(self.error)
+        self.accept_btn.clicked.connect(self._on_accept_btn_clicked)
+        self.keep_btn.clicked.connect(self._on_keep_btn_clicked)
+        self.edit_btn.clicked.connect(self._on_edit_btn_clicked)
+
+    def _answer_buttons(self) -> tuple[QPushButton, ...]:
+        return (self.accept_btn, self.keep_btn, self.edit_btn)
+
+    def _edit_text(self) -> str:
+        return str(self.item.b.text or "")
+
+    @Slot()
+    def _on_accept_btn_clicked(self) -> None:
+        self._choose("b")
+
+    @Slot()
+    def _on_keep_btn_clicked(self) -> None:
+        self._choose("a")
+
+
 class ReviewCard(_EditableCard):
     """A review request: an LLM asked to forget one memory. One side, three answers: still
     true, edit, forget. Emits ``resolution_chosen(cid, keep, text)`` for the first two and
@@ -492,6 +545,11 @@ def settled_row(item: ContradictionItem) -> SettledRow:
     if item.kind == "review":
         keep = res.get("keep", "")
         what = f"Asked to forget “{short(a.text)}”: {KEEP_WORDS.get(keep, keep)}"
+    elif item.kind == "change" and item.status == "resolved":
+        keep = res.get("keep", "")
+        what = (f"{item.reason}: “{short(b.text)}” accepted" if keep == "b" else
+                f"{item.reason}: kept “{short(a.text)}”" if keep == "a" else
+                f"{item.reason}: {KEEP_WORDS.get(keep, keep)}")
     elif item.status == "auto":
         winner, loser = (a, b) if res.get("kept") == a.id else (b, a)
         what = f"Kept “{short(winner.text)}” over “{short(loser.text)}”"
@@ -716,7 +774,7 @@ class InboxView(Page):
         self._loading: set[str] = set()
         self._pending_stale = False
         self._open_total: int | None = None  # open items, once the first page is known
-        self.cards: dict[int, ContradictionCard | ReviewCard] = {}
+        self.cards: dict[int, ContradictionCard | ReviewCard | ChangeCard] = {}
         self.pending_cards: dict[int, PendingCard] = {}  # assistants' forget requests, by id
         self.forget_dialog: ForgetDialog | None = None
 
@@ -916,10 +974,12 @@ class InboxView(Page):
         deadline = time.perf_counter() + SLICE_SECONDS
         while todo and time.perf_counter() < deadline:
             item = todo.pop(0)
-            card: ContradictionCard | ReviewCard
+            card: ContradictionCard | ReviewCard | ChangeCard
             if item.kind == "review":
                 card = ReviewCard(item)
                 card.forget_requested.connect(self._on_card_forget_requested)
+            elif item.kind == "change":
+                card = ChangeCard(item)
             else:
                 card = ContradictionCard(item)
             card.resolution_chosen.connect(self._on_card_resolution_chosen)

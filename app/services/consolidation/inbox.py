@@ -16,6 +16,7 @@ from app.api import ContradictionItem, InboxPage, InboxStatus
 from app.domain.memory import RunId
 from app.errors import NotFound, ValidationError
 from app.ports import Clock, ConsolidationRows, Database, InboxRows, MemoryState
+from app.services.assistant_change import is_change_reason
 from app.services.ingest import IngestService
 
 RESOLVE_CHOICES = ("a", "b", "both", "edit", "still_true")
@@ -43,7 +44,9 @@ class InboxService:
         sides = self.inbox.sides(conn, [m for r in found for m in (r.a, r.b)])
         return [ContradictionItem(r.id, sides[r.a], sides[r.b], r.reason, r.status,
                                   r.resolution, r.created_at,
-                                  None if r.run_id is None else RunId(r.run_id), r.kind)
+                                  None if r.run_id is None else RunId(r.run_id),
+                                  "change" if r.kind == "contradiction"
+                                  and is_change_reason(r.reason) else r.kind)
                 for r in found]
 
     def contradictions(self, *, status: InboxStatus | None = "open"
@@ -82,6 +85,8 @@ class InboxService:
         if entry is None:
             raise NotFound("No contradiction or review request with that id.")
         a, b, status, kind, _res = entry
+        row = self.db.read(lambda c: self.inbox.rows(c, [cid]))
+        change = bool(row) and kind == "contradiction" and is_change_reason(row[0].reason)
         if status != "open":
             raise ValidationError("That item is already resolved; undo it first.")
         if (kind == "review" or a == b) and keep in ("a", "b", "both"):
@@ -103,7 +108,18 @@ class InboxService:
 
         def write(conn: Any) -> None:
             prior = rows.states(conn, (a, b) if a != b else (a,))
-            if keep in ("a", "b"):
+            extra: dict[str, Any] = {}
+            if change and keep == "b":
+                # An assistant's change, accepted: the new value becomes the person's
+                # (global, confirmed) and the held one ends when the change took effect.
+                extra = {"agent": {str(b): rows.agent_of(conn, b)}}
+                rows.supersede(conn, a, b, now)
+                rows.validate(conn, b)
+                ends = rows.valid_from_of(conn, b)
+                rows.set_valid_until(conn, a, ends if ends is not None
+                                     else rows.occurred_at(conn, b))
+                rows.set_agent(conn, b, "global")
+            elif keep in ("a", "b"):
                 winner, loser = (a, b) if keep == "a" else (b, a)
                 rows.supersede(conn, loser, winner, now)
                 rows.validate(conn, winner)
@@ -116,7 +132,7 @@ class InboxService:
             elif new_id is not None and a != b:
                 rows.supersede(conn, a, new_id, now)
             self.inbox.settle(conn, cid, "resolved", json.dumps(
-                {"keep": keep, "new": new_id, "prior": prior_json(prior)}), now)
+                {"keep": keep, "new": new_id, "prior": prior_json(prior), **extra}), now)
         self.db.write_sync(write)
         return new_id
 
@@ -130,7 +146,11 @@ class InboxService:
                 raise NotFound("No contradiction with that id.")
             if entry.status == "open":
                 return
-            prior = json.loads(entry.resolution or "{}").get("prior", {})
+            res = json.loads(entry.resolution or "{}")
+            prior = res.get("prior", {})
+            for mid, agent in (res.get("agent") or {}).items():  # an accepted change
+                if agent:
+                    rows.set_agent(conn, int(mid), str(agent))
             for mid, st in prior.items():
                 rows.restore_state(conn, int(mid), MemoryState(
                     st["status"], st["superseded_by"], st["valid_until"], st["user_validated"],

@@ -254,6 +254,26 @@ class Pipeline:
                                                             report_json(report)))
         return report
 
+    def store_assistant_change(self, fact: FactCandidate, scope: Scope, now: float,
+                               replaces: int | None) -> tuple[RunReport, Any]:
+        """An assistant says a value changed (issue 26, ``app.services.assistant_change``):
+        a run of its own, so the Inbox names it and Undo reverts it. Returns the report and
+        the ``ChangeOutcome``."""
+        from app.services.assistant_change import store_change
+        started = time.perf_counter()
+        run_id = self.db.write_sync(lambda c: self.runlog.start(c, "assistant_fact", now))
+        rl = RunLog(run_id, self.runlog)
+        try:
+            outcome = store_change(self, rl, fact, scope, now, replaces)
+        finally:
+            report = RunReport(RunId(run_id), "assistant_fact", now,
+                               round(time.perf_counter() - started, 3), dict(rl.counts),
+                               {k: v for k, v in rl.ids.items()}, len(rl.failures), False,
+                               tuple(rl.failures), dict(rl.llm_fallbacks))
+            self.db.write_sync(lambda c: self.runlog.finish(c, run_id, now, "done",
+                                                            report_json(report)))
+        return report, outcome
+
     # --- step 1: extraction ----------------------------------------------------------
     def _episodes_todo(self) -> list[tuple[EpisodeView, Scope]]:
         rows = self.rows

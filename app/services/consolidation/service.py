@@ -49,6 +49,10 @@ class ConsolidationService:
                              now: float) -> RunReport:
         return self.pipeline.store_assistant_fact(fact, scope, now)
 
+    def store_assistant_change(self, fact: FactCandidate, scope: tuple[str, str | None],
+                               now: float, replaces: int | None) -> tuple[RunReport, Any]:
+        return self.pipeline.store_assistant_change(fact, scope, now, replaces)
+
     def rename_owner(self, new: str, previous: str | None = None) -> int:
         """The person's name changed (Settings, or learned): facts about them follow."""
         return self.pipeline.rename_owner(new, previous)

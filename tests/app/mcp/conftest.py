@@ -26,8 +26,9 @@ from mcp.client.stdio import stdio_client
 from tests import ROOT
 
 PW = "correct horse battery"
-TOOLS = {"remember", "remember_fact", "recall", "context", "explain", "list_contradictions",
-         "status", "request_forget", "forget_status"} | {"get_memory", "recent_memories", "entity", "inbox"}
+TOOLS = {"remember", "remember_fact", "correct", "recall", "context", "explain",
+         "list_contradictions", "status", "request_forget", "forget_status", "get_memory",
+         "recent_memories", "entity", "inbox"}
 T = TypeVar("T")
 
 

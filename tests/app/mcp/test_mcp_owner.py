@@ -35,6 +35,7 @@ READ_ONLY = {"recall", "context", "explain", "list_contradictions", "status", "f
 CALLS: dict[str, dict[str, Any]] = {
     "remember": {"text": "Kestrel project review moved to Thursday"},
     "remember_fact": {"subject": "Ana", "attribute": "lives_in", "value": "Porto"},
+    "correct": {"memory_id": 1, "text": "Ana lives in Porto"},
     "recall": {"query": "kestrel project"},
     "context": {"query": "kestrel project"},
     "explain": {"memory_id": 1},

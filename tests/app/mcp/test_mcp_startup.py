@@ -65,7 +65,7 @@ def _run(folder: Path, key: str | None, dump: Path) -> list[str]:
     async def session() -> list[str]:
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
-            assert len((await s.list_tools()).tools) == len(TOOLS)
+            assert {t.name for t in (await s.list_tools()).tools} == TOOLS
             res = await s.call_tool("recall", {"query": "Lisbon"})
             return [m["text"] for m in (res.structured_content or {}).get("memories", [])] \
                 if not res.is_error else [f"error: {res.content[0].text}"]  # type: ignore[union-attr]
