@@ -156,8 +156,9 @@ def test_assistant_a_browses_global_and_its_own_never_bs(served: Seeded) -> None
         # get_memory: its own and the person's whole; b's is the same as no memory at all.
         own = await call("get_memory", {"memory_id": ids["a"][0]})
         assert own["text"] == "Quillon Labs offsite is in Sintra" and own["store"] == "semantic"
+        assert own["written_by"] == "a" and own["confirmed_by_person"] is False
         porto = await call("get_memory", {"memory_id": ids["porto"][0]})
-        assert porto["standing"] == "superseded" and porto["later_id"] == ids["braga"][0]
+        assert porto["status"] == "superseded" and porto["later_id"] == ids["braga"][0]
         for hidden in ids["b"] + ids["shareable"]:
             missing = tool_error(await s.call_tool("get_memory", {"memory_id": hidden}))
             assert missing == tool_error(await s.call_tool("get_memory",
@@ -182,7 +183,7 @@ def test_assistant_a_browses_global_and_its_own_never_bs(served: Seeded) -> None
         # facts about her, and what says her name ("Ana works at Quillon Labs.")
         assert {ids["faro"][0], ids["braga"][0], ids["a"][1], ids["company"][0]} <= current
         (earlier,) = [m for m in ana["earlier"] if m["id"] == ids["porto"][0]]
-        assert earlier["standing"] == "superseded" and earlier["later_id"] == ids["braga"][0]
+        assert earlier["status"] == "superseded" and earlier["later_id"] == ids["braga"][0]
         assert _ids(ana) <= visible
         nobody = tool_error(await s.call_tool("entity", {"name": "Nobody Atall"}))
         assert "Nobody Atall" in nobody
