@@ -32,6 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, here and in children)
 
 NAMES = ["Ana", "Leo", "Maya", "Sam", "Ines", "Tomas", "Rita", "Hugo", "Clara", "Pedro",
          "Sofia", "Nuno", "Eva", "Rui", "Lara", "Ivo", "Marta", "Joao", "Vera", "Luis",

@@ -304,13 +304,16 @@ def topic_mentions(conn: Connection, kinds: Sequence[str]) -> list[TopicMention]
 def facts_sharing_entities(conn: Connection, mid: int, skip: Sequence[str], limit: int
                            ) -> list[int]:
     """The newest other active facts of ``mid``'s scope that mention an entity it mentions
-    (not the entities named in ``skip``: the owner)."""
+    (not the entities named in ``skip``, the owner, nor anyone who speaks in the episodes)."""
     q = marks(len(skip)) if skip else "''"
     return [int(r[0]) for r in conn.execute(
         "SELECT DISTINCT o.id FROM entity_mention a JOIN entity e ON e.id = a.entity_id "
         "JOIN entity_mention b ON b.entity_id = a.entity_id AND b.memory_id != a.memory_id "
         "JOIN memory o ON o.id = b.memory_id JOIN memory m ON m.id = a.memory_id "
         f"WHERE a.memory_id = ? AND e.name_key NOT IN ({q}) AND o.store = 'semantic' "
+        # Not the people talking: every fact is about them, so sharing them relates nothing.
+        "AND e.name_key NOT IN (SELECT DISTINCT lower(speaker) FROM memory WHERE "
+        "store = 'episodic' AND speaker IS NOT NULL) "
         "AND o.status = 'active' AND o.agent = m.agent AND coalesce(o.context, '') = "
         "coalesce(m.context, '') ORDER BY o.occurred_at DESC, o.id DESC LIMIT ?",
         [mid, *skip, limit])]

@@ -118,8 +118,11 @@ class SettingsView(Page):
                                          "LM Studio…)")
         self.model_name = QLineEdit()
         self.model_name.setPlaceholderText("e.g. llama3.1:8b")
-        self.redact = QCheckBox("Replace names, amounts, health details, addresses and other "
-                                "private details before sending (restored in the results)")
+        self.redact = QCheckBox("Replace names, amounts, health and other private details "
+                                "before sending")
+        self.redact.setToolTip("Names, emails, phone numbers, money amounts, health "
+                               "conditions, addresses, ids and passwords become placeholders; "
+                               "the real values are put back in what comes back.")
         self.endpoint_note = theme.plain(QLabel())
         self.endpoint_note.setObjectName("endpointNote")
         self.endpoint_note.setWordWrap(True)

@@ -699,7 +699,8 @@ class Pipeline:
         of a topic (a project, area, resource or company) in a conversation to its last
         mention in the previous conversation about it; RELATES_TO from each fact made in
         this run to the newest facts (at most ``RELATED_MAX``) that mention a person or topic
-        it mentions (the owner aside). REINFORCES is written when a turn corroborates a fact
+        it mentions (not the owner, nor anyone who speaks in the conversations: every fact is
+        about them). REINFORCES is written when a turn corroborates a fact
         (``_corroborate``) and PROMOTED_FROM on promotion (``_step_decay``)."""
         rows = self.rows
         skip = [self.owner_name.casefold()] if self.owner_name else []
