@@ -70,6 +70,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_full_disk_every_write_path_reports_and_loses_nothing(small_disk: Path,
                                                                fast_kdf: object) -> None:
     folder = small_disk / "vault"

@@ -117,6 +117,7 @@ def _run(tmp_path: Path, iterations: int) -> None:
     assert stats["acked_changes"] > 0, "the child never completed a change: test is vacuous"
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_password_change_survives_kill9(tmp_path: Path) -> None:
     _run(tmp_path, 5)  # iteration 4 also checks that the older password no longer unlocks
 

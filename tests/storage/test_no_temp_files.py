@@ -157,6 +157,7 @@ def seeded(seeded_template: Path, tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_no_temp_files_during_sort_temp_table_vacuum(seeded: Path, template_vault: Template,
                                                      tmp_path: Path) -> None:
     since = time.time() - 1

@@ -57,6 +57,7 @@ def _flood(folder: Path, stop: threading.Event, answers: list[str], hung: list[s
             s.close()
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_unlock_with_enter_while_eight_clients_flood_wrong_passwords(
         qtbot: Any, qapp: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.facade import Vault

@@ -390,6 +390,7 @@ def _elevate_all(folder: Path, passwords: list[str]) -> tuple[list[str], float]:
     return replies, time.perf_counter() - started
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_parallel_elevations_through_kept_serve(tmp_path: Path) -> None:
     """256 MiB derives, as a real vault has: two, then eight elevations at once are each
     answered (welcome, wrong password or busy), ``kept agents pair`` twice at once both pair,

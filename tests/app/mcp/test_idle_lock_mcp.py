@@ -63,6 +63,7 @@ def kept(folder: Path, *argv: str, check: bool = True) -> subprocess.CompletedPr
     return done
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_idle_lock_flag_locked_status_unlock_and_back(tmp_path: Path) -> None:
     seeded = seed_vault(tmp_path / "v", ("a",), {"global": ("Ana moved to Lisbon",)})
     folder = seeded.folder

@@ -175,6 +175,7 @@ def test_no_owner_tools_list_answers_and_tools_say_kept_is_closed(tmp_path: Path
     assert all("not running" in t for t in texts), texts
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_owner_that_locks_itself_mid_session(tmp_path: Path) -> None:
     """``kept serve`` with a tiny idle time (``KEPT_IDLE_MINUTES``, the alias of
     ``--idle-lock``): the owner locks itself (keys wiped) and stays up; every tool then says

@@ -86,6 +86,7 @@ def run_loop(folder: Path, kills: int, fast_kdf: object) -> dict[str, int]:
     return {"kills": kills, "acknowledged": len(acked), "forgets": len(forgotten)}
 
 
+@pytest.mark.slow  # long: runs in the slow group (CI runs it)
 def test_kill9_loop_short(tmp_path: Path, fast_kdf: object) -> None:
     stats = run_loop(tmp_path / "v", 6, fast_kdf)
     assert stats["acknowledged"] > 6 and stats["forgets"] > 0
