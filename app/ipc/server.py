@@ -483,6 +483,16 @@ class OwnerServer:
     def _elevate(self, password: str, scope: Scope) -> None:
         """Prove the password on this connection (and, for a peer in a terminal, a ticket for
         its terminal session). Wrong ones wait longer each time; a flood is answered busy."""
+        def verify() -> bool:
+            with KDF_GATE.remote(self._stopping):
+                self.vault.verify_password(password)
+            return True
+        self._prove(scope, verify)
+
+    def _prove(self, scope: Scope, check: Callable[[], bool]) -> bool:
+        """Run one password ``check`` (``_elevate``'s, or ``kept unlock``'s): counted with
+        every check in flight (a flood is answered busy), after the wait this connection's
+        failures earned; a right password proves the person on this connection."""
         with self._guard:
             if self._elevations >= self.max_elevations:
                 raise PasswordBusy()
@@ -492,8 +502,7 @@ class OwnerServer:
             if wait > 0 and self._stopping.wait(wait):
                 raise VaultLocked()
             try:
-                with KDF_GATE.remote(self._stopping):
-                    self.vault.verify_password(password)
+                result = check()
             except WrongKey:
                 scope.failures += 1
                 self.throttle.failed()
@@ -505,6 +514,7 @@ class OwnerServer:
         scope.failures = 0
         scope.person = True
         self.tickets.grant(scope.terminal)
+        return result
 
     def _wake(self, agent: str, key: str) -> None:
         """An assistant calls a vault locked when idle: ``wake`` may open it from this
@@ -523,27 +533,8 @@ class OwnerServer:
             raise RemoteRefused("This Kept unlocks in its window: type the password there.")
         if not self.vault.locked:
             return {"version": p.VERSION, "unlocked": 0}
-        with self._guard:  # counted with the elevations: a flood is answered busy
-            if self._elevations >= self.max_elevations:
-                raise PasswordBusy()
-            self._elevations += 1
-        try:
-            wait = self.throttle.delay(scope.failures)
-            if wait > 0 and self._stopping.wait(wait):
-                raise VaultLocked()
-            try:
-                opened = self.unlocker(password)
-            except WrongKey:
-                scope.failures += 1
-                self.throttle.failed()
-                raise
-        finally:
-            with self._guard:
-                self._elevations -= 1
-        self.throttle.succeeded()
-        scope.failures = 0
-        scope.person = True
-        self.tickets.grant(scope.terminal)
+        unlocker = self.unlocker
+        opened = self._prove(scope, lambda: bool(unlocker(password)))
         return {"version": p.VERSION, "unlocked": int(opened)}
 
     def _hello(self, req: p.Request, scope: Scope) -> object:
