@@ -31,6 +31,7 @@ fd 0 to the null device): stray output cannot corrupt the protocol. POSIX only: 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -302,6 +303,11 @@ def serve_sdk(server: MCPServer, wire: Wire, first: list[bytes],
 
         async def flush(self) -> None:
             return None
+
+    # Everything imported and built so far lives as long as the process: out of the
+    # collector's sight, a full collection no longer walks the SDK's and pydantic's objects
+    # in the middle of a reply (the calls' slow tail; bench/mcp_latency.py).
+    gc.freeze()
 
     async def main() -> None:
         low = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
