@@ -51,32 +51,21 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+from ipc import (  # noqa: E402  (bench/ipc.py: the socket bench's constants and quantiles)
+    AGENT,
+    BARE_SERVER,
+    DEFAULT_MODEL,
+    GAP_S,
+    KEPT,
+    TARGET_ADDED_P95_MS,
+    _lat,
+    _pct,
+)
+
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, as in bench/scale.py)
 
-DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
-KEPT = Path(sys.executable).parent / "kept"
-AGENT = "bench"
 TARGET_HANDSHAKE_S = 0.8
-TARGET_ADDED_P95_MS = 3.0
-GAP_S = 0.005
 TOOLS = ("recall", "context", "explain", "status", "list_contradictions", "remember")
-BARE_SERVER = '''from mcp.server import MCPServer
-server = MCPServer("bare")
-@server.tool()
-def ping(x: int) -> int:
-    """Answer x."""
-    return x
-server.run()
-'''
-
-
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(q * len(xs)))] * 1000, 3)
-
-
-def _lat(xs: list[float]) -> dict[str, float]:
-    return {"p50": _pct(xs, 0.5), "p95": _pct(xs, 0.95), "count": len(xs)}
 
 
 # --- handshake --------------------------------------------------------------------------------
