@@ -16,7 +16,7 @@ from app import policy
 from app.api import Currency, Filters, Hit
 from app.domain.memory import MemoryId, Status, Store
 from app.ports import Database, Embedder, FloatArray, Lexicon, RecallMeta, RecallRows, VectorIndex
-from app.services import currency, scoring, slots
+from app.services import confidence, currency, scoring, slots
 from app.services.text import STOPWORDS, is_small_talk
 
 log = logging.getLogger(__name__)
@@ -650,6 +650,8 @@ class RecallService:
                 updates.append((new_imp, r_at, e_at, now,
                                 scoring.frequency(s.access_count + 1, 0.0), mid))
             rows.touch(conn, updates)
+            # Being used moves 003's usage success (app/services/confidence.py, issue 27).
+            confidence.refresh_confidence(conn, rows, ids)
         self.db.write_sync(run)
 
 
