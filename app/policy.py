@@ -104,10 +104,11 @@ USAGE_CONTRADICTED = 0.0
 CONFIDENCE_STORES = ("semantic", "procedural")
 
 # DESIGN section 6 per-store quotas for the context briefing (002's default strategy: working 5,
-# episodic 5, semantic 5, social 3 of 18 results). A store takes at most this share of the
-# budget while items of another store still wait; budget nobody else claims goes to what was
-# left out, in the same order. Procedures and preferences share the facts' quota (002 has no
-# procedural layer); entity summaries take the social share.
+# episodic 5, semantic 5, social 3 of 18 results). A store takes at most its share of the
+# budget, the shares counted among the stores that have something to brief (facts and episodes
+# alone: half each); budget a store leaves unused goes to what the quotas left out, in the same
+# order (app/services/context.fill_with_quotas). Procedures and preferences share the facts'
+# quota (002 has no procedural layer); entity summaries take the social share.
 CONTEXT_STORE_SHARE = {"short_term": 5 / 18, "episodic": 5 / 18, "semantic": 5 / 18,
                        "people": 3 / 18}
 CONTEXT_QUOTA_GROUP = {"short_term": "short_term", "episodic": "episodic",

@@ -44,9 +44,13 @@ def fill_with_quotas(entries: Sequence[tuple[int, str]], budget: int) -> set[int
     """Which entries (cost in tokens, store or "people"), in priority order, a briefing of
     ``budget`` takes (DESIGN section 6, ``policy.CONTEXT_STORE_SHARE``): whole items only (one
     that does not fit is left out, never cut, and a smaller one after it may still fit), each
-    store's group at most its share of the budget; then the budget no other store claimed goes
-    to what its quota left out, in the same order. Returns their indexes."""
-    quota = {g: share * budget for g, share in policy.CONTEXT_STORE_SHARE.items()}
+    store's group at most its share of the budget, the shares counted among the groups that
+    have something to brief (facts and episodes alone: half each); then budget a group left
+    unused (it had fewer items than its share) goes to what the quotas left out, in the same
+    order. Returns their indexes."""
+    present = {policy.CONTEXT_QUOTA_GROUP.get(store, store) for _cost, store in entries}
+    total = sum(policy.CONTEXT_STORE_SHARE.get(g, 0.0) for g in present) or 1.0
+    quota = {g: share / total * budget for g, share in policy.CONTEXT_STORE_SHARE.items()}
     spent: dict[str, int] = {}
     chosen: set[int] = set()
     waiting: list[int] = []
