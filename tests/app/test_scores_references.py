@@ -133,6 +133,7 @@ def test_a_used_short_term_turn_is_promoted_with_promoted_from(vault: Vault) -> 
     ep = vault.get(new)
     assert ep.store is Store.EPISODIC and ep.text == vault.get(used).text
     assert ep.speaker == "Ana" and ep.occurred_at == T0 - HOUR
+    assert row(vault, "SELECT count(*) FROM vector WHERE memory_id = ?", new) == (1,)
     assert any(link.kind == "PROMOTED_FROM" for link in vault.explain(new).links)
     assert row(vault, "SELECT count(*) FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
                unused) == (0,)
@@ -204,3 +205,19 @@ def test_context_briefing_keeps_each_store_to_its_share(vault: Vault) -> None:
         assert spent[group] <= policy.CONTEXT_STORE_SHARE[group] / total * budget + max(
             i.tokens for i in ctx.items)
     assert ctx.used <= budget
+
+
+def test_promotions_write_promoted_from_and_are_found_by_meaning(vault: Vault) -> None:
+    # Episodic -> semantic (002 thresholds) and working -> episodic both leave a new memory
+    # with a vector, so a paraphrase finds it, and a PROMOTED_FROM link to where it came from.
+    ep = remember(vault, "The tax office moved the filing deadline to the first of March",
+                  importance=0.9, emotional=0.0)
+    inside(vault).db.write_sync(lambda c: c.execute(
+        "UPDATE memory SET access_count = 12, created_at = ? WHERE id = ?", (T0 - 60 * DAY, ep)))
+    report = vault.consolidate(steps=("decay",)).value
+    assert report.counts["promoted"] == 1
+    fact = int(row(vault, "SELECT src FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'", ep)[0])
+    assert vault.get(fact).store is Store.SEMANTIC
+    assert row(vault, "SELECT count(*) FROM vector WHERE memory_id = ?", fact) == (1,)
+    hits = vault.recall("when are taxes due", k=5, touch=False)
+    assert fact in [h.id for h in hits]

@@ -926,6 +926,7 @@ class Pipeline:
     # --- step 6: decay, reinforcement, promotion, archival ---------------------------
     def _step_decay(self, rl: RunLog, now: float, cancel: CancelToken) -> int:
         rows = self.rows
+        promoted: list[tuple[MemoryId, Draft]] = []  # embedded after the transaction
 
         def write(conn: Any) -> None:
             updates = []
@@ -954,13 +955,17 @@ class Pipeline:
                 if (r.store == "episodic" and r.importance > p["importance"]
                         and r.emotional < p["emotional_below"] and r.access_count > p["accesses"]
                         and age_d > p["age_d"] and not rows.was_promoted(conn, r.id)):
-                    self._promote(conn, rl, r.id, now)
+                    promoted.append(self._promote(conn, rl, r.id, now))
             rows.set_scores(conn, updates)
             rl.counts["rescored"] += len(updates)
         self.db.write_sync(write)
+        if promoted:  # a promoted fact is found by meaning too, not only by its words
+            self.ingest.store_vectors([mid for mid, _d in promoted],
+                                      self.ingest.embed([embed_text(d) for _m, d in promoted]))
         return 0
 
-    def _promote(self, conn: Any, rl: RunLog, mid: int, now: float) -> None:
+    def _promote(self, conn: Any, rl: RunLog, mid: int, now: float
+                 ) -> tuple[MemoryId, Draft]:
         src = self.rows.get_memory(conn, mid)
         assert src is not None
         d = Draft(text=src.text, store=Store.SEMANTIC, occurred_at=src.occurred_at,
@@ -971,6 +976,7 @@ class Pipeline:
         rl.change(conn, "created", new)
         rl.ids["created"].append(new)
         rl.counts["promoted"] += 1
+        return new, d
 
     # --- step 6b: scores (issue 27 item 6; app/services/consolidation/scores_step.py) ------
     def _step_scores(self, rl: RunLog, now: float, cancel: CancelToken) -> int:
