@@ -77,3 +77,40 @@ DEFAULT_IMPORTANCE = {"short_term": 0.3, "episodic": 0.5, "semantic": 0.6, "proc
 
 # docs/memory-model.md#context-assembly: working-memory context budget (tokens).
 DEFAULT_CONTEXT_BUDGET = 4000
+
+# 002 scheduled boosters: a memory is boosted on a schedule set by its composite score
+# (> .8 daily, .6-.8 every 3 days, .4-.6 weekly, < .4 never). 002 gives the schedule, not the
+# amount; Kept uses 002's spaced-repetition boost (+15% importance, REINFORCE_FACTOR), capped at
+# 1.0. Bands as (lowest composite, days between boosts), highest first. Turns (short-term) and
+# implicit statistics are not boosted: turns live a day, statistics are recomputed.
+BOOSTER_BANDS = ((0.8, 1.0), (0.6, 3.0), (0.4, 7.0))
+BOOSTER_FACTOR = REINFORCE_FACTOR
+BOOSTED_STORES = ("episodic", "semantic", "procedural")
+
+# 002 working -> episodic asks composite > .7, accesses > 5 and age > 1 d. A Kept turn cannot
+# meet it: at one day the working class's recency is .001 (half-life 2 h, rate .8), so a turn's
+# composite is at most .34 by then. DESIGN section 5 asks for "what a request used": a turn kept
+# short-term only (low salience) that recall or a context briefing returned at least this many
+# times becomes an episode with PROMOTED_FROM at the next consolidation, so what proved useful
+# outlives short-term retention.
+PROMOTE_WORKING_ACCESSES = 1
+
+# 003 confidence factors that move (scoring.user_validation, scoring.usage_success).
+# User validation: the person confirmed it: 1.0; the person corrected it (its replacement is
+# theirs): 0.0; else unknown (CONF_UNKNOWN). Usage success: never used: unknown; used n times by
+# recall or a context briefing and never contradicted: 1 - .5 ** (n + 1) (.75, .875, ...);
+# contradicted (a CONTRADICTS link) after being used: USAGE_CONTRADICTED.
+USAGE_CONTRADICTED = 0.0
+CONFIDENCE_STORES = ("semantic", "procedural")
+
+# DESIGN section 6 per-store quotas for the context briefing (002's default strategy: working 5,
+# episodic 5, semantic 5, social 3 of 18 results). A store takes at most its share of the
+# budget, the shares counted among the stores that have something to brief (facts and episodes
+# alone: half each); budget a store leaves unused goes to what the quotas left out, in the same
+# order (app/services/context.fill_with_quotas). Procedures and preferences share the facts'
+# quota (002 has no procedural layer); entity summaries take the social share.
+CONTEXT_STORE_SHARE = {"short_term": 5 / 18, "episodic": 5 / 18, "semantic": 5 / 18,
+                       "people": 3 / 18}
+CONTEXT_QUOTA_GROUP = {"short_term": "short_term", "episodic": "episodic",
+                       "semantic": "semantic", "procedural": "semantic", "implicit": "semantic",
+                       "people": "people"}

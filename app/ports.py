@@ -414,6 +414,10 @@ class RecallRows(Protocol):
     def derived_ids(self, conn: Connection, ids: Sequence[int]) -> set[int]: ...
     def open_changes(self, conn: Connection, ids: Sequence[int]
                      ) -> list[tuple[int, int, int, str, str, float | None, str, str | None]]: ...
+    def factor_rows(self, conn: Connection, ids: Sequence[int] | None = None,
+                    stores: Sequence[str] = ()) -> list[FactorRow]: ...
+    def set_confidence_factors(self, conn: Connection, updates: Sequence[
+            tuple[float, float | None, float | None, int]]) -> None: ...
 
 
 class ContextRows(Protocol):
@@ -428,6 +432,10 @@ class ContextRows(Protocol):
     def derived_ids(self, conn: Connection, ids: Sequence[int]) -> set[int]: ...
     def open_changes(self, conn: Connection, ids: Sequence[int]
                      ) -> list[tuple[int, int, int, str, str, float | None, str, str | None]]: ...
+    def factor_rows(self, conn: Connection, ids: Sequence[int] | None = None,
+                    stores: Sequence[str] = ()) -> list[FactorRow]: ...
+    def set_confidence_factors(self, conn: Connection, updates: Sequence[
+            tuple[float, float | None, float | None, int]]) -> None: ...
 
 
 class ForgetRows(Protocol):
@@ -746,6 +754,15 @@ class ConsolidationRows(Protocol):
                       limit: int = 40) -> list[SummaryFact]: ...
     def set_summary(self, conn: Connection, entity_id: int, summary: str | None,
                     now: float) -> None: ...
+    # issue 27 item 6 (storage/scores.py): boosters, confidence factors, working promotion.
+    def boost_rows(self, conn: Connection, stores: Sequence[str]) -> list[BoostRow]: ...
+    def set_boosts(self, conn: Connection,
+                   updates: Sequence[tuple[float, float | None, int]]) -> None: ...
+    def factor_rows(self, conn: Connection, ids: Sequence[int] | None = None,
+                    stores: Sequence[str] = ()) -> list[FactorRow]: ...
+    def set_confidence_factors(self, conn: Connection, updates: Sequence[
+            tuple[float, float | None, float | None, int]]) -> None: ...
+    def used_turns_unpromoted(self, conn: Connection, min_accesses: int) -> list[int]: ...
 
 
 class RunLogRows(Protocol):
@@ -793,3 +810,30 @@ class AgentRows(Protocol):
                   now: float) -> None: ...
     def memory_reads(self, conn: Connection, mid: int) -> list[MemoryRead]: ...
     def reads_by(self, conn: Connection, agent: str, limit: int) -> list[AgentRead]: ...
+
+
+class BoostRow(NamedTuple):
+    """What 002's scheduled booster reads of one memory (storage/scores.py)."""
+    id: int
+    composite: float
+    importance: float
+    boosted_at: float | None
+    created_at: float
+
+
+class FactorRow(NamedTuple):
+    """What 003's moving confidence factors read of one memory (storage/scores.py):
+    ``applied_user``/``applied_usage`` are the factors its stored confidence includes (None:
+    unknown); ``corrected``: the person replaced it; ``contradicted``: a CONTRADICTS link."""
+    id: int
+    store: str
+    confidence: float
+    access_count: int
+    user_validated: int
+    applied_user: float | None
+    applied_usage: float | None
+    corrected: int
+    contradicted: int
+
+
+__all__ += ["BoostRow", "FactorRow"]

@@ -36,8 +36,17 @@ from app.ports import (
     TopicMention,
 )
 from storage import lifecycle, repo
+from storage import scores as _scores
 from storage.batching import chunks, marks
 from storage.sqlcipher import Connection
+
+# This module's part of the port lives in storage/scores.py (issue 27).
+boost_rows = _scores.boost_rows
+factor_rows = _scores.factor_rows
+set_boosts = _scores.set_boosts
+set_confidence_factors = _scores.set_confidence_factors
+used_turns_unpromoted = _scores.used_turns_unpromoted
+
 
 # --- shared with the rest of storage ---------------------------------------------------------
 

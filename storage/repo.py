@@ -15,12 +15,17 @@ import numpy as np
 from app.api import LinkView
 from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores, Status, Store
 from app.ports import EntitySummary, Json, RecallMeta, Reinforcement
+from storage import scores as _scores
 from storage.batching import SQL_VARIABLES
 from storage.embedder import EMBED_DIM
 from storage.lexicon import mark_fts
 from storage.sqlcipher import Connection
 
 log = logging.getLogger(__name__)
+
+# This module's part of the port lives in storage/scores.py (issue 27).
+factor_rows = _scores.factor_rows
+set_confidence_factors = _scores.set_confidence_factors
 
 MEMORY_COLUMNS = (
     "id, store, text, created_at, occurred_at, agent, context, importance, recency, frequency, "

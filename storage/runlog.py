@@ -87,6 +87,12 @@ def revert(conn: Connection, change: RunChange) -> None:
     elif kind == "statistic" and mid is not None:
         conn.execute("UPDATE statistic SET value = ?, sample_size = ? WHERE memory_id = ?",
                      (p["value"], p["sample_size"], mid))
+    elif kind == "boost" and mid is not None:  # 002 scheduled booster (issue 27)
+        conn.execute("UPDATE memory SET importance = ?, boosted_at = ? WHERE id = ?",
+                     (p["importance"], p["boosted_at"], mid))
+    elif kind == "confidence_factors" and mid is not None:  # 003 factors (issue 27)
+        conn.execute("UPDATE memory SET confidence = ?, conf_user = ?, conf_usage = ? "
+                     "WHERE id = ?", (p["old"], p["user"], p["usage"], mid))
 
 
 def mark_undone(conn: Connection, run_id: int, at: float) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app import policy
 from app.api import (  # noqa: F401  (re-exported: the old import path)
     SECTIONS,
     Context,
@@ -19,10 +20,10 @@ from app.api import (  # noqa: F401  (re-exported: the old import path)
     SourceView,
 )
 from app.clock import to_iso
-from app.domain.memory import MemoryId
+from app.domain.memory import Memory, MemoryId
 from app.errors import NotFound
 from app.ports import Connection, ContextRows, Database
-from app.services import currency, scoring
+from app.services import confidence, currency, scoring
 from app.services.recall import RecallService
 from app.services.text import approx_tokens
 
@@ -37,6 +38,38 @@ def _line(hit: Hit) -> str:
     when = to_iso(hit.occurred_at)
     who = f"{hit.speaker}: " if hit.speaker else ""
     return f"({when[:10] if when else '?'}) {who}{hit.text}"
+
+
+def fill_with_quotas(entries: Sequence[tuple[int, str]], budget: int) -> set[int]:
+    """Which entries (cost in tokens, store or "people"), in priority order, a briefing of
+    ``budget`` takes (DESIGN section 6, ``policy.CONTEXT_STORE_SHARE``): whole items only (one
+    that does not fit is left out, never cut, and a smaller one after it may still fit), each
+    store's group at most its share of the budget, the shares counted among the groups that
+    have something to brief (facts and episodes alone: half each); then budget a group left
+    unused (it had fewer items than its share) goes to what the quotas left out, in the same
+    order. Returns their indexes."""
+    present = {policy.CONTEXT_QUOTA_GROUP.get(store, store) for _cost, store in entries}
+    total = sum(policy.CONTEXT_STORE_SHARE.get(g, 0.0) for g in present) or 1.0
+    quota = {g: share / total * budget for g, share in policy.CONTEXT_STORE_SHARE.items()}
+    spent: dict[str, int] = {}
+    chosen: set[int] = set()
+    waiting: list[int] = []
+    used = 0
+    for n, (cost, store) in enumerate(entries):
+        if used + cost > budget:
+            continue
+        group = policy.CONTEXT_QUOTA_GROUP.get(store, store)
+        if spent.get(group, 0) + cost > quota.get(group, budget):
+            waiting.append(n)
+            continue
+        spent[group] = spent.get(group, 0) + cost
+        chosen.add(n)
+        used += cost
+    for n in waiting:
+        if used + entries[n][0] <= budget:
+            chosen.add(n)
+            used += entries[n][0]
+    return chosen
 
 
 class ContextService:
@@ -79,13 +112,12 @@ class ContextService:
             buckets["people"].append((-int(e.id), f"{e.name}: {e.summary}"))
         items: list[ContextItem] = []
         used = 0
-        for section in SECTIONS:
-            for mid, text in buckets[section]:
-                # Whole items only: one that does not fit is left out, never cut (a briefing
-                # never ends mid-word), and a smaller one after it may still fit.
-                cost = approx_tokens(text) + 4
-                if used + cost > budget:
-                    continue
+        entries = [(section, mid, text, approx_tokens(text) + 4,
+                    "people" if mid < 0 else by_id[MemoryId(mid)].store.value)
+                   for section in SECTIONS for mid, text in buckets[section]]
+        chosen = fill_with_quotas([(cost, store) for _s, _m, _t, cost, store in entries], budget)
+        for n, (section, mid, text, cost, _store) in enumerate(entries):
+            if n in chosen:
                 ent = entities.get(mid) if mid < 0 else None
                 if ent is not None:
                     items.append(ContextItem(None, section, text, cost, None, ent.name,
@@ -98,6 +130,25 @@ class ContextService:
                         written_by=hit.written_by if hit else "person"))
                 used += cost
         return Context(query, budget, used, tuple(items))
+
+    def _live_scores(self, m: Memory, now: float) -> dict[str, float]:
+        """The scores as they stand at ``now`` (issue 27 item 6): recency and frequency from the
+        last access or occurrence with the policy's decay rates (what recall ranks by), never
+        the value stored at the last run; confidence with its two moving factors (user
+        validation, usage success; unknown shows as ``policy.CONF_UNKNOWN``)."""
+        s = m.scores
+        rec, freq, comp = scoring.live(m.decay_class, m.occurred_at, m.last_accessed_at,
+                                       m.access_count, s.importance, s.emotional, s.social, now)
+        found = self.db.read(lambda c: self.rows.factor_rows(c, [int(m.id)]))
+        conf, user, usage = (confidence.live(found[0]) if found
+                             else (m.confidence, None, None))
+        unknown = policy.CONF_UNKNOWN
+        return {"importance": s.importance, "recency": rec, "frequency": freq,
+                "emotional": s.emotional, "social": s.social, "composite": comp,
+                "confidence": conf,
+                "user_validation": unknown if user is None else user,
+                "usage_success": unknown if usage is None else usage,
+                "access_count": float(m.access_count)}
 
     def explain(self, mid: int, query: str | None, now: float, viewer: str | None = None
                 ) -> Explanation:
@@ -129,7 +180,6 @@ class ContextService:
                     for s in (found[MemoryId(x)] for x in chain if MemoryId(x) in found)]
             return srcs, rows.links_of(conn, mid)
         srcs, links = self.db.read(sources)
-        s = m.scores
         from app.services import assistant_change as ac
         if mark is not None and mark.state == "pending":
             mark = None  # described again below, for this viewer
@@ -139,8 +189,6 @@ class ContextService:
                                                 bool(m.user_validated), mark)], viewer)[int(m.id)]
         return Explanation(
             id=m.id, store=m.store, text=m.text, status=m.status, tier=tier,
-            scores={"importance": s.importance, "recency": s.recency, "frequency": s.frequency,
-                    "emotional": s.emotional, "social": s.social, "composite": s.composite,
-                    "confidence": m.confidence, "access_count": float(m.access_count)},
+            scores=self._live_scores(m, now),
             breakdown=breakdown, sources=tuple(srcs), links=tuple(links), currency=d.currency,
             confirmed_by_person=d.confirmed_by_person, written_by=d.written_by)

@@ -16,7 +16,7 @@ from app import policy
 from app.api import Currency, Filters, Hit
 from app.domain.memory import MemoryId, Status, Store
 from app.ports import Database, Embedder, FloatArray, Lexicon, RecallMeta, RecallRows, VectorIndex
-from app.services import currency, scoring, slots
+from app.services import confidence, currency, scoring, slots
 from app.services.text import STOPWORDS, is_small_talk
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,8 @@ class RecallTuning:
     # composite mostly encodes an event's age, and any weight above .05 on it cost recall (.2: -.015
     # to -.04 R@10; .3: up to -.09). So strength and recency break ties; they do not outvote
     # relevance.
+    # Re-measured 2026-11-26 (issue 27, docs/memory-model.md#ranking): R@10 0: .8078, .05: .8098,
+    # .2: .8066, .4 (002): .8036.
     w_relevance: float = 1.0
     w_composite: float = 0.05
     # Candidate depth per source (50/100/200 gave the same numbers).
@@ -650,6 +652,8 @@ class RecallService:
                 updates.append((new_imp, r_at, e_at, now,
                                 scoring.frequency(s.access_count + 1, 0.0), mid))
             rows.touch(conn, updates)
+            # Being used moves 003's usage success (app/services/confidence.py, issue 27).
+            confidence.refresh_confidence(conn, rows, ids)
         self.db.write_sync(run)
 
 

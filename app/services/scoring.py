@@ -124,3 +124,72 @@ def derived_confidence(source_reliability: float, sources: int, decay_class: str
     not reviewed by the person and never used yet."""
     return confidence(source_reliability, corroboration(sources),
                       recency(decay_class, hours_since_source), None, None)
+
+
+def user_validation(confirmed: bool, corrected: bool) -> float | None:
+    """003 user validation from what the person did (docs/memory-model.md#confidence): confirmed
+    it: 1.0; corrected it (the replacement is theirs): 0.0; neither: None (unknown)."""
+    if confirmed:
+        return 1.0
+    if corrected:
+        return 0.0
+    return None
+
+
+def usage_success(uses: int, contradicted: bool) -> float | None:
+    """003 usage success: None before any use; used ``uses`` times by recall or a context
+    briefing and not contradicted since: 1 - .5 ** (uses + 1), rising from the neutral .5 as
+    corroboration does; contradicted after being used: ``policy.USAGE_CONTRADICTED``."""
+    if uses <= 0:
+        return None
+    if contradicted:
+        return policy.USAGE_CONTRADICTED
+    return 1.0 - 0.5 ** (uses + 1)
+
+
+def moved_confidence(stored: float, applied_user: float | None, applied_usage: float | None,
+                     user: float | None, usage: float | None) -> float:
+    """The stored confidence with its user-validation and usage-success factors moved from the
+    values it was computed with (``applied_*``; None = unknown) to the new ones: only their
+    weighted difference changes, so source reliability, corroboration and recency stay as
+    computed (they are not stored apart)."""
+    def v(x: float | None) -> float:
+        return policy.CONF_UNKNOWN if x is None else x
+    moved = (stored + policy.CONF_USER * (v(user) - v(applied_user))
+             + policy.CONF_USAGE * (v(usage) - v(applied_usage)))
+    return round(min(1.0, max(0.0, moved)), 4)
+
+
+def booster_interval_days(composite_: float) -> float | None:
+    """002 scheduled boosters: days between boosts for a memory of this composite (> .8 daily,
+    .6-.8 every 3 days, .4-.6 weekly), None below .4 (never boosted)."""
+    (top, top_days), *rest = policy.BOOSTER_BANDS
+    if composite_ > top:
+        return top_days
+    for lowest, days in rest:
+        if composite_ >= lowest:
+            return days
+    return None
+
+
+def booster_due(composite_: float, boosted_at: float | None, since: float, now: float) -> bool:
+    """A boost is due when the memory's band has one and its interval has passed since the last
+    boost (or, never boosted, since ``since``: when Kept learned it)."""
+    days = booster_interval_days(composite_)
+    if days is None:
+        return False
+    last = boosted_at if boosted_at is not None else since
+    return now - last >= days * policy.DAY
+
+
+def live(decay_class: str, occurred_at: float, last_accessed_at: float | None, access_count: int,
+         importance: float, emotional: float, social: float, now: float
+         ) -> tuple[float, float, float]:
+    """(recency, frequency, composite) at ``now``, computed at read time from the later of when
+    it happened and when it was last used (issue 27: a stored recency goes stale between
+    runs). The one formula recall ranks by, explain shows and decay stores."""
+    reference = max(x for x in (occurred_at, last_accessed_at) if x is not None)
+    rec = recency(decay_class, (now - reference) / policy.HOUR)
+    freq = frequency(access_count, (now - last_accessed_at) / policy.HOUR
+                     if last_accessed_at is not None else None)
+    return rec, freq, composite(importance, rec, freq, emotional, social)

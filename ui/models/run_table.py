@@ -58,6 +58,8 @@ COUNT_LABELS: dict[str, tuple[str, str]] = {
     "promoted": ("memory promoted", "memories promoted"),
     "rescored": ("memory rescored", "memories rescored"),
     "archived": ("memory archived", "memories archived"),
+    "boosted": ("memory strengthened on schedule", "memories strengthened on schedule"),
+    "confidence_moved": ("fact's confidence updated", "facts' confidence updated"),
 }
 
 

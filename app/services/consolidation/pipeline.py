@@ -9,6 +9,7 @@ explicit table. Layer: app. Runs on: a scheduler worker or a CLI/UI worker threa
 4. procedures: habits become procedures;
 5. statistics: implicit statistics recomputed;
 6. decay: rescoring, promotion and archival (never deletion);
+   scores: 002's scheduled boosters, 003's confidence factors, working -> episodic promotion;
 7. synthesis: entity summaries.
 
 Work is done in batches; a failing batch is skipped, retried by the next run, and recorded in
@@ -49,13 +50,13 @@ from app.ports import (
     VectorIndex,
 )
 from app.services import fact_check, memory_words, owner, para, said_change, scoring, slots
-from app.services.consolidation import extraction
+from app.services.consolidation import extraction, scores_step
 from app.services.consolidation.extraction import Extractor
 from app.services.consolidation.inbox import prior_json
 from app.services.consolidation.runlog import RETRY, WATERMARK, RunLog, report_json
 from app.services.contradiction import FactView, classify, resolve
 from app.services.extract import mentions, object_of
-from app.services.ingest import IngestService
+from app.services.ingest import IngestService, embed_text
 from app.services.text import content_tokens
 
 log = logging.getLogger(__name__)
@@ -925,6 +926,7 @@ class Pipeline:
     # --- step 6: decay, reinforcement, promotion, archival ---------------------------
     def _step_decay(self, rl: RunLog, now: float, cancel: CancelToken) -> int:
         rows = self.rows
+        promoted: list[tuple[MemoryId, Draft]] = []  # embedded after the transaction
 
         def write(conn: Any) -> None:
             updates = []
@@ -953,13 +955,17 @@ class Pipeline:
                 if (r.store == "episodic" and r.importance > p["importance"]
                         and r.emotional < p["emotional_below"] and r.access_count > p["accesses"]
                         and age_d > p["age_d"] and not rows.was_promoted(conn, r.id)):
-                    self._promote(conn, rl, r.id, now)
+                    promoted.append(self._promote(conn, rl, r.id, now))
             rows.set_scores(conn, updates)
             rl.counts["rescored"] += len(updates)
         self.db.write_sync(write)
+        if promoted:  # a promoted fact is found by meaning too, not only by its words
+            self.ingest.store_vectors([mid for mid, _d in promoted],
+                                      self.ingest.embed([embed_text(d) for _m, d in promoted]))
         return 0
 
-    def _promote(self, conn: Any, rl: RunLog, mid: int, now: float) -> None:
+    def _promote(self, conn: Any, rl: RunLog, mid: int, now: float
+                 ) -> tuple[MemoryId, Draft]:
         src = self.rows.get_memory(conn, mid)
         assert src is not None
         d = Draft(text=src.text, store=Store.SEMANTIC, occurred_at=src.occurred_at,
@@ -970,6 +976,23 @@ class Pipeline:
         rl.change(conn, "created", new)
         rl.ids["created"].append(new)
         rl.counts["promoted"] += 1
+        return new, d
+
+    # --- step 6b: scores (issue 27 item 6; app/services/consolidation/scores_step.py) ------
+    def _step_scores(self, rl: RunLog, now: float, cancel: CancelToken) -> int:
+        """002 scheduled boosters, 003 confidence factors that move, working -> episodic
+        promotion of what a request used (embedded after the transaction)."""
+        rows, ingest = self.rows, self.ingest
+
+        def write(conn: Any) -> list[tuple[MemoryId, Draft]]:
+            scores_step.boost(conn, rows, rl, now)
+            scores_step.refresh_confidence(conn, rows, None, rl)
+            return scores_step.promote_used_turns(conn, rows, ingest, rl, now)
+        promoted = self.db.write_sync(write)
+        if promoted:
+            ids = [mid for mid, _d in promoted]
+            ingest.store_vectors(ids, ingest.embed([embed_text(d) for _m, d in promoted]))
+        return len(promoted)
 
     # --- step 7: weekly synthesis ----------------------------------------------------
     def _step_synthesis(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
@@ -1030,6 +1053,7 @@ STEP_LIST: tuple[Step, ...] = (
     Step("merge", Pipeline._step_merge, ("consolidation",)),
     Step("statistics", Pipeline._step_statistics, ("consolidation", "synthesis")),
     Step("decay", Pipeline._step_decay, ("decay",)),
+    Step("scores", Pipeline._step_scores, ("decay",)),
     Step("synthesis", Pipeline._step_synthesis, ("synthesis",)),
 )
 STEPS = tuple(s.name for s in STEP_LIST)
