@@ -545,3 +545,12 @@ def ask_forget(conn: Connection, who: str, ids: Sequence[int], query: str, reaso
     """File a forget request for the person to confirm (the Inbox's forget requests)."""
     from storage import agents
     return agents.add_pending_forget(conn, who, [int(i) for i in ids], query, reason, now)
+
+
+# Outcomes of episodes (issue 27 item 8): the pipeline's ``outcomes`` step and habits.
+from storage.episodes import (  # noqa: E402,F401
+    episode_outcome,
+    episode_outcomes,
+    outcome_turns,
+    set_episode_outcome,
+)
