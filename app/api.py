@@ -938,6 +938,11 @@ class VaultAPI(Protocol):
     def archive(self, mid: int) -> Result[None]: ...
     @op(Access.PERSON)
     def restore(self, mid: int) -> Result[None]: ...
+    # Issue 27 item 8: the person's word on how an episode went (no MCP tool: an assistant
+    # relays what the person says with ``remember``, and consolidation infers the outcome).
+    @op(Access.PERSON)
+    def rate_episode(self, mid: int, rating: int | None, outcome: str | None = None
+                     ) -> Result[None]: ...
 
     # --- consolidation and the inbox ---------------------------------------------------
     @op(Access.LOCAL, why="long background work: the owner's scheduler runs it")

@@ -86,6 +86,7 @@ def not_an_assistants(mid: int) -> str:
 
 
 ENTITY_FACTS = 40  # facts on an entity card, current and earlier together, newest first
+OUTCOME_MAX = 200  # characters of an episode's outcome in the person's words
 
 
 
@@ -541,6 +542,34 @@ class Vault:
 
     def restore(self, mid: int) -> Result[None]:
         self._set_status(mid, "active", "restore", ("archived",))
+        return Result(None, MEMORY_CHANGES)
+
+    def rate_episode(self, mid: int, rating: int | None, outcome: str | None = None
+                     ) -> Result[None]:
+        """How an episode went, in the person's words (issue 27 item 8): ``rating`` -1 went
+        badly, 0 mixed, +1 went well, None cleared; ``outcome`` their words (None: the
+        rating's own words). It replaces an outcome consolidation inferred; habits count a
+        badly rated report as a failure at the next run."""
+        from app.services.outcomes import RATINGS
+        if rating is not None and (isinstance(rating, bool) or rating not in RATINGS):
+            raise ValidationError("A rating is -1 (went badly), 0 (mixed) or 1 (went well).")
+        words = None if outcome is None else check_string(outcome.strip(), "The outcome",
+                                                           limit=OUTCOME_MAX) or None
+        m = self.get(mid)
+        if m.store is not Store.EPISODIC:
+            raise ValidationError(f"Memory {mid} is not an episode; only episodes are rated.")
+        now = self._clock.now()
+        said = words or (None if rating is None else RATINGS[rating])
+        by = None if said is None and rating is None else "person"
+
+        def run(conn: ports.Connection) -> None:
+            self._rows.set_episode_outcome(conn, mid, rating, said, by,
+                                           None if by is None else now)
+            self._rows.add_history(conn, mid, now, "rated", None,
+                                   "cleared" if by is None else
+                                   "outcome noted" if rating is None else RATINGS[rating])
+        self._db.write_sync(run)
+        self._emit(MEMORY_CHANGES)
         return Result(None, MEMORY_CHANGES)
 
     # --- consolidation (docs/memory-model.md#consolidation) ---------------------------------------

@@ -548,9 +548,7 @@ def ask_forget(conn: Connection, who: str, ids: Sequence[int], query: str, reaso
 
 
 # Outcomes of episodes (issue 27 item 8): the pipeline's ``outcomes`` step and habits.
-from storage.episodes import (  # noqa: E402,F401
-    episode_outcome,
-    episode_outcomes,
-    outcome_turns,
-    set_episode_outcome,
-)
+from storage.episodes import episode_outcome as episode_outcome  # noqa: E402
+from storage.episodes import episode_outcomes as episode_outcomes  # noqa: E402
+from storage.episodes import outcome_turns as outcome_turns  # noqa: E402
+from storage.episodes import set_episode_outcome as set_episode_outcome  # noqa: E402

@@ -518,4 +518,5 @@ def open_changes(conn: Connection, ids: Sequence[int]
 
 
 # An episode's outcome and rating (issue 27 item 8): the facade's ``rate_episode``.
-from storage.episodes import episode_outcome, set_episode_outcome  # noqa: E402,F401
+from storage.episodes import episode_outcome as episode_outcome  # noqa: E402
+from storage.episodes import set_episode_outcome as set_episode_outcome  # noqa: E402

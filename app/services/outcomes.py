@@ -14,7 +14,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-RATINGS = {-1: "went badly", 0: "mixed", 1: "went well"}
+from app import words
+
+RATINGS = words.EPISODE_RATINGS
 REACH = 4  # turns back (same speaker, same conversation) a cue may point to
 
 _GOOD = (r"went (?:really |very |so |pretty |quite |super )?(?:well|great|fine|smoothly|"

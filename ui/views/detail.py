@@ -30,6 +30,7 @@ from app.errors import NotFound, ValidationError
 from ui import fit, theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op
+from ui.views.episode_outcome import EpisodeOutcomeBox
 from ui.views.page import Page
 
 # Links shown per memory: the others are read one by one (a fact has a handful; a busy
@@ -108,6 +109,7 @@ class DetailPane(Page):
             wrap_lines(lst)
             lst.setMaximumHeight(fit.lines(lst, 7))
         self._make_search_parts()
+        self.outcome = EpisodeOutcomeBox(vault, bridge)  # events only (issue 27 item 8)
         self.correct_btn = QPushButton("Correct…")
         self.confirm_btn = QPushButton("Confirm")
         self.archive_btn = QPushButton("Archive")
@@ -142,6 +144,7 @@ class DetailPane(Page):
         form.addRow(self.why_title)
         form.addRow(self.why)
         form.addRow(buttons)
+        form.addRow(self.outcome)
         form.addRow(self.conversation_btn)
         form.addRow(self.share_btn)
         form.addRow(self.editor)
@@ -258,6 +261,7 @@ class DetailPane(Page):
         self.meta.clear()
         self.origin.clear()
         self.scores.clear()
+        self.outcome.show_for(0, "")
         self._show_why(None)
         self.body_scroll.hide()
         self.placeholder.show()
@@ -364,6 +368,7 @@ class DetailPane(Page):
             self.history.addItem(words.history_line(e.action, e.memory_id == ex.id,
                                                     at=when_text(e.at)))
         self._fill_sharing(agent, hist, ex.id, ex.status)
+        self.outcome.show_for(int(ex.id), str(ex.store))
         self.archive_btn.setText("Restore" if ex.status == "archived" else "Archive")
         self.correct_btn.setEnabled(ex.status != "superseded")
         self.confirm_btn.setEnabled(ex.scores["confidence"] < 1.0)
