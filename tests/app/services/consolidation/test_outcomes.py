@@ -90,7 +90,7 @@ def test_ratings_and_outcomes_move_a_habits_counts_and_undo_clears_them(
 
         # The person rates another evening badly and says the bad one went well after all.
         v.rate_episode(_episode(v, "r0"), -1, "fell off the warm-up")
-        v.consolidate(now=end, steps=("outcomes", "procedures"))
+        middle = v.consolidate(now=end, steps=("outcomes", "procedures")).value
         assert _habit(v)[1:] == (2, 2)
         v.rate_episode(_episode(v, "r2"), 1)
         assert v.get(_episode(v, "r2")).extra.get("outcome_by") == "person"
@@ -101,8 +101,8 @@ def test_ratings_and_outcomes_move_a_habits_counts_and_undo_clears_them(
         assert "rated" in history
 
         # Undoing the runs leaves the person's word as it is.
-        v.undo_run(int(again.run_id))
-        v.undo_run(int(run.run_id))
+        for r in (again, middle, run):
+            v.undo_run(int(r.run_id))
         assert v.get(_episode(v, "r2")).extra.get("rating") == 1
         v.rate_episode(_episode(v, "r0"), None)   # cleared: no rating, no words
         cleared = v.get(_episode(v, "r0")).extra
