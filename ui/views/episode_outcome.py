@@ -101,9 +101,12 @@ class EpisodeOutcomeBox(QWidget):
         if mid is None:
             return
         rating, said = self.rating(), self.words.text().strip() or None
+        self._gen += 1  # a load started before this choice is stale: it would undo the choice
+        gen = self._gen
 
         def done(_r: Result[None]) -> None:
-            self.show_for(mid, "episodic")
+            if gen == self._gen:  # no newer choice or memory meanwhile
+                self.show_for(mid, "episodic")
             self.saved.emit(mid)
 
         def failed(exc: BaseException) -> None:
