@@ -55,7 +55,7 @@ __all__ = [
     "Draft", "EntityCard", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
     "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
     "LinkRecord", "MemoryRecord", "BackupCheck", "BackupRecord", "BackupRemade",
-    "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
+    "InsightMetric", "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
     "MemoryRow", "MemoryView", "Page", "PlanItem", "PlanRole", "Progress", "ResolveChoice",
     "Result", "RunId", "RunOutcome", "RunReport", "RunStatus", "RunSummary", "Scores",
     "SettingValue", "SourceView", "StatisticRow", "Status", "Store", "Turn", "UndoReport",
@@ -720,11 +720,27 @@ class StatisticRow(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class InsightMetric:
+    """One number of 002's monitoring (issue 27 item 9), with its words: ``value`` None when
+    there is nothing to measure yet; ``text`` the value said; ``tip`` what it means."""
+    key: str
+    label: str
+    value: float | None
+    text: str
+    tip: str
+
+
+@dataclass(frozen=True, slots=True)
 class Insights:
     by_store: dict[str, int]
     by_tier: dict[str, int]
     health: dict[str, float]
     statistics: tuple[StatisticRow, ...]
+    # Issue 27 item 9 (002's monitoring): retrieval efficiency, layer utilisation, promotion
+    # and archive rates, quality ratio; assistants' reads by store, over ``period_days``.
+    metrics: tuple[InsightMetric, ...] = ()
+    reads_by_store: dict[str, int] = field(default_factory=dict)
+    period_days: int = 0
 
 
 
