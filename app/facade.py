@@ -996,6 +996,15 @@ class Vault:
         self._check_unlocked()
         return self._agents.reads_of(mid)
 
+    def agent_memories(self, name: str, after: tuple[float, int] | None = None,
+                       limit: int = 200) -> Page:
+        """What assistant ``name`` holds in its own scope (not the person's memories it also
+        sees), not forgotten or replaced, one row per thing said, newest first, whole texts:
+        its workspace in the window and the export (issue 27 item 10)."""
+        check_agent_name(name)
+        self._check_unlocked()
+        return self._browse.agent_page(name, after, max(1, min(int(limit), 1000)))
+
     def agent_reads(self, name: str, limit: int = 50) -> list[AgentRead]:
         """The memories assistant ``name`` read (recall, context, explain), newest first: what
         it was told, for the person to see (``kept agents reads NAME``)."""

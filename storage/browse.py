@@ -318,3 +318,22 @@ def monitoring(conn: Connection, since: float, used_within: float, quality: floa
             "reads_by_store": by_store, "promoted": int(promoted),
             "archived": int(by_person) + int(by_decay), "active": int(active),
             "high_quality": int(high)}
+
+
+# --- an assistant's workspace (issue 27 item 10) ---------------------------------------------
+
+def agent_page(conn: Connection, agent: str, after: tuple[float, int] | None, limit: int
+               ) -> list[BrowseRow]:
+    """Memories in ``agent``'s own scope (``memory.agent``), active or archived, one row per
+    thing said (as the window's list folds), newest first, whole texts; keyset after
+    ``after`` = (occurred_at, id)."""
+    where, params, join = _where(None, LIVE, None, None, fold=True)
+    where += (" AND " if where else " WHERE ") + "m.agent = ?"
+    params.append(agent)
+    if after is not None:
+        where += " AND (m.occurred_at, m.id) < (?, ?)"
+        params += [after[0], after[1]]
+    cols = ROW_COLS.replace("substr(m.text, 1, 300)", "m.text")
+    return [BrowseRow._make(r) for r in conn.execute(
+        f"SELECT {cols} FROM memory m{join}{where} ORDER BY m.occurred_at DESC, m.id DESC "
+        "LIMIT ?", [*params, limit])]

@@ -56,6 +56,14 @@ class BrowseService:
             nxt = (key, int(last.id))
         return Page(out, nxt)
 
+    def agent_page(self, agent: str, after: tuple[float, int] | None, limit: int) -> Page:
+        """Assistant ``agent``'s own memories, newest first (``storage.browse.agent_page``)."""
+        now = self.clock.now()
+        found = self.db.read(lambda c: self.rows.agent_page(c, agent, after, limit))
+        out = tuple(_row(r, now) for r in found)
+        last = out[-1] if len(out) == limit else None
+        return Page(out, None if last is None else (last.occurred_at, int(last.id)))
+
     def count(self, q: MemoryQuery) -> int:
         return int(self.db.read(lambda c: self.rows.count(
             c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range(),
