@@ -553,6 +553,8 @@ class Vault:
         from app.services.outcomes import RATINGS
         if rating is not None and (isinstance(rating, bool) or rating not in RATINGS):
             raise ValidationError("A rating is -1 (went badly), 0 (mixed) or 1 (went well).")
+        if outcome is not None and not isinstance(outcome, str):
+            raise ValidationError("The outcome must be text.")
         words = None if outcome is None else check_string(outcome.strip(), "The outcome",
                                                            limit=OUTCOME_MAX) or None
         m = self.get(mid)
