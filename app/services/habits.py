@@ -331,9 +331,11 @@ def statistics(rows: Sequence[tuple[float, float, str | None]],
 
 
 def reports_activity(text: str) -> bool:
-    """Whether a turn reports something the person did ("I went climbing", "my Spanish
-    practice"): what an outcome said later can be about (``app.services.outcomes``)."""
-    return bool(actions(text) or _named_activities(text))
+    """Whether a turn reports something the person did in the first person ("I went
+    climbing", "I cooked for eight"): what an outcome said later can be about
+    (``app.services.outcomes``). Named activities alone ("climbing again") are not enough:
+    on LoCoMo dev they matched turns about someone else's doings."""
+    return bool(actions(text))
 
 
 def habit_counts(p: Pattern, sides: dict[int, int]) -> tuple[int, int]:

@@ -3,7 +3,9 @@ what they say after it ("it went really well", "that was a disaster"). Layer: ap
 
 Conservative by design: a cue counts only in a statement (no question, no "if", no "hope"),
 said by the person, about something they reported in the same conversation within the last
-few turns (or in the same turn: "climbing went great today"). A negated cue ("it didn't go
+few turns (or in the same turn: "the climbing went great today"). Enthusiasm alone ("it was
+amazing", "so awesome") is no outcome: on LoCoMo dev those read as outcomes of the wrong turn
+about half the time, so only "went well / badly", "a success / a disaster" and the like count. A negated cue ("it didn't go
 well") flips its side. Everything else stays unknown: a wrong outcome would move a habit's
 success count, a missing one leaves it as it was.
 """
@@ -22,16 +24,16 @@ REACH = 4  # turns back (same speaker, same conversation) a cue may point to
 _GOOD = (r"went (?:really |very |so |pretty |quite |super )?(?:well|great|fine|smoothly|"
          r"brilliantly|perfectly|amazingly|better than (?:i |we )?expected)|"
          r"(?:was|were) (?:a )?(?:(?:huge|big|great|real|total|complete) )?(?:success|win|blast|"
-         r"triumph)|nailed it|pulled it off|worked out(?: (?:well|great|fine))?|"
-         r"(?:was|were) (?:really |so |pretty )?(?:great|amazing|wonderful|fantastic|excellent|awesome)")
+         r"triumph)|nailed it|pulled it off|worked out (?:well|great|fine)")
 _BAD = (r"went (?:really |very |so |pretty |quite )?(?:badly|terribly|wrong|poorly|horribly|"
         r"awfully|south|sideways)|(?:was|were) (?:a )?(?:(?:complete|total|absolute|real|huge|"
         r"bit of a) )?(?:disaster|failure|mess|nightmare|flop|fiasco|catastrophe)|"
-        r"(?:was|were) (?:really |so |pretty )?(?:awful|terrible|horrible|a letdown)|"
+        r"(?:was|were) a letdown|"
         r"didn'?t work out|fell (?:apart|through)|bombed|flopped|blew it")
 _NEG_GOOD = (r"(?:didn'?t|did not) go (?:well|great|smoothly|as planned|to plan)|"
              r"(?:wasn'?t|was not|weren'?t|were not) (?:a )?(?:success|great|good)")
-_SUBJECT = r"(?:it|that|this|the \w+(?: \w+)?|my \w+(?: \w+)?|our \w+|[a-z]{3,})"
+# Who or what went well: not "you" ("you nailed it" praises the other speaker).
+_SUBJECT = r"(?:it|that|this|we|i|the \w+(?: \w+)?|my \w+(?: \w+)?|our \w+|(?!you\b)[a-z]{3,})"
 _CUE_GOOD = re.compile(rf"\b{_SUBJECT} (?:(?:really|actually|totally|just) )?(?:{_GOOD})\b(?! to\b)", re.I)
 _CUE_BAD = re.compile(rf"\b{_SUBJECT} (?:(?:really|actually|totally|just) )?(?:{_BAD})\b"
                       rf"|\b{_SUBJECT} (?:{_NEG_GOOD})\b", re.I)

@@ -27,6 +27,9 @@ pytestmark = pytest.mark.usefixtures("shared_model")
     ("The dinner party was a total fiasco.", -1),
     ("Ugh, it didn't go well at all", -1),
     ("The hike went south after lunch", -1),
+    ("We nailed it", 1),
+    ("You nailed it!", None),                         # praise, not the speaker's outcome
+    ("It was so amazing!", None),                     # enthusiasm alone is no outcome
     ("I really hope it goes well tomorrow", None),   # a wish, not an outcome
     ("Did the interview go well?", None),             # a question
     ("It was great to see you", None),                # a pleasantry
@@ -43,7 +46,8 @@ def test_an_outcome_points_back_to_what_the_person_did_in_that_conversation() ->
              OTurn(3, "It went really well, sent my first V4", "Maya", "a"),
              OTurn(4, "I went swimming this morning", "Maya", "b"),
              OTurn(5, "That was a complete disaster", "Tom", "b"),   # another speaker
-             OTurn(6, "Climbing was amazing today", "Maya", "c")]   # its own report
+             OTurn(6, "I went climbing today and it went great", "Maya", "c"),  # its own
+             OTurn(7, "Wow, you nailed it!", "Maya", "d")]   # praise for the other speaker
     found = infer(turns, reports_activity)
     assert [(f.episode, f.side, f.cue) for f in found] == [(1, 1, 3), (6, 1, 6)]
 
