@@ -109,7 +109,6 @@ class DetailPane(Page):
             wrap_lines(lst)
             lst.setMaximumHeight(fit.lines(lst, 7))
         self._make_search_parts()
-        self.outcome = EpisodeOutcomeBox(vault, bridge)  # events only (issue 27 item 8)
         self.correct_btn = QPushButton("Correct…")
         self.confirm_btn = QPushButton("Confirm")
         self.archive_btn = QPushButton("Archive")
@@ -144,8 +143,7 @@ class DetailPane(Page):
         form.addRow(self.why_title)
         form.addRow(self.why)
         form.addRow(buttons)
-        form.addRow(self.outcome)
-        form.addRow(self.conversation_btn)
+        form.addRow(self.outcome, self.conversation_btn)  # "How it went" above, events only
         form.addRow(self.share_btn)
         form.addRow(self.editor)
         form.addRow(self.edit_row)
@@ -245,6 +243,8 @@ class DetailPane(Page):
             lst.itemClicked.connect(self._on_target_item)
             lst.itemActivated.connect(self._on_target_item)
         self._make_share_button()  # beside "Show the conversation"
+        # "How it went" on an event (issue 27 item 8), above "Show the conversation".
+        self.outcome = EpisodeOutcomeBox(self.vault, self.bridge)
 
     def _show_why(self, lines: list[str] | None) -> None:
         self.why.setText("\n".join(lines or []))
