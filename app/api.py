@@ -55,7 +55,7 @@ __all__ = [
     "Draft", "EntityCard", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
     "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
     "LinkRecord", "MemoryRecord", "BackupCheck", "BackupRecord", "BackupRemade",
-    "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
+    "InsightMetric", "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
     "MemoryRow", "MemoryView", "Page", "PlanItem", "PlanRole", "Progress", "ResolveChoice",
     "Result", "RunId", "RunOutcome", "RunReport", "RunStatus", "RunSummary", "Scores",
     "SettingValue", "SourceView", "StatisticRow", "Status", "Store", "Turn", "UndoReport",
@@ -720,11 +720,27 @@ class StatisticRow(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class InsightMetric:
+    """One number of 002's monitoring (issue 27 item 9), with its words: ``value`` None when
+    there is nothing to measure yet; ``text`` the value said; ``tip`` what it means."""
+    key: str
+    label: str
+    value: float | None
+    text: str
+    tip: str
+
+
+@dataclass(frozen=True, slots=True)
 class Insights:
     by_store: dict[str, int]
     by_tier: dict[str, int]
     health: dict[str, float]
     statistics: tuple[StatisticRow, ...]
+    # Issue 27 item 9 (002's monitoring): retrieval efficiency, layer utilisation, promotion
+    # and archive rates, quality ratio; assistants' reads by store, over ``period_days``.
+    metrics: tuple[InsightMetric, ...] = ()
+    reads_by_store: dict[str, int] = field(default_factory=dict)
+    period_days: int = 0
 
 
 
@@ -938,6 +954,11 @@ class VaultAPI(Protocol):
     def archive(self, mid: int) -> Result[None]: ...
     @op(Access.PERSON)
     def restore(self, mid: int) -> Result[None]: ...
+    # Issue 27 item 8: the person's word on how an episode went (no MCP tool: an assistant
+    # relays what the person says with ``remember``, and consolidation infers the outcome).
+    @op(Access.PERSON)
+    def rate_episode(self, mid: int, rating: int | None, outcome: str | None = None
+                     ) -> Result[None]: ...
 
     # --- consolidation and the inbox ---------------------------------------------------
     @op(Access.LOCAL, why="long background work: the owner's scheduler runs it")
@@ -1034,6 +1055,11 @@ class VaultAPI(Protocol):
     def memory_reads(self, mid: int) -> list[MemoryRead]: ...
     @op(Access.READ)
     def agent_reads(self, name: str, limit: int = 50) -> list[AgentRead]: ...
+    # Issue 27 item 10: an assistant's workspace, what it holds in its own scope (its facts,
+    # its events, its habits), whole, newest first; the page's cursor is its last row's.
+    @op(Access.READ)
+    def agent_memories(self, name: str, after: tuple[float, int] | None = None,
+                       limit: int = 200) -> Page: ...
     @op(Access.LOCAL, why="the owner records its assistants' reads itself")
     def note_reads(self, agent: str, ids: Sequence[int], via: str) -> None: ...
     @op(Access.LOCAL, why="sent as the protocol's elevate")

@@ -86,6 +86,7 @@ def not_an_assistants(mid: int) -> str:
 
 
 ENTITY_FACTS = 40  # facts on an entity card, current and earlier together, newest first
+OUTCOME_MAX = 200  # characters of an episode's outcome in the person's words
 
 
 
@@ -543,6 +544,36 @@ class Vault:
         self._set_status(mid, "active", "restore", ("archived",))
         return Result(None, MEMORY_CHANGES)
 
+    def rate_episode(self, mid: int, rating: int | None, outcome: str | None = None
+                     ) -> Result[None]:
+        """How an episode went, in the person's words (issue 27 item 8): ``rating`` -1 went
+        badly, 0 mixed, +1 went well, None cleared; ``outcome`` their words (None: the
+        rating's own words). It replaces an outcome consolidation inferred; habits count a
+        badly rated report as a failure at the next run."""
+        from app.services.outcomes import RATINGS
+        if rating is not None and (isinstance(rating, bool) or rating not in RATINGS):
+            raise ValidationError("A rating is -1 (went badly), 0 (mixed) or 1 (went well).")
+        if outcome is not None and not isinstance(outcome, str):
+            raise ValidationError("The outcome must be text.")
+        words = None if outcome is None else check_string(outcome.strip(), "The outcome",
+                                                           limit=OUTCOME_MAX) or None
+        m = self.get(mid)
+        if m.store is not Store.EPISODIC:
+            raise ValidationError(f"Memory {mid} is not an episode; only episodes are rated.")
+        now = self._clock.now()
+        said = words or (None if rating is None else RATINGS[rating])
+        by = None if said is None and rating is None else "person"
+
+        def run(conn: ports.Connection) -> None:
+            self._rows.set_episode_outcome(conn, mid, rating, said, by,
+                                           None if by is None else now)
+            self._rows.add_history(conn, mid, now, "rated", None,
+                                   "cleared" if by is None else
+                                   "outcome noted" if rating is None else RATINGS[rating])
+        self._db.write_sync(run)
+        self._emit(MEMORY_CHANGES)
+        return Result(None, MEMORY_CHANGES)
+
     # --- consolidation (docs/memory-model.md#consolidation) ---------------------------------------
     @property
     def _consolidation_service(self) -> ConsolidationService:
@@ -966,6 +997,15 @@ class Vault:
         """When and by which assistant ``mid`` was read, newest first."""
         self._check_unlocked()
         return self._agents.reads_of(mid)
+
+    def agent_memories(self, name: str, after: tuple[float, int] | None = None,
+                       limit: int = 200) -> Page:
+        """What assistant ``name`` holds in its own scope (not the person's memories it also
+        sees), not forgotten or replaced, one row per thing said, newest first, whole texts:
+        its workspace in the window and the export (issue 27 item 10)."""
+        check_agent_name(name)
+        self._check_unlocked()
+        return self._browse.agent_page(name, after, max(1, min(int(limit), 1000)))
 
     def agent_reads(self, name: str, limit: int = 50) -> list[AgentRead]:
         """The memories assistant ``name`` read (recall, context, explain), newest first: what

@@ -55,6 +55,13 @@ FREQUENT_BOOST_WINDOW_H = 7 * 24.0   # the boost holds in a week the memory is u
 # assembled per request and never stored, and an imported turn gets its episode at once.
 PROMOTE_EPISODIC = dict(importance=0.8, emotional_below=0.3, accesses=10, age_d=30.0)
 
+# 002 monitoring (Insights, issue 27 item 9): the period its rates cover; a recalled memory
+# counts as used when the same assistant explains it or gets it in a context within the hour;
+# "high quality" is 002's composite above .7 (its health check).
+INSIGHTS_PERIOD_D = 30
+USED_WITHIN_S = HOUR
+QUALITY_COMPOSITE = 0.7
+
 # 001/002/003 archival (never deletion).
 ARCHIVE_MIN_COMPOSITE = 0.1
 ARCHIVE_IDLE_D = 90.0

@@ -267,7 +267,7 @@ def link_sentence(kind: str, outgoing: bool, other: str) -> str:
     return f"{start[0] if outgoing else start[1]} {other}"
 
 
-_HISTORY = {"created": "learned", "confirmed": "confirmed by you",
+_HISTORY = {"created": "learned", "confirmed": "confirmed by you", "rated": "rated by you",
             "superseded": "replaced by a newer version", "corrected": "written by you as a "
             "correction", "archived": "archived", "restored": "restored from the Archive",
             "shared": "shared by you with all assistants",
@@ -396,3 +396,8 @@ def why_lines(parts: Mapping[str, float]) -> list[str]:
     if "composite" in parts:
         out.append(f"Its strength ({strength_word(parts['composite'])}) adds a little.")
     return out
+
+
+# How an event went (issue 27 item 8): an episode's rating in words, also the outcome Kept
+# writes when it infers one (``app.services.outcomes``).
+EPISODE_RATINGS = {1: "went well", 0: "mixed", -1: "went badly"}

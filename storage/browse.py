@@ -280,3 +280,60 @@ def _phrase(name: str) -> str:
     """An FTS5 query for the name as a phrase in the text column (quotes doubled: it is
     never read as query syntax)."""
     return 'text : "' + name.replace('"', '""') + '"'
+
+
+# --- 002's monitoring (issue 27 item 9): raw counts; app/services/monitoring.py says them ---
+
+def monitoring(conn: Connection, since: float, used_within: float, quality: float
+               ) -> dict[str, Any]:
+    """Counts since ``since``: assistants' recalls (one per assistant and moment), the
+    memories they returned and how many of those the same assistant then explained or got in
+    a context within ``used_within`` seconds; reads by store; PROMOTED_FROM links made;
+    memories archived (by the person, from the history, and by decay, from runs not undone);
+    and the active memories, with those whose composite passes ``quality``."""
+    recalls, recalled = conn.execute(
+        "SELECT count(DISTINCT agent || '|' || at), count(*) FROM memory_read "
+        "WHERE via = 'recall' AND at >= ?", (since,)).fetchone()
+    used = conn.execute(
+        "SELECT count(*) FROM memory_read r WHERE r.via = 'recall' AND r.at >= ? AND EXISTS "
+        "(SELECT 1 FROM memory_read u WHERE u.memory_id = r.memory_id AND u.agent = r.agent "
+        "AND u.via IN ('explain', 'context') AND u.at >= r.at AND u.at <= r.at + ?)",
+        (since, used_within)).fetchone()[0]
+    by_store = {str(s): int(n) for s, n in conn.execute(
+        "SELECT m.store, count(*) FROM memory_read r JOIN memory m ON m.id = r.memory_id "
+        "WHERE r.at >= ? GROUP BY m.store", (since,))}
+    promoted = conn.execute("SELECT count(*) FROM link WHERE kind = 'PROMOTED_FROM' AND "
+                            "created_at >= ?", (since,)).fetchone()[0]
+    by_person = conn.execute("SELECT count(*) FROM history WHERE action = 'archive' AND at >= ?",
+                             (since,)).fetchone()[0]
+    by_decay = conn.execute(
+        "SELECT count(DISTINCT c.memory_id) FROM run_change c JOIN run r ON r.id = c.run_id "
+        "JOIN memory m ON m.id = c.memory_id WHERE c.kind = 'status' AND r.undone_at IS NULL "
+        "AND r.started_at >= ? AND m.status = 'archived' "
+        "AND json_extract(c.payload, '$.status') = 'active'", (since,)).fetchone()[0]
+    active, high = conn.execute(
+        "SELECT count(*), coalesce(sum(composite > ?), 0) FROM memory WHERE status = 'active'",
+        (quality,)).fetchone()
+    return {"recalls": int(recalls), "recalled": int(recalled), "used": int(used),
+            "reads_by_store": by_store, "promoted": int(promoted),
+            "archived": int(by_person) + int(by_decay), "active": int(active),
+            "high_quality": int(high)}
+
+
+# --- an assistant's workspace (issue 27 item 10) ---------------------------------------------
+
+def agent_page(conn: Connection, agent: str, after: tuple[float, int] | None, limit: int
+               ) -> list[BrowseRow]:
+    """Memories in ``agent``'s own scope (``memory.agent``), active or archived, one row per
+    thing said (as the window's list folds), newest first, whole texts; keyset after
+    ``after`` = (occurred_at, id)."""
+    where, params, join = _where(None, LIVE, None, None, fold=True)
+    where += (" AND " if where else " WHERE ") + "m.agent = ?"
+    params.append(agent)
+    if after is not None:
+        where += " AND (m.occurred_at, m.id) < (?, ?)"
+        params += [after[0], after[1]]
+    cols = ROW_COLS.replace("substr(m.text, 1, 300)", "m.text")
+    return [BrowseRow._make(r) for r in conn.execute(
+        f"SELECT {cols} FROM memory m{join}{where} ORDER BY m.occurred_at DESC, m.id DESC "
+        "LIMIT ?", [*params, limit])]

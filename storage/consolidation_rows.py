@@ -554,3 +554,10 @@ def ask_forget(conn: Connection, who: str, ids: Sequence[int], query: str, reaso
     """File a forget request for the person to confirm (the Inbox's forget requests)."""
     from storage import agents
     return agents.add_pending_forget(conn, who, [int(i) for i in ids], query, reason, now)
+
+
+# Outcomes of episodes (issue 27 item 8): the pipeline's ``outcomes`` step and habits.
+from storage.episodes import episode_outcome as episode_outcome  # noqa: E402
+from storage.episodes import episode_outcomes as episode_outcomes  # noqa: E402
+from storage.episodes import outcome_turns as outcome_turns  # noqa: E402
+from storage.episodes import set_episode_outcome as set_episode_outcome  # noqa: E402

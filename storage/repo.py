@@ -35,7 +35,7 @@ MEMORY_COLUMNS = (
 SIDE_TABLES = {Store.EPISODIC: "episode", Store.SEMANTIC: "fact", Store.PROCEDURAL: "procedure",
                Store.IMPLICIT: "statistic"}
 SIDE_COLUMNS = {
-    "episode": ("event_type", "actors", "outcome", "details"),
+    "episode": ("event_type", "actors", "outcome", "details", "rating", "outcome_by"),
     "fact": ("subject", "predicate", "object", "category"),
     "procedure": ("kind", "trigger", "actions", "success_count", "failure_count"),
     "statistic": ("metric", "value", "sample_size", "computed_at"),
@@ -520,3 +520,8 @@ def open_changes(conn: Connection, ids: Sequence[int]
                 out.append((int(r[0]), int(r[1]), int(r[2]), str(r[3]), str(r[4]), r[5],
                             str(r[6]), r[7]))
     return out
+
+
+# An episode's outcome and rating (issue 27 item 8): the facade's ``rate_episode``.
+from storage.episodes import episode_outcome as episode_outcome  # noqa: E402
+from storage.episodes import set_episode_outcome as set_episode_outcome  # noqa: E402

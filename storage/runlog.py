@@ -84,6 +84,11 @@ def revert(conn: Connection, change: RunChange) -> None:
     elif kind == "habit_counts" and mid is not None:
         conn.execute("UPDATE procedure SET success_count = ?, failure_count = ? "
                      "WHERE memory_id = ?", (p["success"], p["failure"], mid))
+    elif kind == "episode_outcome" and mid is not None:
+        # An outcome the run inferred; one the person set since stays.
+        conn.execute("UPDATE episode SET rating = ?, outcome = ?, outcome_by = ?, rated_at = ? "
+                     "WHERE memory_id = ? AND outcome_by = 'inferred'",
+                     (p["rating"], p["outcome"], p["outcome_by"], p["rated_at"], mid))
     elif kind == "statistic" and mid is not None:
         conn.execute("UPDATE statistic SET value = ?, sample_size = ? WHERE memory_id = ?",
                      (p["value"], p["sample_size"], mid))

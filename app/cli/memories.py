@@ -1,5 +1,5 @@
 """Memories one at a time: ``kept remember``, ``recall`` (and ``recall --batch``), ``context``,
-``explain``, ``correct``, ``history``, ``archive`` and ``restore``. Layer: app (headless front
+``explain``, ``correct``, ``history``, ``archive``, ``restore`` and ``rate``. Layer: app (headless front
 end). Runs on: the main thread.
 """
 
@@ -89,6 +89,13 @@ def add_parsers(sub: Subcommands) -> None:
     s = sub.add_parser("restore", help="bring an archived memory back")
     s.add_argument("id", type=id_arg)
     s.set_defaults(fn=cmd_archive, restore=True)
+
+    s = sub.add_parser("rate", help="say how an event went: well, mixed or badly (or clear)")
+    s.add_argument("id", type=id_arg)
+    s.add_argument("rating", choices=tuple(RATING_WORDS),
+                   help="well (+1), mixed (0), badly (-1), or clear")
+    s.add_argument("--outcome", default=None, help="what happened, in your words")
+    s.set_defaults(fn=cmd_rate)
 
 
 def _k(text: str) -> int:
@@ -284,4 +291,22 @@ def cmd_archive(args: argparse.Namespace) -> int:
     finally:
         vault.lock()
     print(f"{'Restored' if args.restore else 'Archived'} memory {args.id}.")
+    return 0
+
+
+RATING_WORDS = {"well": 1, "mixed": 0, "badly": -1, "clear": None}
+
+
+def cmd_rate(args: argparse.Namespace) -> int:
+    """``kept rate ID well|mixed|badly|clear [--outcome WORDS]`` (issue 27 item 8)."""
+    vault = open_vault(args, load_model=False)
+    rating = RATING_WORDS[args.rating]
+    try:
+        vault.rate_episode(args.id, rating, args.outcome)
+    finally:
+        vault.lock()
+    from app.services.outcomes import RATINGS
+    said = RATINGS[rating] if rating is not None else (
+        "outcome noted" if args.outcome else "rating cleared")
+    print(f"Memory {args.id}: {said}.")
     return 0

@@ -53,6 +53,11 @@ def add_parsers(sub: Subcommands) -> None:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_status)
 
+    s = sub.add_parser("insights", help="how the memory is used: searches that found what "
+                       "was used, reads by kind, promotions, archiving, strong memories")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_insights)
+
     s = sub.add_parser("self-check", help="check that SQLCipher, Argon2id, Chroma (in RAM), "
                        "the model and the keychain work on this machine; no vault needed")
     s.add_argument("--json", action="store_true")
@@ -252,3 +257,21 @@ def cmd_self_check(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
     return run_demo(vault_dir(args) if args.vault else None, reset=args.reset)
+
+
+def cmd_insights(args: argparse.Namespace) -> int:
+    """``kept insights [--json]``: the window's Insights numbers (issue 27 item 9), each with
+    what it means."""
+    vault = open_vault(args, load_model=False)
+    try:
+        ins = vault.insights()
+    finally:
+        vault.lock()
+    if args.json:
+        print_json(asdict(ins))
+        return 0
+    print(f"Over the last {ins.period_days} days:")
+    for m in ins.metrics:
+        print(f"  {m.label}: {m.text}")
+        print(f"    {m.tip}")
+    return 0

@@ -3,6 +3,7 @@ Layer: app. Runs on: any worker thread (reads only)."""
 
 from __future__ import annotations
 
+from app import policy
 from app.api import (  # noqa: F401  (re-exported: the old import paths)
     LIVE,
     Currency,
@@ -21,7 +22,7 @@ from app.clock import Clock
 from app.domain.memory import Memory, Status, Store
 from app.errors import NotFound
 from app.ports import BrowseRow, BrowseRows, Connection, Database, NamedEntity, ScopedRow
-from app.services import scoring
+from app.services import monitoring, scoring
 
 
 def _row(r: BrowseRow, now: float) -> MemoryRow:
@@ -55,6 +56,14 @@ class BrowseService:
             nxt = (key, int(last.id))
         return Page(out, nxt)
 
+    def agent_page(self, agent: str, after: tuple[float, int] | None, limit: int) -> Page:
+        """Assistant ``agent``'s own memories, newest first (``storage.browse.agent_page``)."""
+        now = self.clock.now()
+        found = self.db.read(lambda c: self.rows.agent_page(c, agent, after, limit))
+        out = tuple(_row(r, now) for r in found)
+        last = out[-1] if len(out) == limit else None
+        return Page(out, None if last is None else (last.occurred_at, int(last.id)))
+
     def count(self, q: MemoryQuery) -> int:
         return int(self.db.read(lambda c: self.rows.count(
             c, store=q.store, status=q.status, entity_id=q.entity_id, day=q.day_range(),
@@ -84,7 +93,12 @@ class BrowseService:
                 by_store[r.store] = by_store.get(r.store, 0) + 1
                 by_tier[scoring.tier_at(now, r.occurred_at, r.created_at, r.last_accessed_at,
                                         r.access_count).value] += 1
-            return Insights(by_store, by_tier, rows.health(c), tuple(rows.statistics(c)))
+            raw = rows.monitoring(c, now - period * policy.DAY, policy.USED_WITHIN_S,
+                                  policy.QUALITY_COMPOSITE)
+            return Insights(by_store, by_tier, rows.health(c), tuple(rows.statistics(c)),
+                            monitoring.metrics(raw, period), dict(raw["reads_by_store"]),
+                            period)
+        period = policy.INSIGHTS_PERIOD_D
         return self.db.read(read)
 
     # --- assistants' browsing (issue 26): ``agent`` None is every scope -------------------

@@ -9,7 +9,8 @@ list of names, or the list of days.
 000_b7cc1f21cb25004a.txt): one file per entity in ``people/``, ``companies/``, ``projects/``,
 ``areas/``, ``resources/`` and ``archives/`` (the entity's kind), a timeline file per day in
 ``daily/YYYY-MM-DD.md``, ``TACIT.md`` for procedures, preferences and patterns, ``facts.md``
-for facts about no entity, and ``index.md``. Links between files are wiki links
+for facts about no entity, ``agents/NAME.md`` per assistant with memories of its own (its
+workspace, by day; issue 27 item 10), and ``index.md``. Links between files are wiki links
 (``[[people/ana|Ana]]``, the path without ``.md``), which Obsidian and similar tools follow.
 
 **JSON** is one object following ``docs/export.schema.json`` (``SCHEMA_VERSION``), written
@@ -259,6 +260,7 @@ class _Markdown:
         self.files = 0
         self.entries = 0  # memories written (a fact about two entities counts twice)
         self.days = {d for d, _n in vault.timeline_days(limit=1_000_000)}
+        self.workspaces: list[tuple[str, str]] = []  # (assistant, its file) for the index
 
     def open(self, rel: str) -> IO[str]:
         self.files += 1
@@ -400,6 +402,45 @@ class _Markdown:
                 n = rec.memory.extra.get("sample_size")
                 out.write(f"- {_md(rec.memory.text)}" + (f" (from {n})" if n else "") + "\n")
 
+    def write_workspaces(self) -> None:
+        """``agents/NAME.md`` per paired assistant holding memories of its own (issue 27 item
+        10): its workspace (facts, events, habits in its scope), by day, newest first, paged
+        (``VaultAPI.agent_memories``)."""
+        taken: set[str] = set()
+        for n, agent in enumerate(self.vault.agents()):
+            page = self.vault.agent_memories(agent.name, None, PAGE)
+            if not page.rows:
+                continue
+            rel = f"agents/{_slug(agent.name) or 'assistant'}"
+            rel = f"{rel}-{n}" if rel in taken else rel  # "a.b" and "a-b" share a slug
+            taken.add(rel)
+            if not self.workspaces:
+                _mkdir(self.root / "agents")
+            self.workspaces.append((agent.name, rel))
+            with self.open(rel) as out:
+                out.write(f"# {_md(agent.name)}'s workspace\n\nWhat {_md(agent.name)} holds "
+                          "of its own (only it and you see these; it also reads your "
+                          "memories), newest first. [[index|All of Kept]]\n")
+                day = ""
+                while True:
+                    for row in page.rows:
+                        d = _day(row.occurred_at)
+                        if d != day:
+                            day = d
+                            link = f" ([[daily/{d}]])" if d in self.days else ""
+                            out.write(f"\n## {d}{link}\n\n")
+                        self.entries += 1
+                        when = (to_iso(row.occurred_at) or "")[11:16]
+                        mark = " *(archived)*" if row.status.value == "archived" else ""
+                        kind = {"semantic": "fact", "episodic": "event",
+                                "procedural": "habit", "short_term": "turn"}.get(
+                                    row.store.value, row.store.value)
+                        out.write(f"- {when} {kind}: {_md(row.text)}{mark} "
+                                  f"(memory {row.id})\n")
+                    if page.next is None:
+                        break
+                    page = self.vault.agent_memories(agent.name, page.next, PAGE)
+
     def write_index(self, days: list[str]) -> None:
         with self.open("index") as out:
             out.write("# Kept\n\n"
@@ -415,6 +456,11 @@ class _Markdown:
                     for e in sorted(rows, key=lambda e: e.name.casefold()):
                         out.write(f"- {_link(self.paths[int(e.id)], e.name)}\n")
                     out.write("\n")
+            if self.workspaces:
+                out.write("## Assistants' workspaces\n\n")
+                for name, rel in self.workspaces:
+                    out.write(f"- {_link(rel, name)}\n")
+                out.write("\n")
             if days:
                 out.write("## Timeline\n\n")
                 for d in days:
@@ -444,6 +490,7 @@ def write_markdown(vault: VaultAPI, target: Path, *, now: float,
                 progress(done, total)
         md.write_unfiled_facts()
         md.write_tacit()
+        md.write_workspaces()
         md.write_index(days)
         if progress is not None:
             progress(total, total)

@@ -328,3 +328,21 @@ def statistics(rows: Sequence[tuple[float, float, str | None]],
                                       f"Most mentioned person: {top_person[0]} "
                                       f"({top_person[1]} memories)")
     return out
+
+
+def reports_activity(text: str) -> bool:
+    """Whether a turn reports something the person did in the first person ("I went
+    climbing", "I cooked for eight"): what an outcome said later can be about
+    (``app.services.outcomes``). Named activities alone ("climbing again") are not enough:
+    on LoCoMo dev they matched turns about someone else's doings."""
+    return bool(actions(text))
+
+
+def habit_counts(p: Pattern, sides: dict[int, int]) -> tuple[int, int]:
+    """(success, failure) of a habit: its reports succeed and the turns saying it did not
+    happen fail (``misses``), except that an episode rated, or said to have gone, badly
+    (``sides``: episode id -> +1 / -1, ``app.services.outcomes.side``) is a failure, and
+    a missed one rated well is a success."""
+    bad = sum(1 for m in p.sources if sides.get(m) == -1)
+    good_miss = sum(1 for m in p.misses if sides.get(m) == 1)
+    return len(p.sources) - bad + good_miss, len(p.misses) - good_miss + bad

@@ -279,6 +279,10 @@ def test_migration_0016_gives_back_what_decay_archived(
     everything = migrations.migration_names
     monkeypatch.setattr(migrations, "migration_names",
                         lambda: [n for n in everything() if n < "0016"])
+    # Code of schema 0015 read an event's columns of then (0024 added its rating).
+    import storage.repo as repo
+    monkeypatch.setitem(repo.SIDE_COLUMNS, "episode", ("event_type", "actors", "outcome",
+                                                       "details"))
     v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(T0),
                      use_chroma=False).vault
     eps = _import_old_history(v, 3)
@@ -299,6 +303,8 @@ def test_migration_0016_gives_back_what_decay_archived(
     v.archive(mine)
     v.lock()
     monkeypatch.setattr(migrations, "migration_names", everything)
+    monkeypatch.undo()  # today's code again, on the migrated vault
+    share_embedder(monkeypatch, embedder)
     v = Vault.open(vault_dir, PW, threaded=False, clock=FixedClock(T0), use_chroma=False)
     try:
         assert {status(v, e) for e in eps} == {"active"}

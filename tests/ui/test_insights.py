@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ui.views.insights import HEALTH_ROWS, STORE_ORDER, TIER_ORDER, BarChart
+from ui.views.insights import HEALTH_ROWS, METRIC_ROWS, STORE_ORDER, TIER_ORDER, BarChart
 
 pytestmark = pytest.mark.gui
 
@@ -23,6 +23,13 @@ def _check_matches(view: Any, ins: Any) -> None:
     for lbl, (_metric, _value, _sample, text) in zip(view.stat_labels, ins.statistics,
                                                      strict=True):
         assert text in lbl.text()
+    # 002's monitoring (issue 27 item 9): each number as Insights says it, its tooltip
+    # explaining it on both the name and the value.
+    assert [m.key for m in ins.metrics] == [k for k, _l in METRIC_ROWS]
+    for m in ins.metrics:
+        name, value = view.metric_labels[m.key]
+        assert value.text() == m.text and name.text() == m.label
+        assert name.toolTip() == value.toolTip() == m.tip and len(m.tip) > 40
 
 
 def test_charts_equal_insights_counts(qtbot: Any, open_page: Any, demo_vault: Any) -> None:

@@ -31,6 +31,7 @@ from ui.bridge import CoreBridge
 from ui.dialogs import confirm
 from ui.tasks import run_op
 from ui.views.page import Page
+from ui.views.workspace import WorkspacePanel
 
 if TYPE_CHECKING:
     from ui.dialogs.pair import PairDialog
@@ -91,6 +92,8 @@ class AssistantsPanel(Page):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(group)
+        self.workspace = WorkspacePanel(vault, bridge)  # issue 27 item 10; follows the bridge
+        lay.addWidget(self.workspace)
         self.pair_btn.clicked.connect(self._on_pair_btn_clicked)
         self.strict.toggled.connect(self._on_strict_toggled)
         self.refresh()

@@ -30,6 +30,7 @@ from app.errors import NotFound, ValidationError
 from ui import fit, theme
 from ui.bridge import CoreBridge
 from ui.tasks import run_op
+from ui.views.episode_outcome import EpisodeOutcomeBox
 from ui.views.page import Page
 
 # Links shown per memory: the others are read one by one (a fact has a handful; a busy
@@ -142,7 +143,7 @@ class DetailPane(Page):
         form.addRow(self.why_title)
         form.addRow(self.why)
         form.addRow(buttons)
-        form.addRow(self.conversation_btn)
+        form.addRow(self.outcome, self.conversation_btn)  # "How it went" above, events only
         form.addRow(self.share_btn)
         form.addRow(self.editor)
         form.addRow(self.edit_row)
@@ -242,6 +243,8 @@ class DetailPane(Page):
             lst.itemClicked.connect(self._on_target_item)
             lst.itemActivated.connect(self._on_target_item)
         self._make_share_button()  # beside "Show the conversation"
+        # "How it went" on an event (issue 27 item 8), above "Show the conversation".
+        self.outcome = EpisodeOutcomeBox(self.vault, self.bridge)
 
     def _show_why(self, lines: list[str] | None) -> None:
         self.why.setText("\n".join(lines or []))
@@ -258,6 +261,7 @@ class DetailPane(Page):
         self.meta.clear()
         self.origin.clear()
         self.scores.clear()
+        self.outcome.show_for(0, "")
         self._show_why(None)
         self.body_scroll.hide()
         self.placeholder.show()
@@ -364,6 +368,7 @@ class DetailPane(Page):
             self.history.addItem(words.history_line(e.action, e.memory_id == ex.id,
                                                     at=when_text(e.at)))
         self._fill_sharing(agent, hist, ex.id, ex.status)
+        self.outcome.show_for(int(ex.id), str(ex.store))
         self.archive_btn.setText("Restore" if ex.status == "archived" else "Archive")
         self.correct_btn.setEnabled(ex.status != "superseded")
         self.confirm_btn.setEnabled(ex.scores["confidence"] < 1.0)

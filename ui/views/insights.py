@@ -1,6 +1,8 @@
 """Insights: memories by store and by tier (bar charts painted with QPainter), health
-(average strength and confidence, confirmed, archived, superseded, open contradictions), and
-the implicit statistics in words. Layer: ui. GUI thread; the numbers come from
+(average strength and confidence, confirmed, archived, superseded, open contradictions), the
+implicit statistics in words, and how the memory is used (002's monitoring: retrieval
+efficiency, layer utilisation, promotion and archive rates, quality ratio, each explained in
+its tooltip). Layer: ui. GUI thread; the numbers come from
 ``Vault.insights()`` through ``ui.tasks``.
 """
 
@@ -41,6 +43,13 @@ HEALTH_ROWS = (("avg_composite", "Average strength", "{:.2f}"),
                ("superseded", "Earlier versions (kept in the history)", "{:,}"),
                ("open_contradictions", "Open contradictions", "{:,}"),
                ("total", "Memories in all (every status)", "{:,}"))
+# 002's monitoring (issue 27 item 9): key and label, in its order; the words and tooltips
+# come with the numbers (``app.services.monitoring``).
+METRIC_ROWS = (("retrieval_efficiency", "Recalled memories used"),
+               ("layer_utilisation", "What assistants read, by kind"),
+               ("promotion_rate", "Events that became lasting memories"),
+               ("archive_rate", "Archived"),
+               ("quality_ratio", "Strong memories"))
 
 
 class BarChart(QWidget):
@@ -148,6 +157,7 @@ class InsightsView(Page):
         grid.addWidget(tier_box, 0, 1)
         grid.addWidget(health_box, 1, 0)
         grid.addWidget(self.stats_box, 1, 1)
+        grid.addWidget(self._make_use_box(), 2, 0, 1, 2)
         grid.setColumnStretch(0, 1)
         grid.setColumnStretch(1, 1)
         content = QWidget()
@@ -158,6 +168,42 @@ class InsightsView(Page):
         cl.addStretch(1)
         self.fill_scrolled(content, "Insights")
         self.refresh()
+
+    def _make_use_box(self) -> QGroupBox:
+        """002's monitoring (issue 27 item 9): one row per number, its tooltip saying what it
+        means, and assistants' reads by kind as bars."""
+        self.use_box = QGroupBox("How your memory is used")
+        form = QFormLayout(self.use_box)
+        self.metric_labels: dict[str, tuple[QLabel, QLabel]] = {}
+        for key, label in METRIC_ROWS:
+            name, value = QLabel(label), theme.plain(QLabel("…"))
+            value.setObjectName(f"metric_{key}")
+            value.setWordWrap(True)
+            self.metric_labels[key] = (name, value)
+            form.addRow(name, value)
+        self.reads_chart = BarChart()
+        self.reads_chart.setObjectName("readsByKind")
+        form.addRow(self.reads_chart)
+        return self.use_box
+
+    def _fill_metrics(self, ins: Insights) -> None:
+        self.use_box.setTitle(f"How your memory is used (last {ins.period_days} days)"
+                              if ins.period_days else "How your memory is used")
+        for m in ins.metrics:
+            labels = self.metric_labels.get(m.key)
+            if labels is None:
+                continue
+            name, value = labels
+            name.setText(m.label)
+            value.setText(m.text)
+            for w in (name, value):
+                w.setToolTip(m.tip)
+                w.setAccessibleDescription(m.tip)
+        colors = theme.STORE_COLORS
+        self.reads_chart.set_bars([(label, ins.reads_by_store.get(key, 0),
+                                    colors[i % len(colors)])
+                                   for i, (key, label) in enumerate(STORE_ORDER)])
+        self.reads_chart.setVisible(bool(ins.reads_by_store))
 
     def refresh(self) -> None:
         self.load(self.vault.insights, self._fill)
@@ -195,3 +241,4 @@ class InsightsView(Page):
             self.stats_layout.addWidget(lbl)
             self.stat_labels.append(lbl)
         self.stats_empty.setVisible(not ins.statistics)
+        self._fill_metrics(ins)

@@ -783,23 +783,23 @@ class Pipeline:
     def _step_procedures(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
         """Habits per scope: three reports in one agent's memories make a habit of that
         scope; reports from two scopes never add up."""
-        from app.services.habits import detect_patterns
+        from app.services.habits import detect_patterns, habit_counts
         rows = self.rows
 
         def read(conn: Any) -> tuple[dict[Scope, list[tuple[int, str, str, float, str]]],
-                                     dict[tuple[str, Scope], KnownHabit]]:
+                                     dict[tuple[str, Scope], KnownHabit], dict[int, int]]:
             episodes: dict[Scope, list[tuple[int, str, str, float, str]]] = defaultdict(list)
             for r in rows.habit_episodes(conn):
                 episodes[(r.agent, r.context)].append(
                     (r.id, r.text, r.speaker, r.occurred_at, r.session))
-            return episodes, rows.procedure_triggers(conn)
-        episodes, have = self.db.read(read)
+            return episodes, rows.procedure_triggers(conn), _episode_sides(rows, conn)
+        episodes, have, sides = self.db.read(read)
         found = [(scope, p) for scope, scoped in episodes.items()
                  for p in detect_patterns(scoped, PATTERN_MIN)]
         new = [(scope, p) for scope, p in found if (p.key, scope) not in have]
         recount = [(have[(p.key, scope)], p) for scope, p in found if (p.key, scope) in have
                    and (have[(p.key, scope)].success_count, have[(p.key, scope)].failure_count)
-                   != (len(p.sources), len(p.misses))]
+                   != habit_counts(p, sides)]
         if not new and not recount:
             return
 
@@ -813,14 +813,13 @@ class Pipeline:
                 newest = max([p.last_at] + [rows.occurred_at(conn, i) for i in p.sources[-1:]])
                 mid = self.ingest.insert(conn, d, now, confidence=derived_confidence(
                     HABIT_RELIABILITY, len(p.sources), newest, now))
-                rows.mark_procedure(conn, mid, p.key, p.actions, len(p.sources),
-                                    len(p.misses))
+                rows.mark_procedure(conn, mid, p.key, p.actions, *habit_counts(p, sides))
                 made[(p.key, scope)] = mid
                 rl.change(conn, "created", mid)
                 rl.ids["created"].append(mid)
                 rl.counts["procedures_created"] += 1
             for known, p in recount:
-                rows.set_procedure_counts(conn, known.memory_id, len(p.sources), len(p.misses))
+                rows.set_procedure_counts(conn, known.memory_id, *habit_counts(p, sides))
                 rl.change(conn, "habit_counts", known.memory_id, success=known.success_count,
                           failure=known.failure_count)
                 rl.counts["habits_recounted"] += 1
@@ -838,6 +837,37 @@ class Pipeline:
                         rows.set_valid_until(conn, old, p.first_at)
                         self._supersede(conn, rl, old, made[(p.key, scope)], now)
                         rl.counts["habits_replaced"] += 1
+        self.db.write_sync(write)
+
+    # --- outcomes of episodes (issue 27 item 8) ------------------------------------------
+    def _step_outcomes(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """"It went really well", "that was a disaster": the outcome of what the person
+        reported just before (``app.services.outcomes.infer``, conservative), written on
+        episodes with no outcome yet; never over the person's own rating or words. Counted
+        as ``outcomes_inferred``; undo clears them."""
+        from app.services import outcomes
+        from app.services.habits import reports_activity
+        rows = self.rows
+
+        def read(conn: Any) -> tuple[list[Any], dict[int, Any]]:
+            return rows.outcome_turns(conn), rows.episode_outcomes(conn)
+        turns, known = self.db.read(read)
+        found = outcomes.infer([outcomes.Turn(t.id, t.text, t.speaker, t.session)
+                                for t in turns], reports_activity)
+        todo = {f.episode: f for f in found if f.episode not in known}
+        if not todo:
+            return
+
+        def write(conn: Any) -> None:
+            for mid, f in todo.items():
+                old = rows.episode_outcome(conn, mid)
+                if old.outcome_by is not None or old.rating is not None:
+                    continue  # the person rated it meanwhile
+                rows.set_episode_outcome(conn, mid, None, outcomes.RATINGS[f.side], "inferred",
+                                         now)
+                rl.change(conn, "episode_outcome", mid, rating=old.rating, outcome=old.outcome,
+                          outcome_by=old.outcome_by, rated_at=old.rated_at)
+                rl.counts["outcomes_inferred"] += 1
         self.db.write_sync(write)
 
     # --- merging what repeats -------------------------------------------------------------
@@ -1034,6 +1064,18 @@ def _retry_ids(rows: ConsolidationRows, conn: Any) -> list[int]:
     value = rows.get_setting(conn, RETRY)
     return [int(i) for i in value if isinstance(i, int)] if isinstance(value, list) else []
 
+def _episode_sides(rows: Any, conn: Any) -> dict[int, int]:
+    """Episode id -> +1 / -1: how it went, for habits' counts (the person's rating, else an
+    inferred outcome; ``app.services.outcomes.side``)."""
+    from app.services.outcomes import side
+    out: dict[int, int] = {}
+    for mid, o in rows.episode_outcomes(conn).items():
+        s = side(o.rating, o.outcome_by, o.outcome)
+        if s is not None:
+            out[mid] = s
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One consolidation step: what it runs, and the scheduled jobs (``app/jobs.py``) that run
@@ -1049,6 +1091,7 @@ STEP_LIST: tuple[Step, ...] = (
     Step("entities", Pipeline._step_entities, ("heartbeat", "consolidation")),
     Step("links", Pipeline._step_links, ("heartbeat", "consolidation")),
     Step("similar", Pipeline._step_similar, ("consolidation",)),
+    Step("outcomes", Pipeline._step_outcomes, ("consolidation",)),
     Step("procedures", Pipeline._step_procedures, ("consolidation",)),
     Step("merge", Pipeline._step_merge, ("consolidation",)),
     Step("statistics", Pipeline._step_statistics, ("consolidation", "synthesis")),

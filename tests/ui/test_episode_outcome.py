@@ -1,0 +1,50 @@
+"""How an event went, set in the memory detail pane with the keyboard (issue 27 item 8): the
+choice saves when changed with the arrow keys, the words on Enter; a fact has no such row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from tests.ui.test_flows import WAIT, close_vault, drain, make_vault, select_memory
+
+
+def test_rating_an_event_from_the_detail_pane_by_keys(qtbot: Any, tmp_path: Path,
+                                                      fast_kdf: Any) -> None:
+    from app.api import MemoryQuery
+    from ui.bridge import CoreBridge
+    from ui.main_window import MainWindow
+    vault = make_vault(tmp_path / "v", fast_kdf, turns=3, facts=("Sam's bike is green.",))
+    try:
+        win = MainWindow(vault, CoreBridge(), idle_minutes=5)
+        qtbot.addWidget(win)
+        win.show()
+        rows = vault.page_memories(MemoryQuery(fold=True), limit=20).rows
+        event = next(int(r.id) for r in rows if r.store == "episodic")
+        fact = next(int(r.id) for r in rows if r.store == "semantic")
+        select_memory(qtbot, win, event)
+        box = win.browse.detail.outcome
+        qtbot.waitUntil(box.isVisible, timeout=WAIT)
+        assert box.choice.currentText() == "Not rated"
+        box.choice.setFocus()
+        qtbot.keyClick(box.choice, Qt.Key.Key_Down)          # "Went well"
+        qtbot.waitUntil(lambda: vault.get(event).extra.get("rating") == 1, timeout=WAIT)
+        qtbot.keyClick(box.choice, Qt.Key.Key_Down)          # "Mixed"
+        qtbot.waitUntil(lambda: vault.get(event).extra.get("rating") == 0, timeout=WAIT)
+        qtbot.keyClick(box.choice, Qt.Key.Key_Tab)
+        assert box.words.hasFocus()
+        qtbot.keyClicks(box.words, "ran late but fine")
+        qtbot.keyClick(box.words, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: vault.get(event).extra.get("outcome") == "ran late but fine",
+                        timeout=WAIT)
+        assert vault.get(event).extra["rating"] == 0
+        drain()
+        qtbot.waitUntil(lambda: box.words.text() == "ran late but fine", timeout=WAIT)
+        assert box.choice.currentText() == "Mixed"
+        select_memory(qtbot, win, fact)
+        assert not box.isVisible()   # facts are not rated
+    finally:
+        drain()
+        close_vault(vault)
