@@ -77,3 +77,8 @@ DEFAULT_IMPORTANCE = {"short_term": 0.3, "episodic": 0.5, "semantic": 0.6, "proc
 
 # docs/memory-model.md#context-assembly: working-memory context budget (tokens).
 DEFAULT_CONTEXT_BUDGET = 4000
+
+# Recall's second hop (issue 27 item 7, app.services.hops): the share of a best hit's score
+# lent to what is linked to it or names the same person or topic. 0 = off; the LoCoMo dev
+# figures behind the choice are in RecallTuning.hop_weight (app/services/recall.py).
+RECALL_HOP_WEIGHT = 0.0
