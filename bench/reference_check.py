@@ -112,7 +112,8 @@ def chat_turns(n: int, *, seed: int = 7, start: datetime | None = None,
 
 # --- the vault ------------------------------------------------------------------------------
 def sql(vault: Any, query: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    return list(vault._db.read(lambda c: c.execute(query, args).fetchall()))
+    from app.facade import internals
+    return list(internals(vault).db.read(lambda c: c.execute(query, args).fetchall()))
 
 
 def one(vault: Any, query: str, args: tuple[Any, ...] = ()) -> Any:
