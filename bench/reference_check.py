@@ -538,7 +538,9 @@ def scale(n: int) -> dict[str, Any]:
     from storage.crypto import KdfParams
     os.environ.setdefault("KEPT_MODEL_DIR", str(ROOT.parent / "shared" / "models" /
                                                 "all-MiniLM-L6-v2" / "onnx"))
-    turns = chat_turns(n)
+    # 30 turns a day: 10,000 turns are 11 months of chat (under episodic's one-year retention,
+    # so the run's archive count is what fades, not what is simply older than a year).
+    turns = chat_turns(n, per_session=30)
     with tempfile.TemporaryDirectory(prefix="kept-refscale-") as tmp:
         vault = Vault.create(Path(tmp) / "v", PASSWORD, kdf=KdfParams(m=65_536, t=3),
                              threaded=False, use_chroma=False).vault
@@ -559,6 +561,8 @@ def scale(n: int) -> dict[str, Any]:
             "import_s": round(t1 - t0, 1), "consolidation_s": round(t2 - t1, 1),
             "consolidation_cpu_s": round(cpu, 1), "episodes": episodes,
             "consolidation_s_per_1k_episodes": round((t2 - t1) / max(1, episodes) * 1000, 2),
+            "consolidation_cpu_s_per_1k_episodes": round(cpu / max(1, episodes) * 1000, 2),
+            "days": round((parse_iso(turns[-1]["at"]) - parse_iso(turns[0]["at"])) / DAY),
             "run_report": {"seconds": round(report.seconds, 1), "counts": report.counts,
                            "failed_batches": report.failed_batches},
             "stores": stores, "links": link_kinds, "load": os.getloadavg()}
