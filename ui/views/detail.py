@@ -68,8 +68,10 @@ def link_line(kind: str, outgoing: bool, other: str, me: Memory | None,
     """A link as the pane says it: across conversations for a PRECEDED_BY between two, and
     naming who or what a RELATES_TO is about when both texts name them."""
     across = bool(me and them and me.session and them.session and me.session != them.session)
-    about = (words.shared_name(me.text, them.text, skip=[s for s in (me.speaker, them.speaker)
-                                                         if s])
+    # Who spoke is no topic (every turn of theirs names them); a fact's speaker is its holder.
+    skip = [m.speaker for m in (me, them)
+            if m and m.speaker and m.store in ("short_term", "episodic")]
+    about = (words.shared_name(me.text, them.text, skip=skip)
              if me and them and kind == "RELATES_TO" else None)
     return words.link_sentence(kind, outgoing, other, across=across, about=about)
 
