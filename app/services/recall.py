@@ -89,7 +89,8 @@ class RecallTuning:
     # RELATES_TO, REINFORCES, SIMILAR_TO) or, with ``hop_entities``, naming a person or topic
     # they name (entities at most ``hop_broad`` memories mention). Off (policy): LoCoMo dev,
     # consolidated, multi-hop R@10 .4599 without; .4499 at .2 with entities (R@10 .8102 ->
-    # .8031, R@5 .7192 -> .7028); .4587 at .1 links only (R@10 .8142, R@5 .7126).
+    # .8031, R@5 .7192 -> .7028); .4587 at .1 links only (R@10 .8142, R@5 .7126); .4642 at
+    # .05 links only from 3 seeds (R@10 .8123, R@5 .7163: R@5 drops, so it stays off).
     hop_weight: float = policy.RECALL_HOP_WEIGHT
     hop_seeds: int = 5
     hop_entities: float = 1.0  # 1: also through shared entities; 0: links only
