@@ -121,3 +121,8 @@ CONTEXT_STORE_SHARE = {"short_term": 5 / 18, "episodic": 5 / 18, "semantic": 5 /
 CONTEXT_QUOTA_GROUP = {"short_term": "short_term", "episodic": "episodic",
                        "semantic": "semantic", "procedural": "semantic", "implicit": "semantic",
                        "people": "people"}
+
+# Recall's second hop (issue 27 item 7, app.services.hops): the share of a best hit's score
+# lent to what is linked to it or names the same person or topic. 0 = off; the LoCoMo dev
+# figures behind the choice are in RecallTuning.hop_weight (app/services/recall.py).
+RECALL_HOP_WEIGHT = 0.0

@@ -10,6 +10,7 @@ gives the number and what it is made of.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
@@ -23,7 +24,7 @@ __all__ = [
     "store_noun", "store_one", "strength_tip", "strength_word", "tier_tip", "tier_word", "when",
     "when_iso", "hour_text", "calendar_day", "things", "ALSO_GONE", "also_gone", "forget_groups",
     "forget_sentence", "confidence_tip", "join", "RUN_KINDS", "WEEKDAYS", "run_kind",
-    "relevance_word", "relevance_tip", "why_lines",
+    "relevance_word", "relevance_tip", "why_lines", "shared_name",
 ]
 
 # The stores as the navigation and the charts name them (what each holds).
@@ -246,25 +247,66 @@ def said(store: str, text: str, speaker: str | None, occurred_at: float | None, 
     return f"the {store_noun(store)} “{short(text, 60)}”"
 
 
-# (this memory is the link's source, this memory is its target) -> sentence start.
+# (this memory is the link's source, this memory is its target) -> sentence start. Each kind
+# read from both sides: FOLLOWED_BY is PRECEDED_BY seen from the earlier memory.
 _LINKS: dict[str, tuple[str, str]] = {
-    LinkKind.DERIVED_FROM: ("Learned from", "Source of"),
-    LinkKind.PROMOTED_FROM: ("Kept from", "Kept as"),
+    LinkKind.DERIVED_FROM: ("Learned from", "Kept learned from this:"),
+    LinkKind.PROMOTED_FROM: ("Kept for longer from", "Kept for longer as"),
     LinkKind.SUPERSEDES: ("Replaces", "Replaced by"),
     LinkKind.CONTRADICTS: ("Disagrees with", "Disagrees with"),
-    LinkKind.SIMILAR_TO: ("Much like", "Much like"),
-    LinkKind.RELATES_TO: ("Related to", "Related to"),
-    LinkKind.PRECEDED_BY: ("Came after", "Came before"),
+    LinkKind.SIMILAR_TO: ("Says much the same as", "Says much the same as"),
+    LinkKind.RELATES_TO: ("About the same person or thing as",
+                          "About the same person or thing as"),
+    LinkKind.PRECEDED_BY: ("Came after", "Followed by"),
     LinkKind.MENTIONS: ("Mentions", "Mentioned in"),
-    LinkKind.REINFORCES: ("Supports", "Supported by"),
+    LinkKind.REINFORCES: ("Said again, which supports", "Said again in"),
 }
+# PRECEDED_BY between two conversations (the first mention of a topic in one, its last
+# mention in the conversation before about it).
+_LINKS_ACROSS = ("Picks up from an earlier conversation:", "Picked up in a later conversation:")
 
 
-def link_sentence(kind: str, outgoing: bool, other: str) -> str:
+def link_sentence(kind: str, outgoing: bool, other: str, *, across: bool = False,
+                  about: str | None = None) -> str:
     """ "Learned from what Sam said on 15 June 2026: “…”". ``outgoing``: the shown memory
-    is the link's source; ``other``: the other memory as ``said`` names it."""
+    is the link's source; ``other``: the other memory as ``said`` names it; ``across``: the
+    two were said in different conversations (a PRECEDED_BY between them); ``about``: the
+    person or thing both name, for RELATES_TO ("About Mia, like the fact “…”")."""
+    if kind == LinkKind.PRECEDED_BY and across:
+        return f"{_LINKS_ACROSS[0] if outgoing else _LINKS_ACROSS[1]} {other}"
+    if kind == LinkKind.RELATES_TO and about:
+        return f"Also about {about}: {other}"
     start = _LINKS.get(kind, (kind.replace("_", " ").capitalize(),) * 2)
     return f"{start[0] if outgoing else start[1]} {other}"
+
+
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+
+
+def shared_name(a: str, b: str, *, skip: Iterable[str] = ()) -> str | None:
+    """A name both texts use (a capitalised word or run that is not a common word, "The",
+    "Yesterday", nor in ``skip``: the speakers), the longest: what a RELATES_TO link is
+    about, in the texts' own words. None when they share none."""
+    from app.services.text import STOPWORDS
+    skipped = {s.casefold() for s in skip}
+
+    def names(text: str) -> set[str]:
+        out = set()
+        for m in _NAME.finditer(text):
+            run = m.group(0).split()
+            while run and (run[0].casefold() in STOPWORDS or run[0].casefold() in _NOT_NAMES):
+                run = run[1:]  # "The Kitewood launch": a sentence's first word goes
+            if run and " ".join(run).casefold() not in skipped:
+                out.add(" ".join(run))
+        return out
+    both = names(a) & names(b)
+    return max(sorted(both), key=len) if both else None
+
+
+# Capitalised at a sentence start, never a name.
+_NOT_NAMES = frozenset("""yesterday today tomorrow tonight thanks thank yes yeah no okay ok
+hey hi hello sure well also still just really maybe great good nice cool wow oh so but and
+then now last next this that my our your his her their its we they he she it you""".split())
 
 
 _HISTORY = {"created": "learned", "confirmed": "confirmed by you", "rated": "rated by you",

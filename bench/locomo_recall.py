@@ -8,6 +8,7 @@ recalled with ``now`` just after the last session, and the ranked refs are score
 
     KEPT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2/onnx python bench/locomo_recall.py
     python bench/locomo_recall.py --via-cli     # the same through `kept import` / `kept recall --batch`
+    python bench/locomo_recall.py --consolidate --tune hop_weight=0.2   # links, then hops
 
 The data is CC BY-NC 4.0 and is read from ../shared at run time, never copied.
 """
@@ -66,7 +67,8 @@ def ranked_refs(hits: list[dict], k: int) -> list[str]:
 
 
 def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, depth: int,
-               tune: dict | None = None) -> tuple[list[dict], dict]:
+               tune: dict | None = None, consolidate: bool = False
+               ) -> tuple[list[dict], dict]:
     from app.clock import parse_iso
     from app.facade import Vault
     from app.services.importer import parse_import
@@ -77,6 +79,8 @@ def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, dept
                          use_chroma=False).vault
     tuning.apply(vault, tune or {})
     vault.import_turns(parse_import(lines))
+    if consolidate:  # the whole pipeline once (facts, entities, links), as the app's schedule
+        vault.consolidate(now=parse_iso(now))
     t1 = time.perf_counter()
     results = vault.recall_batch([(q["qid"], q["question"], parse_iso(now)) for q in questions],
                                  k=depth)
@@ -117,6 +121,9 @@ def main() -> int:
     ap.add_argument("--via-cli", action="store_true")
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--samples", help="comma list of sample ids (default: all)")
+    ap.add_argument("--consolidate", action="store_true",
+                    help="run consolidation once after the import (facade path only): facts, "
+                    "entities and links before the questions")
     ap.add_argument("--tune", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a RecallTuning field (an experiment; facade path only)")
     args = ap.parse_args()
@@ -146,7 +153,8 @@ def main() -> int:
             if args.via_cli:
                 ranked, timing = run_cli(sample, qs, now, folder, args.depth)
             else:
-                ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune)
+                ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune,
+                                            args.consolidate)
             ranked_all += ranked
             timings[sid] = timing
         rfile = tmp / "ranked.jsonl"
@@ -156,7 +164,8 @@ def main() -> int:
                         str(rfile), "--json-out", str(jfile)], check=True, capture_output=True)
         scores = json.loads(jfile.read_text())
     print(json.dumps({"benchmark": "locomo_dev_evidence_recall", "path": "cli" if args.via_cli
-                      else "facade", "questions": len(ranked_all), "scores": scores,
+                      else "facade", "consolidated": args.consolidate, "tune": tune,
+                      "questions": len(ranked_all), "scores": scores,
                       "timings": timings}, indent=1))
     return 0
 

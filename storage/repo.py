@@ -18,6 +18,8 @@ from app.ports import EntitySummary, Json, RecallMeta, Reinforcement
 from storage import scores as _scores
 from storage.batching import SQL_VARIABLES
 from storage.embedder import EMBED_DIM
+from storage.hops import linked as linked  # recall's second hop (re-exported)
+from storage.hops import sharing_entities as sharing_entities
 from storage.lexicon import mark_fts
 from storage.sqlcipher import Connection
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
+
 from app import words
 
 NOW = datetime(2026, 6, 15, 20, 0, tzinfo=UTC).timestamp()  # a Monday evening
@@ -97,3 +99,45 @@ def test_the_first_and_last_moments_a_vault_accepts_are_said_in_any_zone() -> No
     assert words.when(first, tz=west, now=0) == "1 January 1, 00:00"
     assert words.day(last, tz=east, now=0) == "31 December 9999"
     assert words.when(last, tz=west, now=0) == "31 December 9999, 15:59"
+
+
+def test_every_link_kind_reads_as_a_sentence_from_both_sides() -> None:
+    """Issue 27 item 7: each kind, seen from its source and from its target, starts with
+    words (no kind name, no underscore), and the two sides of an asymmetric kind differ."""
+    from app.domain.memory import LinkKind
+    other = "what Sam said on 1 June 2026: “the renovation is done”"
+    seen = {}
+    for kind in LinkKind:
+        out = words.link_sentence(kind, True, other)
+        back = words.link_sentence(kind, False, other)
+        for s in (out, back):
+            assert s.endswith(other) and "_" not in s and kind.value not in s, s
+            assert s[0].isupper()
+        seen[kind] = (out, back)
+    for kind in ("PRECEDED_BY", "DERIVED_FROM", "SUPERSEDES", "PROMOTED_FROM", "REINFORCES",
+                 "MENTIONS"):
+        assert seen[LinkKind(kind)][0] != seen[LinkKind(kind)][1], kind
+    assert seen[LinkKind.PRECEDED_BY] == (f"Came after {other}", f"Followed by {other}")
+    # Between two conversations, and a RELATES_TO that knows whom both name.
+    across = words.link_sentence("PRECEDED_BY", True, other, across=True)
+    assert across != seen[LinkKind.PRECEDED_BY][0] and "earlier conversation" in across
+    assert "later conversation" in words.link_sentence("PRECEDED_BY", False, other, across=True)
+    assert words.link_sentence("RELATES_TO", True, other, about="Mia") == \
+        f"Also about Mia: {other}"
+    # ``about`` and ``across`` only change the kinds they describe.
+    assert words.link_sentence("SUPERSEDES", True, other, across=True, about="Mia") == \
+        seen[LinkKind.SUPERSEDES][0]
+
+
+@pytest.mark.parametrize(("a", "b", "skip", "name"), [
+    ("Mia started at Kitewood in May.", "Had lunch with Mia and Tom yesterday", ["Sam"], "Mia"),
+    ("My sister Ana Lopez moved to Lyon", "I called Ana Lopez today", [], "Ana Lopez"),
+    ("Yesterday was long", "Yesterday I ran 5k", [], None),  # a sentence start, not a name
+    ("Sam likes tea", "Sam runs on Saturdays", ["sam"], None),  # the speaker is skipped
+    ("The Kitewood launch slipped", "Kitewood hired two people", [], "Kitewood"),
+    ("i think so", "no idea", [], None),
+])
+def test_shared_name_finds_whom_two_memories_are_about(a: str, b: str, skip: list[str],
+                                                       name: str | None) -> None:
+    assert words.shared_name(a, b, skip=skip) == name
+    assert words.shared_name(b, a, skip=skip) == name  # either way round

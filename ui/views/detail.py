@@ -64,6 +64,19 @@ def wrap_lines(lst: QListWidget) -> None:
     lst.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
 
 
+def link_line(kind: str, outgoing: bool, other: str, me: Memory | None,
+              them: Memory | None) -> str:
+    """A link as the pane says it: across conversations for a PRECEDED_BY between two, and
+    naming who or what a RELATES_TO is about when both texts name them."""
+    across = bool(me and them and me.session and them.session and me.session != them.session)
+    # Who spoke is no topic (every turn of theirs names them); a fact's speaker is its holder.
+    skip = [m.speaker for m in (me, them)
+            if m and m.speaker and m.store in ("short_term", "episodic")]
+    about = (words.shared_name(me.text, them.text, skip=skip)
+             if me and them and kind == "RELATES_TO" else None)
+    return words.link_sentence(kind, outgoing, other, across=across, about=about)
+
+
 # A source or link line's memory (list items of ``sources`` and ``links``).
 TARGET_ROLE = Qt.ItemDataRole.UserRole
 
@@ -287,6 +300,7 @@ class DetailPane(Page):
                     except NotFound:  # forgotten between the two reads
                         pass
             m = vault.get(mid)
+            others.setdefault(int(mid), m)  # itself: its conversation and words, for links
             return (ex, vault.history(mid), m.agent, vault.memory_reads(mid), others,
                     m.session is not None)
         self.load(load, self._fill)
@@ -354,8 +368,8 @@ class DetailPane(Page):
             m = others.get(other_id)
             other = (words.said(m.store, m.text, m.speaker, m.occurred_at) if m is not None
                      else "a memory that is gone")
-            self._add_target(self.links,
-                             words.link_sentence(link.kind, link.src == ex.id, other),
+            self._add_target(self.links, link_line(link.kind, link.src == ex.id, other,
+                                                   others.get(int(ex.id)), m),
                              other_id if m is not None else None)
         if len(ex.links) > LINKS_SHOWN:
             self.links.addItem(f"and {len(ex.links) - LINKS_SHOWN:,} more")
