@@ -131,7 +131,11 @@ def find_model() -> ModelLookup:
     """The model to load, in this order: ``$KEPT_MODEL_DIR``; a frozen build's bundle
     (``sys._MEIPASS``); the repository's ``assets/models/all-MiniLM-L6-v2/onnx``; the installed
     int8 package (tokenizer from ``storage/tokenizer/``); Chroma's download cache. A file that
-    fails its pinned sha256 is refused with one log line and the lookup goes on."""
+    fails its pinned sha256 is refused with one log line and the lookup goes on.
+
+    A set ``KEPT_MODEL_DIR`` is the only place looked: whoever names a folder (CI, a benchmark,
+    a test of the no-model path) gets that model or none, never another one in its stead (a
+    typo would otherwise measure the int8 model as if it were the fp32 one)."""
     problem: str | None = None
     sources = ["KEPT_MODEL_DIR"] if os.environ.get("KEPT_MODEL_DIR") else []
     if getattr(sys, "frozen", False) and getattr(sys, "_MEIPASS", None):
@@ -141,6 +145,9 @@ def find_model() -> ModelLookup:
     pkg = package_model_file()
     if pkg is not None:
         dirs.insert(len(dirs) - 1, ("package", pkg.parent))
+    explicit = sources[0] == "KEPT_MODEL_DIR"
+    if explicit:
+        dirs = dirs[:1]
     for source, path in dirs:
         onnx, tok = path / "model.onnx", _tokenizer_dir(path)
         if not (onnx.is_file() and (tok / "tokenizer.json").is_file()):
@@ -155,7 +162,8 @@ def find_model() -> ModelLookup:
             log.error("embedding model unreadable (%s, %s)", type(exc).__name__, source)
             continue
         return ModelLookup(ModelChoice(path, tok, model_id, source), problem)
-    log.debug("no %s model found", MODEL_NAME)
+    if explicit:
+        log.info("no usable model in KEPT_MODEL_DIR: nothing else is tried")
     return ModelLookup(None, problem)
 
 
