@@ -130,6 +130,10 @@ class VaultStatus:
     remember_device: bool
     open_contradictions: int = 0    # open Inbox contradictions (an assistant's: both sides seen)
     agent: str | None = None        # counted as this assistant sees the vault; None: all
+    model: str | None = None        # the model id in use (its vectors carry it); None: off
+    model_source: str | None = None  # "installed with Kept", "from KEPT_MODEL_DIR", ...
+    model_problem: str | None = None  # why semantic search is off though a model was found
+    vector_models: dict[str, int] = field(default_factory=dict)  # model id -> vectors it made
 
 
 @dataclass(frozen=True, slots=True)

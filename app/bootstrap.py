@@ -14,6 +14,7 @@ still report a broken one by name.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -165,17 +166,39 @@ def load_embedder(load_model: bool) -> tuple[Embedder | None, Path | None]:
     if not load_model:
         return None, None
     from storage.embedder import Embedder as OnnxEmbedder
-    from storage.embedder import find_model_dir
-    model_dir = find_model_dir()
-    if model_dir is None:
+    from storage.embedder import find_model
+    choice = find_model().choice  # a damaged pinned file is refused there (one log line)
+    if choice is None:
         log.warning("embedding model not found: semantic search is off")
         return None, None
+    model_dir = choice.model_dir
     try:
         return OnnxEmbedder(model_dir), model_dir
     except Exception as exc:  # a damaged model file must not stop the vault opening
         log.error("embedding model failed to load (%s): semantic search is off",
                   type(exc).__name__)
         return None, None
+
+
+def model_problem() -> str | None:
+    """Why semantic search is off when a model was there but refused (``"the model file is
+    damaged"``: its sha256 is not the pinned one), else None."""
+    from storage.embedder import find_model
+    return find_model().problem
+
+
+def model_source(model_dir: Path | None) -> str | None:
+    """Where the model in ``model_dir`` came from, in words, or None."""
+    from storage.embedder import package_model_file
+    if model_dir is None:
+        return None
+    pkg = package_model_file()
+    if pkg is not None and pkg.parent.resolve() == Path(model_dir).resolve():
+        return "installed with Kept"
+    if os.environ.get("KEPT_MODEL_DIR") and Path(
+            os.environ["KEPT_MODEL_DIR"]).expanduser().resolve() == Path(model_dir).resolve():
+        return "from KEPT_MODEL_DIR"
+    return "found on this computer"
 
 
 def create_parts(folder: Path, password: str, *, kdf: ports.KdfParams | None = None,
@@ -214,7 +237,7 @@ def open_parts(folder: Path, password: str | None = None, *, recovery_code: str 
     single-threaded mode always does). ``recovery_code`` with ``new_password``: a forgotten password
     is replaced (the code keeps working; ``OpenVault.recover``)."""
     from storage import repo
-    from storage.embedder import MODEL_NAME
+    from storage.embedder import MODEL_NAME, SAME_SPACE
     from storage.unlock import OpenVault
     if recovery_code is not None and new_password is not None:
         opened, info = OpenVault.recover(folder, recovery_code, new_password,
@@ -230,7 +253,9 @@ def open_parts(folder: Path, password: str | None = None, *, recovery_code: str 
         # 0.25 s at 100k).
         vectors = None
         if load_model:
-            vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, MODEL_NAME)))
+            # Both model ids of one space: an fp32 vault opened with the int8 model (or the
+            # reverse) keeps its vectors (docs/architecture.md#the-embedding-model).
+            vectors = (MODEL_NAME, opened.db.read(lambda c: repo.load_vectors(c, SAME_SPACE)))
         embedder, model_dir = load_embedder(load_model)
         parts = compose(opened, clock=clock, embedder=embedder, model_dir=model_dir,
                         use_chroma=use_chroma, vectors=vectors)
@@ -295,13 +320,15 @@ def _seed_settings(opened: KeySession) -> None:
 def _load_index(opened: KeySession, index: ports.VectorIndex, embedder: Embedder | None,
                 vectors: tuple[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
     from storage import repo
+    from storage.embedder import SAME_SPACE
     if embedder is None:
         return
     model = embedder.model_name
-    if vectors is not None and vectors[0] == model:
+    space = SAME_SPACE if model in SAME_SPACE else (model,)
+    if vectors is not None and vectors[0] in space:
         ids, mat = vectors[1]
     else:
-        ids, mat = opened.db.read(lambda c: repo.load_vectors(c, model))
+        ids, mat = opened.db.read(lambda c: repo.load_vectors(c, space))
     index.load(ids, mat)
 
 

@@ -256,10 +256,12 @@ class Vault:
         its own memories, contradictions whose both sides it sees)."""
         kf = self._opened.key_file
 
-        def run(conn: ports.Connection) -> tuple[dict[str, dict[str, int]], str, int]:
+        def run(conn: ports.Connection
+                ) -> tuple[dict[str, dict[str, int]], str, int, dict[str, int]]:
             return (self._rows.counts(conn, agent), self._schema_version(conn),
-                    self._rows.open_contradictions(conn, agent))
-        counts, version, open_items = self._db.read(run)
+                    self._rows.open_contradictions(conn, agent),
+                    self._rows.vector_models(conn) if agent is None else {})
+        counts, version, open_items, by_model = self._db.read(run)
         totals = {store: sum(v.values()) for store, v in counts.items()}
         kdf = KdfInfo(alg=kf.kdf.alg, version=kf.kdf.v, m_kib=kf.kdf.m, t=kf.kdf.t,
                       p=kf.kdf.p)
@@ -271,7 +273,15 @@ class Vault:
             index=("chroma" if self._index.chroma_ready else "exact") if self._embedder else "off",
             recovery_code=kf.wrap_recovery is not None,
             remember_device=kf.wrap_device is not None, open_contradictions=open_items,
-            agent=agent)
+            agent=agent, **self._model_status(), vector_models=by_model)
+
+    def _model_status(self) -> dict[str, str | None]:
+        """Which model is in use and where from, or why none is (issue 28)."""
+        from app import bootstrap
+        if self._embedder is not None:
+            return {"model": self._embedder.model_name,
+                    "model_source": bootstrap.model_source(self._model_dir)}
+        return {"model_problem": bootstrap.model_problem()}
 
     def background_work(self) -> list[str]:
         """What is still being prepared after unlock, in words; empty when done. Reads

