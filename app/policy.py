@@ -77,3 +77,11 @@ DEFAULT_IMPORTANCE = {"short_term": 0.3, "episodic": 0.5, "semantic": 0.6, "proc
 
 # docs/memory-model.md#context-assembly: working-memory context budget (tokens).
 DEFAULT_CONTEXT_BUDGET = 4000
+
+# 004 salience routing (issue 27): a turn whose salience (app/services/salience.py) is at least
+# this also becomes an episode; below it, it stays short-term only and expires by short-term's
+# retention (DECAY["working"]). 004 gives the score and leaves the cut to the router; .3 keeps
+# every fact, plan, change, preference and event of tests/app/test_salience.py and sends
+# small talk, one-off requests and bare reactions to short-term only (LoCoMo dev: see
+# docs/architecture.md#salience-routing for how many turns and the recall figures).
+SALIENCE_EPISODE_MIN = 0.3

@@ -23,7 +23,7 @@ __all__ = [
     "store_noun", "store_one", "strength_tip", "strength_word", "tier_tip", "tier_word", "when",
     "when_iso", "hour_text", "calendar_day", "things", "ALSO_GONE", "also_gone", "forget_groups",
     "forget_sentence", "confidence_tip", "join", "RUN_KINDS", "WEEKDAYS", "run_kind",
-    "relevance_word", "relevance_tip", "why_lines",
+    "relevance_word", "relevance_tip", "why_lines", "routing_sentence",
 ]
 
 # The stores as the navigation and the charts name them (what each holds).
@@ -396,3 +396,21 @@ def why_lines(parts: Mapping[str, float]) -> list[str]:
     if "composite" in parts:
         out.append(f"Its strength ({strength_word(parts['composite'])}) adds a little.")
     return out
+
+
+def routing_sentence(salience: float, stores: Iterable[str], reason: str,
+                     by: str = "rules") -> str:
+    """Where an incoming turn went and why (``api.RoutingView``): "Salience 0.72 (the
+    speaker's own, an event, change, plan or preference): kept as a conversation turn and an
+    event." Short-term only: "...: kept as a conversation turn only; it fades with the
+    conversation."
+    """
+    kept = [str(s) for s in stores]
+    rated = " (rated by the LLM)" if by == "llm" else ""
+    if kept == [Store.SHORT_TERM.value]:
+        where = "kept as a conversation turn only; it fades with the conversation"
+    else:
+        nouns = [store_noun(s) for s in sorted(kept, key=lambda s: _ORDER.get(s, 99))]
+        where = "kept as " + " and ".join(f"a{'n' if n[0] in 'aeiou' else ''} {n}"
+                                          for n in nouns)
+    return f"Salience {salience:.2f}{rated} ({reason[:1].lower() + reason[1:]}): {where}."

@@ -16,10 +16,11 @@ from app.api import (  # noqa: F401  (re-exported: the old import path)
     Filters,
     Hit,
     LinkView,
+    RoutingView,
     SourceView,
 )
 from app.clock import to_iso
-from app.domain.memory import MemoryId
+from app.domain.memory import MemoryId, Store
 from app.errors import NotFound
 from app.ports import Connection, ContextRows, Database
 from app.services import currency, scoring
@@ -129,6 +130,7 @@ class ContextService:
                     for s in (found[MemoryId(x)] for x in chain if MemoryId(x) in found)]
             return srcs, rows.links_of(conn, mid)
         srcs, links = self.db.read(sources)
+        routing = self._routing(mid)
         s = m.scores
         from app.services import assistant_change as ac
         if mark is not None and mark.state == "pending":
@@ -143,4 +145,13 @@ class ContextService:
                     "emotional": s.emotional, "social": s.social, "composite": s.composite,
                     "confidence": m.confidence, "access_count": float(m.access_count)},
             breakdown=breakdown, sources=tuple(srcs), links=tuple(links), currency=d.currency,
-            confirmed_by_person=d.confirmed_by_person, written_by=d.written_by)
+            confirmed_by_person=d.confirmed_by_person, written_by=d.written_by,
+            routing=routing)
+
+    def _routing(self, mid: int) -> RoutingView | None:
+        """The salience routing of a turn, or of the turn an episode was made from."""
+        found = self.db.read(lambda c: self.rows.routing_of(c, mid))
+        if found is None:
+            return None
+        score, stores, reason, by = found
+        return RoutingView(score, tuple(Store(s) for s in stores), reason, by)
