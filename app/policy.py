@@ -85,3 +85,13 @@ DEFAULT_CONTEXT_BUDGET = 4000
 # small talk, one-off requests and bare reactions to short-term only (LoCoMo dev: see
 # docs/architecture.md#salience-routing for how many turns and the recall figures).
 SALIENCE_EPISODE_MIN = 0.3
+
+# 003 short-term summarisation (issue 27 item 2): a conversation with at least this many
+# short-term turns not summarised yet becomes one summary episode (the consolidation step
+# "summaries"). 003 summarises a session once it is long; 13 of LoCoMo dev's 128 sessions have
+# 30 turns or more (the longest ~40), so 30 summarises the long ones only.
+SUMMARY_MIN_TURNS = 30
+# About 150 tokens: a summary fits a context beside the facts (DEFAULT_CONTEXT_BUDGET).
+SUMMARY_MAX_CHARS = 600
+# Extractive ranking: this share centrality, the rest salience.
+SUMMARY_W_CENTRAL = 0.5

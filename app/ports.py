@@ -566,6 +566,18 @@ class KnownHabit(NamedTuple):
     failure_count: int
 
 
+class SessionTurn(NamedTuple):
+    """A short-term turn no summary covers yet (``summary_turns``), with its salience."""
+    id: int
+    session: str
+    agent: str
+    context: str | None
+    speaker: str | None
+    text: str
+    occurred_at: float
+    salience: float | None
+
+
 class HabitEpisode(NamedTuple):
     """An active episode as habit detection reads it (speaker and session never None)."""
     id: int
@@ -730,6 +742,7 @@ class ConsolidationRows(Protocol):
                    now: float) -> int: ...
     def add_mention(self, conn: Connection, entity_id: int, mid: int) -> bool: ...
     def habit_episodes(self, conn: Connection) -> list[HabitEpisode]: ...
+    def summary_turns(self, conn: Connection) -> list[SessionTurn]: ...
     def procedure_triggers(self, conn: Connection) -> dict[tuple[str, Scope], KnownHabit]: ...
     def set_procedure_counts(self, conn: Connection, mid: int, success: int, failure: int
                              ) -> None: ...
