@@ -430,6 +430,25 @@ def summary_turns(conn: Connection) -> list[SessionTurn]:
         "ORDER BY m.session, m.agent, coalesce(m.context, ''), m.seq, m.occurred_at, m.id")]
 
 
+def route_by_llm(conn: Connection, episode: int, score: float, stores: Sequence[str],
+                 reason: str) -> tuple[int, dict[str, Json]] | None:
+    """The LLM's routing decision for the turn ``episode`` was made from: (turn id, the
+    decision it replaces, {} for none), or None when the episode has no turn."""
+    row = conn.execute("SELECT l.dst FROM link l JOIN memory t ON t.id = l.dst "
+                       "WHERE l.src = ? AND l.kind = 'DERIVED_FROM' AND t.store = 'short_term' "
+                       "ORDER BY l.dst LIMIT 1", (episode,)).fetchone()
+    if row is None:
+        return None
+    turn = int(row[0])
+    old = conn.execute("SELECT salience, stores, reason, by FROM routing WHERE memory_id = ?",
+                       (turn,)).fetchone()
+    prior: dict[str, Json] = {} if old is None else {
+        "salience": float(old[0]), "stores": str(old[1]), "reason": str(old[2]),
+        "by": str(old[3])}
+    repo.put_routing(conn, [(turn, score, stores, reason, "llm")])
+    return turn, prior
+
+
 # --- step 5: implicit statistics -------------------------------------------------------------
 
 def episode_signals(conn: Connection) -> Iterator[EpisodeSignal]:
