@@ -83,7 +83,7 @@ DEFAULT_CONTEXT_BUDGET = 4000
 # retention (DECAY["working"]). 004 gives the score and leaves the cut to the router; .3 keeps
 # every fact, plan, change, preference and event of tests/app/test_salience.py and sends
 # small talk, one-off requests and bare reactions to short-term only (LoCoMo dev: see
-# docs/architecture.md#salience-routing for how many turns and the recall figures).
+# docs/memory-model.md#salience-routing for how many turns and the recall figures).
 SALIENCE_EPISODE_MIN = 0.3
 
 # 003 short-term summarisation (issue 27 item 2): a conversation with at least this many

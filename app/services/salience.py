@@ -90,7 +90,7 @@ def route(score: float, reason: str, by: str = "rules") -> Salience:
 def score(text: str) -> Salience:
     """Pure and cheap (regular expressions over one turn)."""
     t = text.strip()
-    if is_small_talk(t):
+    if is_small_talk(t) and not any(c.isdigit() for c in t):  # "1:15, got it. thx" keeps
         return route(0.05, "Small talk (greetings, thanks, acknowledgements)")
     if _TRANSIENT.match(t):
         return route(0.15, "A one-off request about the text at hand")

@@ -31,6 +31,7 @@ KEPT = [
     "Grandma turned 90 today", "I'm learning Spanish on Duolingo",
     "Going to the gym after work", "I signed the lease", "I teach piano",
     "Did you know I ran a marathon in April?", "The renovation is finished",
+    "1:15, got it. thx", "ok, Friday then", "thanks, my sister loved it",
 ]
 # Small talk, one-off requests and bare reactions.
 DROPPED = [
