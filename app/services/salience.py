@@ -1,7 +1,7 @@
 """Salience routing (reference 004's ``salience_score``; issue 27 item 1). Layer: app. Pure.
 
 Every incoming turn gets a salience in [0, 1] from rules that generalise (no sentence is quoted):
-content words, first person, named things, change cues, numbers and dates, questions; two
+content words, first person, named things, change cues, numbers and dates; two
 filters pull a turn down: small talk ("Thanks!", "ok cool", "lol", greetings;
 ``text.is_small_talk``) and transient requests to the assistant about the text at hand ("can
 you summarise this", "translate that into French"), plus bare reactions with nothing of the
@@ -103,7 +103,9 @@ def score(text: str) -> Salience:
     number = bool(_NUMBER.search(t))
     question = t.rstrip().endswith("?")
     reaction = bool(content) and all(w.strip("'!") in _REACTION for w in content)
-    if reaction and not (first or names or number):
+    # A question stays: the answer that follows is read with it (an episode's full-text
+    # context is its neighbouring episodes; dropping questions cost LoCoMo dev R@10).
+    if reaction and not (first or names or number or question):
         return route(0.2, "A reaction with nothing new in it")
     if not content:
         return route(0.1, "No content words")
@@ -121,8 +123,7 @@ def score(text: str) -> Salience:
     if number:
         s += 0.1
         said.append("a number or date")
-    if question and not first:
-        s -= 0.1
+    if question:
         said.append("a question")
     reason = ", ".join(said) if said else f"{len(content)} content words"
     return route(s, reason[:1].upper() + reason[1:])
