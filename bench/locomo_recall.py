@@ -66,7 +66,7 @@ def ranked_refs(hits: list[dict], k: int) -> list[str]:
 
 
 def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, depth: int,
-               tune: dict | None = None) -> tuple[list[dict], dict]:
+               tune: dict | None = None, summaries: bool = False) -> tuple[list[dict], dict]:
     from app.clock import parse_iso
     from app.facade import Vault
     from app.services.importer import parse_import
@@ -77,6 +77,8 @@ def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, dept
                          use_chroma=False).vault
     tuning.apply(vault, tune or {})
     vault.import_turns(parse_import(lines))
+    if summaries:  # long conversations summarised first (the consolidation step, issue 27)
+        vault.consolidate(steps=("summaries",), now=parse_iso(now))
     t1 = time.perf_counter()
     results = vault.recall_batch([(q["qid"], q["question"], parse_iso(now)) for q in questions],
                                  k=depth)
@@ -119,6 +121,9 @@ def main() -> int:
     ap.add_argument("--samples", help="comma list of sample ids (default: all)")
     ap.add_argument("--tune", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a RecallTuning field (an experiment; facade path only)")
+    ap.add_argument("--summaries", action="store_true",
+                    help="run the consolidation step 'summaries' after each import "
+                         "(facade path only)")
     args = ap.parse_args()
     tune = tuning.parse(args.tune)
     if not DATA.exists():
@@ -146,7 +151,8 @@ def main() -> int:
             if args.via_cli:
                 ranked, timing = run_cli(sample, qs, now, folder, args.depth)
             else:
-                ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune)
+                ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune,
+                                            args.summaries)
             ranked_all += ranked
             timings[sid] = timing
         rfile = tmp / "ranked.jsonl"
