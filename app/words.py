@@ -399,7 +399,7 @@ def why_lines(parts: Mapping[str, float]) -> list[str]:
 
 
 def routing_sentence(salience: float, stores: Iterable[str], reason: str,
-                     by: str = "rules") -> str:
+                     by: str = "rules", *, score: bool = True) -> str:
     """Where an incoming turn went and why (``api.RoutingView``): "Salience 0.72 (the
     speaker's own, an event, change, plan or preference): kept as a conversation turn and an
     event." Short-term only: "...: kept as a conversation turn only; it fades with the
@@ -413,4 +413,7 @@ def routing_sentence(salience: float, stores: Iterable[str], reason: str,
         nouns = [store_noun(s) for s in sorted(kept, key=lambda s: _ORDER.get(s, 99))]
         where = "kept as " + " and ".join(f"a{'n' if n[0] in 'aeiou' else ''} {n}"
                                           for n in nouns)
-    return f"Salience {salience:.2f}{rated} ({reason[:1].lower() + reason[1:]}): {where}."
+    why = reason[:1].lower() + reason[1:]
+    if not score:  # the window: words, not numbers
+        return f"{where[:1].upper() + where[1:]} ({why}){rated}."
+    return f"Salience {salience:.2f}{rated} ({why}): {where}."

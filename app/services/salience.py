@@ -125,5 +125,5 @@ def score(text: str) -> Salience:
         said.append("a number or date")
     if question:
         said.append("a question")
-    reason = ", ".join(said) if said else f"{len(content)} content words"
+    reason = ", ".join(said) if said else "content words only"
     return route(s, reason[:1].upper() + reason[1:])

@@ -71,6 +71,9 @@ def test_sentence_says_where_and_why() -> None:
     said = routing_sentence(high.score, high.stores, high.reason, "llm")
     assert said.startswith(f"Salience {high.score:.2f} (rated by the LLM)")
     assert said.endswith("kept as a conversation turn and an event.")
+    assert routing_sentence(high.score, high.stores, high.reason, score=False) == (
+        f"Kept as a conversation turn and an event ({high.reason[:1].lower()}"
+        f"{high.reason[1:]}).")
 
 
 def test_import_routes_by_salience_and_explain_says_so(vault: Vault) -> None:

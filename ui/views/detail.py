@@ -311,7 +311,7 @@ class DetailPane(Page):
         self._turn = ex.store == "short_term"
         self.conversation_btn.setVisible(in_session)
         routed = (words.routing_sentence(ex.routing.salience, ex.routing.stores,
-                                         ex.routing.reason, ex.routing.by)
+                                         ex.routing.reason, ex.routing.by, score=False)
                   if ex.routing is not None else None)
         self._show_why(words.why_lines(ex.breakdown) + ([routed] if routed else [])
                        if ex.breakdown is not None else None)
