@@ -430,9 +430,19 @@ def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
         for row in conn.execute(f"SELECT id, ref FROM memory WHERE id IN ({marks}) "
                                 "AND ref IS NOT NULL", chunk):
             refs[row[0]] = row[1]
+    # A conversation's summary (issue 27 item 2) names no one place where something was said:
+    # its own refs only (none), while explain still lists every turn it covers. With the
+    # turns' refs, a summary hit filled a top 10 with its conversation (LoCoMo dev R@10 .81
+    # -> .78, bench/locomo_recall.py --summaries).
+    summaries: set[int] = set()
+    for chunk in _chunks(sorted({int(i) for i in ids}), SQL_VARIABLES):
+        marks = ",".join("?" * len(chunk))
+        summaries |= {int(r[0]) for r in conn.execute(
+            f"SELECT memory_id FROM episode WHERE event_type = 'summary' AND memory_id IN "
+            f"({marks})", chunk)}
     out: dict[int, list[str]] = {}
     for mid in ids:
-        chain = [int(mid), *prov.get(int(mid), [])]
+        chain = [int(mid)] if int(mid) in summaries else [int(mid), *prov.get(int(mid), [])]
         out[int(mid)] = list(dict.fromkeys(refs[c] for c in chain if c in refs))
     return out
 

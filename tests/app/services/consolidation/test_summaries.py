@@ -84,6 +84,9 @@ def test_a_long_conversation_becomes_one_summary_episode(vault: Vault) -> None:
     assert {s.store for s in ex.sources} == {"short_term"}
     hit = vault.recall("where does Ana's sister move", k=5, touch=False)
     assert mid in [h.id for h in hit]
+    # No one place it was said: a summary hit carries no refs (explain has its sources).
+    assert next(h for h in hit if h.id == mid).refs == ()
+    assert any(h.refs for h in hit if h.id != mid)
     # Nothing new: the next run summarises nothing. Undone, the turns are summarised again.
     assert vault.consolidate(steps=("summaries",)).value.counts.get("sessions_summarised",
                                                                       0) == 0
