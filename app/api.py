@@ -327,6 +327,17 @@ class LinkView:
 
 
 @dataclass(frozen=True, slots=True)
+class RoutingView:
+    """Where an incoming turn went and why (issue 27 item 1, reference 004's salience): its
+    salience in [0, 1], the stores it went to, the reason in plain words, and who decided
+    ("rules" or "llm")."""
+    salience: float
+    stores: tuple[Store, ...]
+    reason: str
+    by: str = "rules"
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     id: MemoryId
     store: Store
@@ -340,6 +351,7 @@ class Explanation:
     currency: Currency | None = None  # for the query given: current, earlier, superseded
     confirmed_by_person: bool = False
     written_by: WrittenBy = "person"
+    routing: RoutingView | None = None  # an incoming turn (or its episode): salience routing
 
 
 # --- forget and history (docs/memory-model.md#forgetting) -----------------------------------------
@@ -351,6 +363,7 @@ KIND_LABELS = {
     "llm_reply": "stored LLM replies", "llm_reply_source": "LLM reply sources",
     "run_change": "consolidation log entries", "episode": "episode details",
     "fact": "fact details", "procedure": "procedure details", "statistic": "statistics",
+    "routing": "routing decisions",
 }
 
 

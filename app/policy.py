@@ -126,3 +126,21 @@ CONTEXT_QUOTA_GROUP = {"short_term": "short_term", "episodic": "episodic",
 # lent to what is linked to it or names the same person or topic. 0 = off; the LoCoMo dev
 # figures behind the choice are in RecallTuning.hop_weight (app/services/recall.py).
 RECALL_HOP_WEIGHT = 0.0
+
+# 004 salience routing (issue 27): a turn whose salience (app/services/salience.py) is at least
+# this also becomes an episode; below it, it stays short-term only and expires by short-term's
+# retention (DECAY["working"]). 004 gives the score and leaves the cut to the router; .3 keeps
+# every fact, plan, change, preference and event of tests/app/test_salience.py and sends
+# small talk, one-off requests and bare reactions to short-term only (LoCoMo dev: see
+# docs/memory-model.md#salience-routing for how many turns and the recall figures).
+SALIENCE_EPISODE_MIN = 0.3
+
+# 003 short-term summarisation (issue 27 item 2): a conversation with at least this many
+# short-term turns not summarised yet becomes one summary episode (the consolidation step
+# "summaries"). 003 summarises a session once it is long; 13 of LoCoMo dev's 128 sessions have
+# 30 turns or more (the longest ~40), so 30 summarises the long ones only.
+SUMMARY_MIN_TURNS = 30
+# About 150 tokens: a summary fits a context beside the facts (DEFAULT_CONTEXT_BUDGET).
+SUMMARY_MAX_CHARS = 600
+# Extractive ranking: this share centrality, the rest salience.
+SUMMARY_W_CENTRAL = 0.5

@@ -24,7 +24,7 @@ __all__ = [
     "store_noun", "store_one", "strength_tip", "strength_word", "tier_tip", "tier_word", "when",
     "when_iso", "hour_text", "calendar_day", "things", "ALSO_GONE", "also_gone", "forget_groups",
     "forget_sentence", "confidence_tip", "join", "RUN_KINDS", "WEEKDAYS", "run_kind",
-    "relevance_word", "relevance_tip", "why_lines", "shared_name",
+    "relevance_word", "relevance_tip", "why_lines", "shared_name", "routing_sentence",
 ]
 
 # The stores as the navigation and the charts name them (what each holds).
@@ -443,3 +443,24 @@ def why_lines(parts: Mapping[str, float]) -> list[str]:
 # How an event went (issue 27 item 8): an episode's rating in words, also the outcome Kept
 # writes when it infers one (``app.services.outcomes``).
 EPISODE_RATINGS = {1: "went well", 0: "mixed", -1: "went badly"}
+
+
+def routing_sentence(salience: float, stores: Iterable[str], reason: str,
+                     by: str = "rules", *, score: bool = True) -> str:
+    """Where an incoming turn went and why (``api.RoutingView``): "Salience 0.72 (the
+    speaker's own, an event, change, plan or preference): kept as a conversation turn and an
+    event." Short-term only: "...: kept as a conversation turn only; it fades with the
+    conversation."
+    """
+    kept = [str(s) for s in stores]
+    rated = " (rated by the LLM)" if by == "llm" else ""
+    if kept == [Store.SHORT_TERM.value]:
+        where = "kept as a conversation turn only; it fades with the conversation"
+    else:
+        nouns = [store_noun(s) for s in sorted(kept, key=lambda s: _ORDER.get(s, 99))]
+        where = "kept as " + " and ".join(f"a{'n' if n[0] in 'aeiou' else ''} {n}"
+                                          for n in nouns)
+    why = reason[:1].lower() + reason[1:]
+    if not score:  # the window: words, not numbers
+        return f"{where[:1].upper() + where[1:]} ({why}){rated}."
+    return f"Salience {salience:.2f}{rated} ({why}): {where}."

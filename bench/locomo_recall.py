@@ -68,7 +68,7 @@ def ranked_refs(hits: list[dict], k: int) -> list[str]:
 
 def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, depth: int,
                tune: dict | None = None, consolidate: bool = False,
-               query_model: str | None = None
+               query_model: str | None = None, summaries: bool = False
                ) -> tuple[list[dict], dict]:
     from app.clock import parse_iso
     from app.facade import Vault
@@ -90,6 +90,8 @@ def run_facade(sample: dict, questions: list[dict], now: str, folder: Path, dept
         finally:
             os.environ["KEPT_MODEL_DIR"] = built_with
         tuning.apply(vault, tune or {})
+    if summaries:  # long conversations summarised first (the consolidation step, issue 27)
+        vault.consolidate(steps=("summaries",), now=parse_iso(now))
     t1 = time.perf_counter()
     results = vault.recall_batch([(q["qid"], q["question"], parse_iso(now)) for q in questions],
                                  k=depth)
@@ -138,6 +140,9 @@ def main() -> int:
     ap.add_argument("--query-model-dir", metavar="DIR",
                     help="build each vault with KEPT_MODEL_DIR's model, then reopen it with the "
                          "model in DIR and query with that (mixing fp32 and int8 vectors)")
+    ap.add_argument("--summaries", action="store_true",
+                    help="run the consolidation step 'summaries' after each import "
+                         "(facade path only)")
     args = ap.parse_args()
     tune = tuning.parse(args.tune)
     if not DATA.exists():
@@ -166,7 +171,8 @@ def main() -> int:
                 ranked, timing = run_cli(sample, qs, now, folder, args.depth)
             else:
                 ranked, timing = run_facade(sample, qs, now, folder, args.depth, tune,
-                                            args.consolidate, args.query_model_dir)
+                                            args.consolidate, args.query_model_dir,
+                                            args.summaries)
             ranked_all += ranked
             timings[sid] = timing
         rfile = tmp / "ranked.jsonl"

@@ -32,6 +32,7 @@ from app.ports import (
     MergeHabit,
     RelationRow,
     Scope,
+    SessionTurn,
     SummaryFact,
     TopicMention,
 )
@@ -88,7 +89,7 @@ def episodes_after(conn: Connection, upto: int) -> list[EpisodeRow]:
     """Active episodes with an id above the watermark, by id."""
     return [EpisodeRow(*r) for r in conn.execute(
         f"SELECT {_EPISODE_COLS} FROM memory WHERE store = 'episodic' "
-        "AND status = 'active' AND id > ? ORDER BY id", (upto,))]
+        f"AND status = 'active' AND id > ? AND {NOT_SUMMARY} ORDER BY id", (upto,))]
 
 
 def episodes_by_id(conn: Connection, ids: Sequence[int]) -> list[EpisodeRow]:
@@ -294,7 +295,7 @@ def unlinked_successions(conn: Connection) -> list[tuple[int, int]]:
         "WITH ordered AS (SELECT id, LAG(id) OVER (PARTITION BY session, agent, "
         "coalesce(context, '') ORDER BY occurred_at, id) AS prev FROM memory "
         "WHERE store = 'episodic' AND status IN ('active', 'archived') AND session IS NOT NULL "
-        "AND session != '') "
+        f"AND session != '' AND {NOT_SUMMARY}) "
         "SELECT o.id, o.prev FROM ordered o WHERE o.prev IS NOT NULL AND NOT EXISTS ("
         "SELECT 1 FROM link l WHERE l.src = o.id AND l.dst = o.prev AND l.kind = 'PRECEDED_BY')")]
 
@@ -357,7 +358,8 @@ def derived_sources(conn: Connection, mid: int) -> list[int]:
 def mention_sources(conn: Connection) -> Iterator[MentionSource]:
     """Every active episode, fact and procedure, lazily (the whole store is read)."""
     for r in conn.execute("SELECT id, text, speaker, agent, context FROM memory WHERE store IN "
-                          "('episodic','semantic','procedural') AND status = 'active'"):
+                          "('episodic','semantic','procedural') AND status = 'active' "
+                          f"AND {NOT_SUMMARY}"):
         yield MentionSource(*r)
 
 
@@ -392,7 +394,7 @@ def habit_episodes(conn: Connection) -> list[HabitEpisode]:
     return [HabitEpisode(*r) for r in conn.execute(
         "SELECT id, text, coalesce(speaker, ''), occurred_at, coalesce(session, ''), "
         "agent, context FROM memory WHERE store = 'episodic' AND status = 'active' "
-        "ORDER BY occurred_at, id")]
+        f"AND {NOT_SUMMARY} ORDER BY occurred_at, id")]
 
 
 def procedure_triggers(conn: Connection) -> dict[tuple[str, Scope], KnownHabit]:
@@ -417,12 +419,52 @@ def mark_procedure(conn: Connection, mid: int, trigger: str, actions: Sequence[s
                  (trigger, json.dumps(list(actions)), success_count, failure_count, mid))
 
 
+# --- step: short-term summaries -------------------------------------------------------------
+
+# Episodes that summarise a conversation (issue 27 item 2): read by recall, never again by
+# extraction, habits, statistics or the succession links (their turns already were).
+NOT_SUMMARY = "id NOT IN (SELECT memory_id FROM episode WHERE event_type = 'summary')"
+
+
+def summary_turns(conn: Connection) -> list[SessionTurn]:
+    """Active short-term turns of a conversation that no summary covers yet, by
+    conversation and order."""
+    return [SessionTurn(*r) for r in conn.execute(
+        "SELECT m.id, m.session, m.agent, m.context, m.speaker, m.text, m.occurred_at, "
+        "r.salience FROM memory m LEFT JOIN routing r ON r.memory_id = m.id "
+        "WHERE m.store = 'short_term' AND m.status = 'active' AND m.session IS NOT NULL "
+        "AND m.session != '' AND NOT EXISTS (SELECT 1 FROM link l JOIN episode e "
+        "ON e.memory_id = l.src WHERE l.dst = m.id AND l.kind = 'DERIVED_FROM' "
+        "AND e.event_type = 'summary') "
+        "ORDER BY m.session, m.agent, coalesce(m.context, ''), m.seq, m.occurred_at, m.id")]
+
+
+def route_by_llm(conn: Connection, episode: int, score: float, stores: Sequence[str],
+                 reason: str) -> tuple[int, dict[str, Json]] | None:
+    """The LLM's routing decision for the turn ``episode`` was made from: (turn id, the
+    decision it replaces, {} for none), or None when the episode has no turn."""
+    row = conn.execute("SELECT l.dst FROM link l JOIN memory t ON t.id = l.dst "
+                       "WHERE l.src = ? AND l.kind = 'DERIVED_FROM' AND t.store = 'short_term' "
+                       "ORDER BY l.dst LIMIT 1", (episode,)).fetchone()
+    if row is None:
+        return None
+    turn = int(row[0])
+    old = conn.execute("SELECT salience, stores, reason, by FROM routing WHERE memory_id = ?",
+                       (turn,)).fetchone()
+    prior: dict[str, Json] = {} if old is None else {
+        "salience": float(old[0]), "stores": str(old[1]), "reason": str(old[2]),
+        "by": str(old[3])}
+    repo.put_routing(conn, [(turn, score, stores, reason, "llm")])
+    return turn, prior
+
+
 # --- step 5: implicit statistics -------------------------------------------------------------
 
 def episode_signals(conn: Connection) -> Iterator[EpisodeSignal]:
     """Every episode the person has not forgotten, archived ones too."""
     for r in conn.execute("SELECT occurred_at, emotional, speaker, agent, context FROM memory "
-                          "WHERE store = 'episodic' AND status IN ('active', 'archived')"):
+                          "WHERE store = 'episodic' AND status IN ('active', 'archived') "
+                          f"AND {NOT_SUMMARY}"):
         yield EpisodeSignal(*r)
 
 

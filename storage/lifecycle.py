@@ -25,7 +25,7 @@ CASCADES: tuple[tuple[str, str], ...] = (
     ("episode", "memory_id"), ("fact", "memory_id"), ("procedure", "memory_id"),
     ("statistic", "memory_id"), ("history", "memory_id"), ("vector", "memory_id"),
     ("entity_mention", "memory_id"), ("run_change", "memory_id"),
-    ("llm_reply_source", "memory_id"),
+    ("llm_reply_source", "memory_id"), ("routing", "memory_id"),
 )
 
 
@@ -405,7 +405,7 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
 
 COUNTED_TABLES = ("memory", "episode", "fact", "procedure", "statistic", "link", "entity",
                   "entity_mention", "contradiction", "history", "vector", "memory_fts",
-                  "run_change", "llm_reply", "llm_reply_source")
+                  "run_change", "llm_reply", "llm_reply_source", "routing")
 
 
 def table_counts(conn: Connection) -> dict[str, int]:

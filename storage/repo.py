@@ -231,6 +231,30 @@ def get_memory(conn: Connection, mid: int) -> Memory | None:
     return m
 
 
+def put_routing(conn: Connection,
+                rows: Sequence[tuple[int, float, Sequence[str], str, str]]) -> None:
+    """Routing decisions (issue 27 item 1): (memory id, salience, stores, reason, by)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO routing (memory_id, salience, stores, reason, by) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [(int(m), float(s), json.dumps(list(st)), r, b) for m, s, st, r, b in rows])
+
+
+def routing_of(conn: Connection, mid: int) -> tuple[float, tuple[str, ...], str, str] | None:
+    """(salience, stores, reason, by) of a turn, or of the turn an episode comes from."""
+    row = conn.execute("SELECT salience, stores, reason, by FROM routing WHERE memory_id = ?",
+                       (mid,)).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT r.salience, r.stores, r.reason, r.by FROM link l "
+            "JOIN routing r ON r.memory_id = l.dst "
+            "WHERE l.src = ? AND l.kind = 'DERIVED_FROM' ORDER BY l.dst LIMIT 1",
+            (mid,)).fetchone()
+    if row is None:
+        return None
+    return float(row[0]), tuple(str(x) for x in json.loads(row[1])), str(row[2]), str(row[3])
+
+
 def _chunks(items: list[int], n: int) -> Iterable[list[int]]:
     for i in range(0, len(items), n):
         yield items[i:i + n]
@@ -424,9 +448,19 @@ def refs_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[str]]:
         for row in conn.execute(f"SELECT id, ref FROM memory WHERE id IN ({marks}) "
                                 "AND ref IS NOT NULL", chunk):
             refs[row[0]] = row[1]
+    # A conversation's summary (issue 27 item 2) names no one place where something was said:
+    # its own refs only (none), while explain still lists every turn it covers. With the
+    # turns' refs, a summary hit filled a top 10 with its conversation (LoCoMo dev R@10 .81
+    # -> .78, bench/locomo_recall.py --summaries).
+    summaries: set[int] = set()
+    for chunk in _chunks(sorted({int(i) for i in ids}), SQL_VARIABLES):
+        marks = ",".join("?" * len(chunk))
+        summaries |= {int(r[0]) for r in conn.execute(
+            f"SELECT memory_id FROM episode WHERE event_type = 'summary' AND memory_id IN "
+            f"({marks})", chunk)}
     out: dict[int, list[str]] = {}
     for mid in ids:
-        chain = [int(mid), *prov.get(int(mid), [])]
+        chain = [int(mid)] if int(mid) in summaries else [int(mid), *prov.get(int(mid), [])]
         out[int(mid)] = list(dict.fromkeys(refs[c] for c in chain if c in refs))
     return out
 

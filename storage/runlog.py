@@ -89,6 +89,13 @@ def revert(conn: Connection, change: RunChange) -> None:
         conn.execute("UPDATE episode SET rating = ?, outcome = ?, outcome_by = ?, rated_at = ? "
                      "WHERE memory_id = ? AND outcome_by = 'inferred'",
                      (p["rating"], p["outcome"], p["outcome_by"], p["rated_at"], mid))
+    elif kind == "routing" and mid is not None:  # the decision the LLM's replaced
+        if p:
+            conn.execute("INSERT OR REPLACE INTO routing (memory_id, salience, stores, reason, "
+                         "by) VALUES (?, ?, ?, ?, ?)",
+                         (mid, p["salience"], p["stores"], p["reason"], p["by"]))
+        else:
+            conn.execute("DELETE FROM routing WHERE memory_id = ?", (mid,))
     elif kind == "statistic" and mid is not None:
         conn.execute("UPDATE statistic SET value = ?, sample_size = ? WHERE memory_id = ?",
                      (p["value"], p["sample_size"], mid))

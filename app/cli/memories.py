@@ -246,6 +246,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         who = f"{s.speaker} said" if s.speaker else words.store_one(s.store)
         ref = f" (ref {s.ref})" if s.ref else ""
         print(f"  source [{s.id}] {words.when_iso(s.occurred_at)}{ref}, {who}: {s.text}")
+    if ex.routing is not None:
+        r = ex.routing
+        print(f"  {words.routing_sentence(r.salience, r.stores, r.reason, r.by)}")
     for link in ex.links:
         outgoing = link.src == ex.id
         other = link.dst if outgoing else link.src

@@ -17,10 +17,11 @@ from app.api import (  # noqa: F401  (re-exported: the old import path)
     Filters,
     Hit,
     LinkView,
+    RoutingView,
     SourceView,
 )
 from app.clock import to_iso
-from app.domain.memory import Memory, MemoryId
+from app.domain.memory import Memory, MemoryId, Store
 from app.errors import NotFound
 from app.ports import Connection, ContextRows, Database
 from app.services import confidence, currency, scoring
@@ -180,6 +181,7 @@ class ContextService:
                     for s in (found[MemoryId(x)] for x in chain if MemoryId(x) in found)]
             return srcs, rows.links_of(conn, mid)
         srcs, links = self.db.read(sources)
+        routing = self._routing(mid)
         from app.services import assistant_change as ac
         if mark is not None and mark.state == "pending":
             mark = None  # described again below, for this viewer
@@ -191,4 +193,13 @@ class ContextService:
             id=m.id, store=m.store, text=m.text, status=m.status, tier=tier,
             scores=self._live_scores(m, now),
             breakdown=breakdown, sources=tuple(srcs), links=tuple(links), currency=d.currency,
-            confirmed_by_person=d.confirmed_by_person, written_by=d.written_by)
+            confirmed_by_person=d.confirmed_by_person, written_by=d.written_by,
+            routing=routing)
+
+    def _routing(self, mid: int) -> RoutingView | None:
+        """The salience routing of a turn, or of the turn an episode was made from."""
+        found = self.db.read(lambda c: self.rows.routing_of(c, mid))
+        if found is None:
+            return None
+        score, stores, reason, by = found
+        return RoutingView(score, tuple(Store(s) for s in stores), reason, by)

@@ -21,7 +21,8 @@ from app.api import Turn
 from app.domain.memory import Draft, Memory, MemoryId, Scores, Store
 from app.errors import NotFound, ValidationError
 from app.ports import Clock, Connection, Database, Embedder, Lifecycle, MemoryRows, VectorIndex
-from app.services import scoring, slots
+from app.services import salience, scoring, slots
+from app.services.salience import Salience
 from app.services.text import date_words, emotional_score, social_score
 from app.validation import check_string, check_text, check_time
 
@@ -91,6 +92,17 @@ def score(d: Draft, now: float, known: tuple[float, float] | None = None) -> Sco
     confidence = d.confidence if d.confidence is not None else (
         1.0 if d.user_validated else 0.5)
     return Scores(importance, rec, 0.0, emotional, social, comp), decay_class, confidence
+
+
+def route_turn(text: str, store: Store) -> Salience:
+    """Where an incoming turn goes (issue 27 item 1): a turn meant for episodic memory goes
+    there only when its salience reaches ``policy.SALIENCE_EPISODE_MIN``; a turn the import
+    sent to another store keeps it (its salience is still recorded)."""
+    s = salience.score(text)
+    if store is Store.EPISODIC:
+        return s
+    stores = ("short_term",) if store is Store.SHORT_TERM else ("short_term", store.value)
+    return Salience(s.score, stores, f"{s.reason}; the import named the store", s.by)
 
 
 @dataclass(slots=True)
@@ -292,6 +304,9 @@ class IngestService:
                     base = Draft(text=t.text, store=Store.SHORT_TERM, occurred_at=t.at,
                                  session=t.session, speaker=t.speaker, seq=seq, ref=t.ref)
                     drafts.append((base, t.store))
+                routes = [route_turn(d.text, st) for d, st in drafts]
+                drafts = [(d, st if st is not Store.EPISODIC or r.episode else Store.SHORT_TERM)
+                          for (d, st), r in zip(drafts, routes, strict=True)]
                 vecs = self.embed([embed_text(replace(d, store=st)) for d, st in drafts
                                    if st is not Store.SHORT_TERM])
                 prepared: _Prepared = []
@@ -309,13 +324,16 @@ class IngestService:
                     prepared.append((d, *scored, derived, keys))
 
                 def run(conn: Connection, prepared: _Prepared = prepared,
-                        vecs: np.ndarray | None = vecs) -> list[MemoryId]:
+                        vecs: np.ndarray | None = vecs,
+                        routes: list[Salience] = routes) -> list[MemoryId]:
                     derived_ids = []
+                    turn_ids = []
                     texts = []  # full-text rows, written once per batch (repo.index_texts)
                     for d, ss, sc, sf, e, keys in prepared:
                         tid = rows.insert_memory(conn, d, now=now, decay_class=sc, scores=ss,
                                                  confidence=sf, fts_keys=keys, index_text=False)
                         texts.append((tid, d.text, keys, d.session, d.store.value, d.seq))
+                        turn_ids.append(tid)
                         if e is not None:
                             ed, es, ec, ef = e
                             eid = rows.insert_memory(
@@ -324,6 +342,8 @@ class IngestService:
                             texts.append((eid, ed.text, keys, ed.session, ed.store.value, ed.seq))
                             derived_ids.append(eid)
                     rows.index_texts(conn, texts)
+                    rows.put_routing(conn, [(tid, r.score, r.stores, r.reason, r.by)
+                                            for tid, r in zip(turn_ids, routes, strict=True)])
                     if vecs is not None:
                         rows.put_vectors(conn, derived_ids, vecs, model)
                     return derived_ids

@@ -278,7 +278,8 @@ def test_migration_0016_gives_back_what_decay_archived(
     share_embedder(monkeypatch, embedder)
     everything = migrations.migration_names
     monkeypatch.setattr(migrations, "migration_names",
-                        lambda: [n for n in everything() if n < "0016"])
+                        # 0021 (routing) too: today's import writes each turn's routing.
+                        lambda: [n for n in everything() if n < "0016" or n[:4] == "0021"])
     # Code of schema 0015 read an event's columns of then (0024 added its rating).
     import storage.repo as repo
     monkeypatch.setitem(repo.SIDE_COLUMNS, "episode", ("event_type", "actors", "outcome",

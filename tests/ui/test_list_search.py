@@ -162,6 +162,8 @@ def test_why_this_result(qtbot: Any, window: Any) -> None:
     lines = detail.why.text().splitlines()
     assert "It has the words you searched for." in lines
     assert not any(ch.isdigit() for ch in detail.why.text())  # words, not scores
+    if row.store in ("episodic", "short_term"):  # a turn or its event: where it went, why
+        assert lines[-1].startswith("Kept as a conversation turn")
     # A list's memory is not a search result: no panel.
     browse.search.clear()
     qtbot.keyClick(browse.search, Qt.Key.Key_Return)

@@ -52,6 +52,8 @@ COUNT_LABELS: dict[str, tuple[str, str]] = {
                          "people, projects, areas and resources found"),
     "statistics_updated": ("pattern updated", "patterns updated"),
     "summaries_written": ("summary written", "summaries written"),
+    "sessions_summarised": ("long conversation summarised as an event",
+                            "long conversations summarised as events"),
     "similar_links": ("near-duplicate linked", "near-duplicates linked"),
     "sequence_links": ("turn linked to the one before", "turns linked to the ones before"),
     "related_links": ("fact linked to a related one", "facts linked to related ones"),

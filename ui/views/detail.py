@@ -328,7 +328,11 @@ class DetailPane(Page):
         self.memory_id = ex.id
         self._turn = ex.store == "short_term"
         self.conversation_btn.setVisible(in_session)
-        self._show_why(words.why_lines(ex.breakdown) if ex.breakdown is not None else None)
+        routed = (words.routing_sentence(ex.routing.salience, ex.routing.stores,
+                                         ex.routing.reason, ex.routing.by, score=False)
+                  if ex.routing is not None else None)
+        self._show_why(words.why_lines(ex.breakdown) + ([routed] if routed else [])
+                       if ex.breakdown is not None else None)
         self.origin.setText(f"from {agent}: written by this assistant"
                             if agent != "global" else "")
         self.origin.setVisible(agent != "global")
@@ -348,7 +352,8 @@ class DetailPane(Page):
             + ("never used by an assistant" if not used
                else f"used {words.count(used, 'time', 'times')}")
             + ("" if confirmed else " · not confirmed by you"))
-        self.scores.setToolTip(words.strength_tip(s["composite"], s))
+        self.scores.setToolTip(words.strength_tip(s["composite"], s)
+                               + (f"\n{routed}" if routed else ""))
         self.sources.clear()
         lines: dict[str, int] = {}
         for src in ex.sources:

@@ -75,6 +75,7 @@ def llm_extractor(db: Database, rows: ConsolidationRows, inbox: InboxRows, clock
         def save_raw(raw: str, error: str) -> None:
             db.write_sync(lambda c: rows.save_llm_reply(c, clock.now(), raw, error,
                                                           [e.id for e in eps]))
+        llm.last_salience = (None, {})
         try:
             facts, deletes = llm.extract(eps, names, save_raw)
         except AppError as exc:
@@ -89,8 +90,39 @@ def llm_extractor(db: Database, rows: ConsolidationRows, inbox: InboxRows, clock
             if target is not None and in_scope(target, scope):
                 review_request(db, inbox, clock, target,
                                d.reason or "the assistant thinks this is no longer true")
+        if llm.last_salience[1]:
+            llm_routing(db, rows, rl, llm.last_salience[1], facts)
         return facts
     return run
+
+
+def llm_routing(db: Database, rows: ConsolidationRows, rl: RunLog,
+                rated: dict[int, tuple[float, str]], facts: list[FactCandidate]) -> None:
+    """Reference 004's salience in LLM mode (issue 27 item 1): each episode's score and
+    reasoning replace the rules' routing decision of its turn ("rated by the LLM" in explain),
+    and an episode the LLM rates below ``policy.SALIENCE_EPISODE_MIN`` that gave no fact is
+    put aside (archived, never deleted; its turn stays short-term). Both are undone with the
+    run."""
+    from app import policy
+    used = {i for f in facts for i in f.source_ids}
+
+    def write(conn: Any) -> None:
+        for eid, (score, why) in rated.items():
+            keep = score >= policy.SALIENCE_EPISODE_MIN or eid in used
+            stores = ("short_term", "episodic") if keep else ("short_term",)
+            reason = why or ("worth keeping" if keep else "nothing to keep")
+            prior = rows.route_by_llm(conn, eid, score, stores, reason)
+            if prior is None:
+                continue
+            turn, old = prior
+            rl.change(conn, "routing", turn, **old)
+            rl.counts["routed_by_llm"] += 1
+            if not keep:
+                rows.archive(conn, eid)
+                rl.change(conn, "status", eid, status="active", superseded_by=None,
+                          valid_until=None)
+                rl.counts["episodes_set_aside"] += 1
+    db.write_sync(write)
 
 
 def match_fact(db: Database, rows: ConsolidationRows, statement: str, scope: Scope) -> int | None:

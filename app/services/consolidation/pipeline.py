@@ -897,6 +897,12 @@ class Pipeline:
                 rl.counts[counter] += 1
         self.db.write_sync(write)
 
+    # --- short-term summaries (issue 27 item 2) --------------------------------------------
+    def _step_summaries(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
+        """Each long conversation becomes one summary episode (``summarise.py``)."""
+        from app.services.consolidation import summarise
+        summarise.step(self, rl, now, cancel)
+
     # --- step 5: implicit statistics -------------------------------------------------
     def _step_statistics(self, rl: RunLog, now: float, cancel: CancelToken) -> None:
         self.recompute_statistics(now, rl)
@@ -1094,6 +1100,7 @@ STEP_LIST: tuple[Step, ...] = (
     Step("outcomes", Pipeline._step_outcomes, ("consolidation",)),
     Step("procedures", Pipeline._step_procedures, ("consolidation",)),
     Step("merge", Pipeline._step_merge, ("consolidation",)),
+    Step("summaries", Pipeline._step_summaries, ("consolidation",)),
     Step("statistics", Pipeline._step_statistics, ("consolidation", "synthesis")),
     Step("decay", Pipeline._step_decay, ("decay",)),
     Step("scores", Pipeline._step_scores, ("decay",)),

@@ -25,6 +25,7 @@ from app.services.llm.parsing import (
     _content_of,
     error_detail,
     parse_reply,
+    parse_salience,
 )
 from app.services.llm.prompt import RETRY_PROMPT, build_messages
 from app.services.llm.redaction import Redactor, _unredact_fact, unredact
@@ -48,6 +49,9 @@ class LlmExtractor:
         self.cfg = cfg
         self.transport: Transport = transport or http_post
         self._json_mode = True        # off for good once the server refuses response_format
+        # 004's analysis and per-episode salience of the last batch that parsed (names
+        # restored): (analysis or None, episode id -> (salience_score, reasoning)).
+        self.last_salience: tuple[str | None, dict[int, tuple[float, str]]] = (None, {})
 
     def _redactor(self, episodes: Sequence[EpisodeView], known_names: Iterable[str]
                   ) -> Redactor | None:
@@ -127,6 +131,10 @@ class LlmExtractor:
                 continue
             log.info("llm batch of %d episodes -> %d facts, %d delete requests",
                      len(episodes), len(facts), len(deletes))
+            note, rated = parse_salience(raw, ids)
+            self.last_salience = (unredact(note, mapping) if note else None,
+                                  {i: (sc, unredact(why, mapping)) for i, (sc, why)
+                                   in rated.items()})
             facts = [_unredact_fact(f, mapping) for f in facts]
             kept = [f for f in facts if grounded(f, episodes)]
             if len(kept) < len(facts):

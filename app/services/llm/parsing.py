@@ -229,10 +229,15 @@ def _fact(obj: Any, path: str, episode_ids: frozenset[int] | None) -> FactCandid
         for i in source:
             if i not in episode_ids:
                 raise _Bad(f"{path}.source_ids: {i} is not the id of an episode in this batch")
+    entry = obj.get("entry_type")
+    entry = entry.strip().upper() if isinstance(entry, str) else ""
+    if entry == "PROCEDURE" and obj.get("store") is None:
+        store = "procedural"
     assert subject and obj_ and statement
     return FactCandidate(
         subject=subject, predicate=predicate, object=obj_, statement=statement,
-        category=category, confidence=float(conf), change=_bool(obj, "change", path),
+        category=category, confidence=float(conf),
+        change=_bool(obj, "change", path) or entry == "ENTITY_UPDATE",
         negated=_bool(obj, "negated", path), store=store.strip().lower(),  # type: ignore[arg-type]
         qualifier=qualifier, source_ids=source)
 
@@ -304,3 +309,45 @@ def parse_reply(raw: str, episode_ids: Iterable[int] | None = None
     except Exception as exc:  # a bug here must not crash the caller: still a ParseError
         log.warning("llm reply parser hit an unexpected %s", type(exc).__name__)
         raise _fail("the reply could not be read") from None
+
+
+def parse_salience(raw: str, episode_ids: Iterable[int]
+                   ) -> tuple[str | None, dict[int, tuple[float, str]]]:
+    """004's ``analysis`` and each episode's ``salience_score`` with its ``reasoning`` from a
+    reply :func:`parse_reply` accepted: (analysis or None, episode id -> (score, reasoning)).
+    Optional and forgiving: an entry that is missing or malformed is left out; never raises."""
+    ids = frozenset(episode_ids)
+    try:
+        top = _decode(raw)
+        if isinstance(top, dict):
+            content = _content_of(top)
+            if content is not None:
+                top = _decode(content)
+        if isinstance(top, str):
+            top = _decode(top)
+    except (_Bad, ParseError, RecursionError, ValueError, TypeError):
+        return None, {}
+    if not isinstance(top, dict):
+        return None, {}
+    analysis = top.get("analysis")
+    note = " ".join(_CTRL.sub(" ", analysis).split())[:MAX_STR] \
+        if isinstance(analysis, str) else None
+    out: dict[int, tuple[float, str]] = {}
+    items = top.get("salience")
+    for item in items[:MAX_ITEMS] if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        mid, score = item.get("id"), item.get("salience_score")
+        if isinstance(score, str):
+            try:
+                score = float(score)
+            except ValueError:
+                continue
+        if isinstance(mid, bool) or not isinstance(mid, int) or mid not in ids \
+                or isinstance(score, bool) or not isinstance(score, (int, float)) \
+                or not 0.0 <= score <= 1.0:
+            continue
+        why = item.get("reasoning")
+        out[mid] = (float(score), " ".join(_CTRL.sub(" ", why).split())[:MAX_STR]
+                    if isinstance(why, str) else "")
+    return note or None, out

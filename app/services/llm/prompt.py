@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from app.domain.fact import EpisodeView
 from app.services.llm.redaction import Redactor, _name_forms, _names_rx
 
-# The prompt: 004's Memory Management Unit routing prompt, extended to the six stores
+# The prompt: 004's Memory Management Unit routing prompt, extended to the six stores, with
+# 004's analysis, salience_score, per-action reasoning and ENTITY_UPDATE kept (issue 27)
 
 SYSTEM_PROMPT = """\
 You are the Memory Management Unit (MMU) of a personal memory app. Your primary function is to \
@@ -68,18 +69,30 @@ replaces an older one.
 something, add a delete with the statement that is no longer true and the reason. memory_id is \
 the id of that memory if it is known, else null. A delete is only a request: the person \
 decides.
-- If nothing is worth remembering, reply {"facts": [], "deletes": []}.
+- entry_type: FACT, PREFERENCE, PROCEDURE or ENTITY_UPDATE (an update of something already \
+known about a person, place or thing: it replaces the old value, so also set change true).
+- reasoning: for every fact, a brief explanation of why it is worth storing.
+- analysis: one sentence summing up your decisions for the whole batch.
+- salience: for every episode, its id, a salience_score from 0.0 to 1.0 (how important it is \
+to remember: small talk, thanks, greetings and one-off requests such as "summarise this" are \
+near 0; facts, plans, changes, preferences and events about the people are high) and a brief \
+reasoning.
+- If nothing is worth remembering, reply {"facts": [], "deletes": []} with the salience.
 
 ### Response format:
 
 You MUST respond with a single, valid JSON object. Do not include any other text, explanation \
 or markdown outside of the JSON structure.
 
-{"facts": [{"subject": "[PERSON_1]", "predicate": "lives_in", "object": "Porto", \
+{"analysis": "One move worth keeping; the thanks is small talk.", \
+"facts": [{"subject": "[PERSON_1]", "predicate": "lives_in", "object": "Porto", \
 "statement": "[PERSON_1] lives in Porto", "category": "place", "confidence": 0.9, \
-"store": "semantic", "change": true, "negated": false, "qualifier": null, "source_ids": [12]}], \
+"store": "semantic", "change": true, "negated": false, "qualifier": null, "source_ids": [12], \
+"entry_type": "ENTITY_UPDATE", "reasoning": "a stated move replaces the old city"}], \
 "deletes": [{"memory_id": null, "statement": "[PERSON_1] lives in Lisbon", \
-"reason": "moved to Porto"}]}"""
+"reason": "moved to Porto"}], \
+"salience": [{"id": 12, "salience_score": 0.9, "reasoning": "a change of home"}, \
+{"id": 13, "salience_score": 0.05, "reasoning": "thanks only"}]}"""
 
 RETRY_PROMPT = "Your reply was not valid: {error}. Reply with JSON only matching the schema."
 

@@ -229,6 +229,10 @@ def test_context_and_explain(vault: Path, tmp_path: Path) -> None:
     ex = json.loads(r.stdout)
     assert ex["sources"][0]["ref"] == "t1" and ex["sources"][0]["store"] == "short_term"
     assert {"lexical", "dense", "relevance", "composite", "final"} <= set(ex["breakdown"])
+    assert ex["routing"]["stores"] == ["short_term", "episodic"]  # salience routing (issue 27)
+    said = kept(vault, "explain", str(hit["id"])).stdout
+    assert f"Salience {ex['routing']['salience']:.2f} (" in said
+    assert "kept as a conversation turn and an event." in said
     assert kept(vault, "explain", "999999").returncode == 4
 
 

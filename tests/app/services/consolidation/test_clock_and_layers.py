@@ -94,12 +94,13 @@ def test_the_pipeline_dispatches_from_its_step_table() -> None:
     assert tuple(inspect.signature(Pipeline.__init__).parameters)[1:] == (
         "db", "clock", "index", "ingest", "rows", "runlog", "inbox")
     assert STEPS == ("extract", "entities", "links", "similar", "outcomes", "procedures",
-                     "merge", "statistics", "decay", "scores", "synthesis")
+                     "merge", "summaries", "statistics", "decay", "scores", "synthesis")
     # Each step carries its schedule: the jobs' step lists are read from the one list.
     assert all(s.jobs for s in STEP_LIST)
     assert job_steps("heartbeat") == ("extract", "entities", "links")
     assert job_steps("consolidation") == ("extract", "entities", "links", "similar",
-                                          "outcomes", "procedures", "merge", "statistics")
+                                          "outcomes", "procedures", "merge", "summaries",
+                                          "statistics")
     assert job_steps("decay") == ("decay", "scores")
     assert job_steps("synthesis") == ("statistics", "synthesis")
     with pytest.raises(ValueError):
