@@ -7,6 +7,7 @@
 -- consolidation never merges them again.
 ALTER TABLE entity ADD COLUMN was_kind TEXT;
 ALTER TABLE entity ADD COLUMN ended_at REAL;
+ALTER TABLE entity ADD COLUMN ended_how TEXT;   -- 'finished' (said so) or 'idle'
 ALTER TABLE entity ADD COLUMN merged_into INTEGER REFERENCES entity(id) ON DELETE SET NULL;
 CREATE TABLE entity_merge (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
