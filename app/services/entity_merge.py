@@ -43,7 +43,7 @@ _MODIFIERS = frozenset("online evening night weekly daily free new my our the a 
 # Words after a name that do not change it ("garden project", "Notion app").
 _HEADS = frozenset("project projects app application lessons lesson practice training "
                    "programming plan traders inc inc. ltd ltd. llc co co. corp group "
-                   "company".split())
+                   "company studio studios hospital clinic".split())
 _TAIL_PREPOSITIONS = frozenset("on at with via in using through".split())
 
 

@@ -660,6 +660,7 @@ class Pipeline:
             sources = list(rows.mention_sources(conn))  # para reads them twice
             for m in sources:
                 found = {n: k for n, k in mentions(m.text).items() if k != para.PROJECT}
+                self._organisations(m, found, stated)
                 if owner.is_owner(m.speaker, self.owner_name):
                     found.setdefault(owner.subject(self.owner_name), "person")
                 elif m.speaker and m.speaker.lower() not in ("assistant", "system"):
@@ -696,6 +697,17 @@ class Pipeline:
         self.db.write_sync(write)
 
     # --- issue 27 item 3: one entity per thing; projects that end become archives --------
+    @staticmethod
+    def _organisations(m: Any, found: dict[str, str], stated: set[Any]) -> None:
+        """Employers and schools (``organisations``) are companies; the person's own, said
+        in the first person, are made at once."""
+        from app.services.organisations import organisations
+        by_person = not m.speaker or m.speaker.lower() not in ("assistant", "system")
+        for name, mine in organisations(m.text).items():
+            found[name] = "company"
+            if mine and by_person:
+                stated.add(((m.agent, m.context), name, "company"))
+
     def _entity_aliases(self, conn: Any) -> dict[tuple[Scope, str, str], int]:
         """Where a name's new mentions go when its entity was archived (the archive, under
         the kind it had) or merged (the entity it joined, followed to the end)."""
