@@ -126,25 +126,23 @@ def test_an_idle_project_is_archived_dated_by_its_last_mention(vault: Vault) -> 
 
 def test_one_name_as_a_person_and_a_resource_is_one_entity_undone_exactly(
         vault: Vault) -> None:
-    # "Duolingo" is capitalised (a person by default) and a tool (a resource)
-    for t in ("I use Duolingo for my Spanish every morning.",
-              "Duolingo sent me a reminder again.", "Duolingo says I have a 40 day streak.",
-              "Honestly Duolingo is addictive."):
+    # "Spanish" is capitalised (a person by default) and studied (a resource): one run makes
+    # both, and its merge step joins them, the resource kept
+    for t in ("I've been learning Spanish for a year.", "My Spanish teacher is called Rosa.",
+              "Spanish is hard but fun.", "I practise Spanish on the bus."):
         said(vault, t)
-    con = inside(vault)
-    # Make the person twin as the entities step would have before this change: the run's
-    # merge then has two to join (the step itself merges twins made in one run too).
-    con.db.write_sync(lambda c: c.execute(
-        "INSERT INTO entity (kind, name, name_key, agent, created_at, updated_at) VALUES "
-        "('person', 'Duolingo', 'duolingo', 'global', 0, 0)"))
+    vault.consolidate(steps=("extract",))
     before_table, before_mentions = entity_table(vault), mentions(vault)
     run = vault.consolidate().value
-    duo = [e for e in entity_table(vault) if e[2] == "Duolingo"]
-    live = [e for e in duo if e[3] == "active"]
-    assert len(live) == 1 and live[0][1] == "resource", duo
-    assert run.counts.get("entities_merged", 0) >= 1
-    assert "Duolingo" in {e.name for e in vault.entities(("resource",))}
-    assert "Duolingo" not in {e.name for e in vault.entities(("person",))}
+    spanish = [e for e in entity_table(vault) if e[2] == "Spanish"]
+    assert sorted((e[1], e[3]) for e in spanish) == [("person", "merged"),
+                                                      ("resource", "active")], spanish
+    assert run.counts.get("entities_merged") == 1
+    assert "Spanish" in {e.name for e in vault.entities(("resource",))}
+    assert "Spanish" not in {e.name for e in vault.entities(("person",))}
+    person, resource = sorted(spanish, key=lambda e: e[1])
+    assert {m for e, m in mentions(vault) if e == person[0]} <= \
+        {m for e, m in mentions(vault) if e == resource[0]}
     vault.undo_run(run.run_id)
     assert entity_table(vault) == before_table
     assert mentions(vault) == before_mentions
