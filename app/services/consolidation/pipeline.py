@@ -63,7 +63,8 @@ log = logging.getLogger(__name__)
 BATCH = 400
 ENTITY_MIN_MENTIONS = 3          # 000: an entity once mentioned in >= 3 memories
 LINKS_SEEN = "consolidation.links_seen"  # what the links step last looked at
-TOPIC_KINDS = ("project", "area", "resource", "company")  # what a conversation is about
+TOPIC_KINDS = ("project", "area", "resource", "company",
+               "archive")  # what a conversation is about (a finished project still is)
 RELATED_MAX = 3                  # RELATES_TO links from one new fact
 PATTERN_MIN = 3                  # a habit: the same action at least 3 times
 HABIT_RELIABILITY = 0.6          # a habit is inferred from reports, never stated: below a
