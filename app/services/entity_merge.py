@@ -139,8 +139,8 @@ def _keeps(a: EntityItem, b: EntityItem) -> tuple[EntityItem, EntityItem]:
 def plan(entities: Sequence[EntityItem], embed: Callable[[list[str]], np.ndarray | None],
          threshold: float, distinct: Iterable[tuple[int, int]]
          ) -> list[tuple[int, int, str]]:
-    """The merges to make: (kept id, merged id, reason). Each entity takes part in at most one
-    merge per run (the next run merges what remains); pairs in ``distinct`` (the person said
+    """The merges to make, in order: (kept id, merged id, reason). An entity merged away
+    takes no further part in this run (the next run merges what remains); pairs in ``distinct`` (the person said
     they are different things) never merge. ``embed`` is called once, only for the names of
     variant pairs; without a model (None) variant pairs stay apart."""
     apart = {frozenset(p) for p in distinct}
@@ -160,10 +160,10 @@ def plan(entities: Sequence[EntityItem], embed: Callable[[list[str]], np.ndarray
     vecs = embed(names) if names else None
     vec = {} if vecs is None else dict(zip(names, vecs, strict=True))
     out: list[tuple[int, int, str]] = []
-    used: set[int] = set()
+    gone: set[int] = set()  # merged this run: neither kept nor merged again until the next
     order = {"kind": 0, "name": 1, "variant": 2}
     for a, b, why in sorted(pairs, key=lambda p: (order[p[2]], p[0].id, p[1].id)):
-        if a.id in used or b.id in used:
+        if a.id in gone or b.id in gone:
             continue
         if why == "variant":
             if a.name not in vec or b.name not in vec:
@@ -175,6 +175,6 @@ def plan(entities: Sequence[EntityItem], embed: Callable[[list[str]], np.ndarray
             why = "embedding"
         kept, merged = _keeps(a, b)
         out.append((kept.id, merged.id, why))
-        used |= {a.id, b.id}
+        gone.add(merged.id)
     return out
 

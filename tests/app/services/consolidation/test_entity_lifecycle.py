@@ -202,3 +202,17 @@ def test_name_variants() -> None:
     assert name_variant(Named("Mrs. Patel", "person"), Named("Patel", "person")) == "name"
     assert name_variant(Named("Spanish", "resource"),
                         Named("Spanish on Duolingo", "resource")) == "variant"
+
+
+def test_one_run_merges_a_kind_twin_and_a_longer_name_into_one(embedder: Any) -> None:
+    from app.policy import ENTITY_MERGE_COSINE
+    from app.services.entity_merge import EntityItem, plan
+    scope = ("global", None)
+    items = [EntityItem(1, scope, "Kitewood Studio", "company", 1),
+             EntityItem(2, scope, "Kitewood", "company", 6),
+             EntityItem(3, scope, "Kitewood", "person", 3),
+             EntityItem(4, scope, "Kite", "company", 2),             # no variant of it
+             EntityItem(5, ("other", None), "Kitewood", "person", 9)]  # another scope
+    merges = plan(items, embedder.embed, ENTITY_MERGE_COSINE, [])
+    assert merges == [(2, 3, "kind"), (2, 1, "embedding")]
+    assert plan(items, embedder.embed, ENTITY_MERGE_COSINE, [(1, 2), (2, 3)]) == []
