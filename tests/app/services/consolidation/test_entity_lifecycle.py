@@ -216,3 +216,16 @@ def test_one_run_merges_a_kind_twin_and_a_longer_name_into_one(embedder: Any) ->
     merges = plan(items, embedder.embed, ENTITY_MERGE_COSINE, [])
     assert merges == [(2, 3, "kind"), (2, 1, "embedding")]
     assert plan(items, embedder.embed, ENTITY_MERGE_COSINE, [(1, 2), (2, 3)]) == []
+
+
+def test_an_archive_reads_as_the_project_it_was_in_plain_words() -> None:
+    from datetime import UTC
+
+    from app import words
+    at = parse_iso("2026-05-03T12:00:00Z")
+    later = parse_iso("2026-07-02T12:00:00Z")
+    assert words.entity_kind("archive", "project", at, "finished", now=later, tz=UTC) == \
+        "project, finished 3 May 2026"
+    assert words.entity_kind("archive", "project", at, "idle", now=later, tz=UTC) == \
+        "project, quiet since 3 May 2026"
+    assert words.entity_kind("company") == "organisation"
