@@ -9,8 +9,8 @@ at Kitewood", "an interview at Kitewood Studio", "she's a nurse at Mercy", "I te
 Hillcrest", "enrolled at Bristol Uni", "volunteering with the Red Cross"; or before an
 employment verb: "Kitewood offered me the job", "Northwind hired me".
 
-Stated (made at once, like a person in a stated relationship) when the sentence speaks in
-the first person ("I", "my"): the person's own employer or school.
+Stated (made at once, like a person in a stated relationship) when the memory speaks in the
+first person ("I", "my", "Me!"): the speaker's own employer or school, or their household's.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def organisations(text: str) -> dict[str, bool]:
     """The organisations ``text`` names as someone's workplace or school: name -> stated
     (said in the first person)."""
     out: dict[str, bool] = {}
+    mine = _FIRST_PERSON.search(text) is not None  # a turn is one speaker's: "...? Me!"
     for s in _SENTENCE.finditer(text):
         sentence = s.group(0)
-        mine = _FIRST_PERSON.search(sentence) is not None
         for rx in (_AFTER, _BEFORE):
             for m in rx.finditer(sentence):
                 name = _clean(m.group("o"))

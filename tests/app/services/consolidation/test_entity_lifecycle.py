@@ -229,3 +229,29 @@ def test_an_archive_reads_as_the_project_it_was_in_plain_words() -> None:
     assert words.entity_kind("archive", "project", at, "idle", now=later, tz=UTC) == \
         "project, quiet since 3 May 2026"
     assert words.entity_kind("company") == "organisation"
+
+
+@pytest.mark.parametrize(("text", "name", "mine"), [
+    ("Guess who starts her new position at Brightwell Labs on Monday? Me!",
+     "Brightwell Labs", True),
+    ("My husband's been a teacher for ten years at Hillcrest Academy.", "Hillcrest Academy",
+     True),
+    ("Tom finally got hired by Oakridge Logistics", "Oakridge Logistics", False),
+    ("Fenwick & Co offered me the job!", "Fenwick & Co", True),
+    ("she is studying nursing at Glasgow Caledonian", "Glasgow Caledonian", False),
+    ("I've been volunteering with the Salvation Army since May", "Salvation Army", True),
+])
+def test_employers_and_schools_in_other_words(text: str, name: str, mine: bool) -> None:
+    from app.services.organisations import organisations
+    assert organisations(text) == {name: mine}
+
+
+@pytest.mark.parametrize("text", [
+    "I went running with Priya at Clapham Common on Monday",  # a friend and a park
+    "We had lunch with Ana at noon",
+    "I worked really hard at Christmas",
+    "Lunch with the team was fun",
+])
+def test_people_places_and_times_are_no_organisation(text: str) -> None:
+    from app.services.organisations import organisations
+    assert organisations(text) == {}
