@@ -52,7 +52,7 @@ __all__ = [
     "DEFAULT_ENTITY_KINDS", "KIND_LABELS", "AgentRead", "AgentRow", "AssistantFact", "FactOutcome", "FactStatus", "PendingChange",
     "MemoryRead", "PendingForget", "PendingStatus", "LIVE", "SECTIONS", "BatchFailure", "CancelToken",
     "Changes", "Context", "ContextItem", "ContextSection", "ContradictionItem", "CreateResult",
-    "Draft", "EntityCard", "EntityId", "EntityRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
+    "Draft", "EntityCard", "EntityId", "EntityRow", "EntityMergeRow", "Explanation", "Filters", "ForgetPlan", "ForgetReport",
     "History", "HistoryEntry", "Hit", "ImportReport", "InboxPage", "InboxStatus", "IndexMode",
     "LinkRecord", "MemoryRecord", "BackupCheck", "BackupRecord", "BackupRemade",
     "InsightMetric", "Insights", "ItemKind", "KdfInfo", "LinkView", "Listener", "Memory", "MemoryId", "MemoryQuery",
@@ -713,6 +713,24 @@ class EntityRow:
     name: str
     summary: str | None
     mentions: int
+    # issue 27 item 3: an archive's kind before it ended, when and how ('finished', 'idle')
+    was_kind: str | None = None
+    ended_at: float | None = None
+    ended_how: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityMergeRow:
+    """One merge of two entities (``VaultAPI.entity_merges``): ``merged`` joined ``kept``
+    with its mentions; ``reason`` is 'kind' (one name under two kinds), 'name' (a variant:
+    a title, a family word) or 'embedding' (a longer name, close in meaning)."""
+    id: int
+    kept: EntityId
+    kept_name: str
+    merged: EntityId
+    merged_name: str
+    reason: str
+    merged_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -1018,6 +1036,10 @@ class VaultAPI(Protocol):
     @op(Access.READ)
     def entities(self, kinds: tuple[EntityKind, ...] = DEFAULT_ENTITY_KINDS
                  ) -> list[EntityRow]: ...
+    @op(Access.READ)
+    def entity_merges(self, entity_id: int) -> list[EntityMergeRow]: ...
+    @op(Access.PERSON)
+    def undo_entity_merge(self, merge_id: int, *, different: bool = True) -> Result[None]: ...
     @op(Access.READ)
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]: ...
     @op(Access.READ)

@@ -29,6 +29,8 @@ from app.api import (
     ContradictionItem,
     CreateResult,
     EntityCard,
+    EntityId,
+    EntityMergeRow,
     EntityRow,
     Explanation,
     FactOutcome,
@@ -690,6 +692,25 @@ class Vault:
     def entities(self, kinds: tuple[str, ...] = DEFAULT_ENTITY_KINDS) -> list[EntityRow]:
         self._check_unlocked()
         return self._browse.entities(kinds)
+
+    def entity_merges(self, entity_id: int) -> list[EntityMergeRow]:
+        """The merges entity ``entity_id`` took part in, newest first (issue 27 item 3)."""
+        self._check_unlocked()
+        merges = self._consolidation_service.entity_merges(entity_id)
+        names = self._browse.entity_names([i for m in merges for i in (m.kept, m.merged)])
+        return [EntityMergeRow(m.id, EntityId(m.kept), names.get(m.kept, ""),
+                               EntityId(m.merged), names.get(m.merged, ""), m.reason,
+                               m.merged_at) for m in merges]
+
+    def undo_entity_merge(self, merge_id: int, *, different: bool = True) -> Result[None]:
+        """The person undoes a merge: both entities as they were, each with its own mentions;
+        ``different`` (they are different things): consolidation never merges them again."""
+        self._check_unlocked()
+        if not self._consolidation_service.undo_entity_merge(merge_id, different):
+            raise NotFound("That merge is no longer there (undone already?).")
+        changes = Changes(entities=True)
+        self._emit(changes)
+        return Result(None, changes)
 
     def timeline_days(self, limit: int = 400) -> list[tuple[str, int]]:
         self._check_unlocked()

@@ -144,3 +144,13 @@ SUMMARY_MIN_TURNS = 30
 SUMMARY_MAX_CHARS = 600
 # Extractive ranking: this share centrality, the rest salience.
 SUMMARY_W_CENTRAL = 0.5
+
+# Issue 27 item 3 (000/001 PARA lifecycle): a project no memory has mentioned for this many
+# days becomes an archive (000 archives what is idle past 90 days; the same number).
+PROJECT_IDLE_D = 90.0
+# One entity per thing: two names that are variants of each other (one a word-for-word part
+# of the other, "Spanish" / "Spanish on Duolingo") merge when their MiniLM embeddings are at
+# least this close. Chosen on bench/entity_pairs.py's 51 labelled pairs (dev), precision
+# first: .80 is the lowest with no wrong merge (P 1.0, R .70; .75: P .95, R .78; .60: P .92,
+# R .96, merging "Ruby" into "Ruby on Rails" (.73) but also "Spanish on Duolingo" (.63)).
+ENTITY_MERGE_COSINE = 0.8

@@ -246,6 +246,7 @@ class BrowseRows(Protocol):
     """The window's lists (``storage.browse``), the part the facade uses."""
 
     def timeline_days(self, conn: Connection, limit: int) -> list[tuple[str, int]]: ...
+    def entity_names(self, conn: Connection, ids: Sequence[int]) -> dict[int, str]: ...
     # the rest for app/services/browse.py (D)
     def page(self, conn: Connection, *, store: str | None, status: str | None,
              entity_id: int | None, day: tuple[float, float] | None,
@@ -549,6 +550,32 @@ class EntityKey(NamedTuple):
     context: str | None
 
 
+class EntityState(NamedTuple):
+    """An entity as the lifecycle and merge steps see it (issue 27 item 3)."""
+    id: int
+    agent: str
+    context: str | None
+    name: str
+    name_key: str
+    kind: str
+    status: str               # 'active' or 'merged'
+    was_kind: str | None      # an archive's kind before it ended
+    merged_into: int | None
+    mentions: int
+    last_mention: float | None  # when its newest mentioning memory happened
+
+
+class EntityMerge(NamedTuple):
+    """One merge of two entities (table ``entity_merge``): ``added`` are the mentions copied
+    to the one kept, removed again when the merge is undone."""
+    id: int
+    kept: int
+    merged: int
+    added: list[int]
+    reason: str
+    merged_at: float
+
+
 class TopicMention(NamedTuple):
     """An episode that mentions a project, area, resource or company."""
     entity_id: int
@@ -789,6 +816,18 @@ class ConsolidationRows(Protocol):
     def was_promoted(self, conn: Connection, mid: int) -> bool: ...
     def set_scores(self, conn: Connection,
                    updates: Sequence[tuple[float, float, float, int]]) -> None: ...
+    # issue 27 item 3: archives and one entity per thing
+    def entity_states(self, conn: Connection) -> list[EntityState]: ...
+    def project_mentions(self, conn: Connection) -> list[tuple[int, str]]: ...
+    def archive_entity(self, conn: Connection, eid: int, ended_at: float, how: str
+                       ) -> str: ...
+    def unarchive_entity(self, conn: Connection, eid: int) -> None: ...
+    def merge_entity(self, conn: Connection, kept: int, merged: int, reason: str,
+                     now: float) -> int: ...
+    def unmerge_entity(self, conn: Connection, merge_id: int) -> EntityMerge | None: ...
+    def entity_merges(self, conn: Connection, eid: int) -> list[EntityMerge]: ...
+    def distinct_entities(self, conn: Connection) -> list[tuple[int, int]]: ...
+    def keep_apart(self, conn: Connection, a: int, b: int) -> None: ...
     def entity_scopes(self, conn: Connection) -> list[EntityScope]: ...
     def summary_facts(self, conn: Connection, entity: EntityScope,
                       limit: int = 40) -> list[SummaryFact]: ...

@@ -464,3 +464,26 @@ def routing_sentence(salience: float, stores: Iterable[str], reason: str,
     if not score:  # the window: words, not numbers
         return f"{where[:1].upper() + where[1:]} ({why}){rated}."
     return f"Salience {salience:.2f}{rated} ({why}): {where}."
+
+
+# issue 27 item 3: an entity's kind in plain words, an archive with what it was and when it ended
+_KIND_WORDS = {"person": "person", "pet": "pet", "place": "place", "company": "organisation",
+               "project": "project", "area": "area", "resource": "resource",
+               "work": "book, film or song", "archive": "archived"}
+MERGE_REASONS = {"kind": "the same name, read as two kinds of thing",
+                 "name": "the same name written another way",
+                 "embedding": "a longer name for the same thing"}
+
+
+def entity_kind(kind: str, was_kind: str | None = None, ended_at: float | None = None,
+                ended_how: str | None = None, *, now: float | None = None,
+                tz: tzinfo | None = None) -> str:
+    """"project", or for an archive "project, finished 3 May 2026" (said to be over) or
+    "project, quiet since 3 May 2026" (not mentioned for months)."""
+    if kind != "archive" or not was_kind:
+        return _KIND_WORDS.get(kind, kind)
+    what = _KIND_WORDS.get(was_kind, was_kind)
+    if ended_at is None:
+        return f"{what}, archived"
+    on = day(ended_at, now=now, tz=tz)
+    return f"{what}, quiet since {on}" if ended_how == "idle" else f"{what}, finished {on}"

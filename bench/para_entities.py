@@ -9,6 +9,10 @@ seconds of the run.
 
     python bench/para_entities.py
     python bench/para_entities.py --sample 30 --seed 15 --out /tmp/para_sample.txt
+    python bench/para_entities.py --stories      # our stories (dev) instead
+
+Also reported (issue 27 item 3): companies and archives (their kinds besides PARA's), the
+entities merged and the projects archived in the run; merged entities are not counted.
 
 ``--sample N`` writes N projects, areas and resources drawn at random (seeded) from all the
 conversations, each with its mention count and the first turns that mention it, for checking
@@ -36,7 +40,15 @@ from locomo_recall import DATA, PASSWORD, turns_of  # noqa: E402
 
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off)
 
-PARA = ("project", "area", "resource")
+PARA = ("project", "area", "resource", "company", "archive")
+STORIES = ROOT / "tests" / "data" / "stories"
+
+
+def story_samples() -> list[dict[str, Any]]:
+    """Our stories (tests/data/stories, dev) shaped as LoCoMo samples: their turns as is."""
+    return [{"sample_id": p.stem, "turns": [json.loads(line) for line in
+                                            p.read_text("utf-8").splitlines() if line.strip()]}
+            for p in sorted(STORIES.glob("story_*.jsonl")) if "questions" not in p.name]
 
 
 def run(sample: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -45,7 +57,7 @@ def run(sample: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[dict
     from app.services.importer import parse_import
     from storage.crypto import KdfParams
 
-    turns = turns_of(sample)
+    turns = sample["turns"] if "turns" in sample else turns_of(sample)
     now = parse_iso((datetime.fromisoformat(max(t["at"] for t in turns))
                      + timedelta(days=1)).isoformat())
     vault = Vault.create(folder, PASSWORD, kdf=KdfParams(m=65_536, t=3), threaded=False,
@@ -59,7 +71,8 @@ def run(sample: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[dict
         def q(sql: str, *p: Any) -> list[Any]:
             return internals(vault).db.read(lambda c: c.execute(sql, p).fetchall())
         ents = q("SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id) FROM entity e "
-                 "LEFT JOIN entity_mention em ON em.entity_id = e.id GROUP BY e.id")
+                 "LEFT JOIN entity_mention em ON em.entity_id = e.id WHERE e.status != "
+                 "'merged' GROUP BY e.id")
         kinds = Counter(r[1] for r in ents)
         picked = []
         for eid, kind, name, summary, n in ents:
@@ -74,6 +87,8 @@ def run(sample: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[dict
                  "para_mentions": {k: sum(p["mentions"] for p in picked if p["kind"] == k)
                                    for k in PARA},
                  "summaries_written": report.counts.get("summaries_written", 0),
+                 "entities_merged": report.counts.get("entities_merged", 0),
+                 "projects_archived": report.counts.get("projects_archived", 0),
                  "consolidation_s": round(seconds, 2)}, picked)
     finally:
         vault.lock()
@@ -84,13 +99,15 @@ def main() -> int:
     ap.add_argument("--samples", help="comma list of sample ids (default: all)")
     ap.add_argument("--sample", type=int, default=0, help="write N entities for hand-checking")
     ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--stories", action="store_true",
+                    help="our stories (tests/data/stories, dev) instead of LoCoMo dev")
     ap.add_argument("--out", type=Path, help="where --sample writes (outside the repository)")
     args = ap.parse_args()
     if args.sample and (args.out is None or args.out.resolve().is_relative_to(ROOT)):
         print("--sample needs --out outside the repository (the file holds LoCoMo text)",
               file=sys.stderr)
         return 2
-    data = json.loads(DATA.read_text("utf-8"))
+    data = story_samples() if args.stories else json.loads(DATA.read_text("utf-8"))
     wanted = set(args.samples.split(",")) if args.samples else None
     per: dict[str, Any] = {}
     everything: list[dict[str, Any]] = []
@@ -103,7 +120,8 @@ def main() -> int:
     total = Counter[str]()
     for r in per.values():
         total.update(r["entities"])
-    print(json.dumps({"benchmark": "locomo_dev_para_entities", "conversations": len(per),
+    print(json.dumps({"benchmark": "stories_para_entities" if args.stories
+                      else "locomo_dev_para_entities", "conversations": len(per),
                       "entities_total": dict(sorted(total.items())),
                       "per_conversation_mean": {k: round(v / max(1, len(per)), 1)
                                                 for k, v in sorted(total.items())},

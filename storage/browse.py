@@ -5,6 +5,7 @@ Layer: storage. Runs on: a reader connection.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from app import api
@@ -111,11 +112,21 @@ def count(conn: Connection, *, store: str | None, status: str | None, entity_id:
 
 def entities(conn: Connection, kinds: tuple[str, ...]) -> list[EntityRow]:
     marks = ",".join("?" * len(kinds))
-    return [EntityRow(EntityId(r[0]), r[1], r[2], r[3], r[4]) for r in conn.execute(
-        "SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id) FROM entity e "
+    return [EntityRow(EntityId(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+            for r in conn.execute(
+        "SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id), e.was_kind, e.ended_at, "
+        "e.ended_how FROM entity e "
         "LEFT JOIN entity_mention em ON em.entity_id = e.id "
-        f"WHERE e.kind IN ({marks}) GROUP BY e.id ORDER BY count(em.memory_id) DESC, e.name",
+        f"WHERE e.kind IN ({marks}) AND e.status != 'merged' GROUP BY e.id ORDER BY count(em.memory_id) DESC, e.name",
         kinds)]
+
+
+def entity_names(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Entity id -> name for ``ids``, merged ones included."""
+    if not ids:
+        return {}
+    return {int(r[0]): str(r[1]) for r in conn.execute(
+        f"SELECT id, name FROM entity WHERE id IN ({','.join('?' * len(ids))})", list(ids))}
 
 
 def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
@@ -254,9 +265,10 @@ def entities_named(conn: Connection, name_key: str, agent: str | None) -> list[N
     them), global ones first."""
     scope = "" if agent is None else " AND agent IN ('global', ?)"
     return [NamedEntity._make(r) for r in conn.execute(
-        "SELECT id, kind, name, summary, agent FROM entity WHERE name_key = ?"
-        f"{scope} ORDER BY agent != 'global', id", [name_key] + ([] if agent is None
-                                                                  else [agent]))]
+        "SELECT id, kind, name, summary, agent FROM entity WHERE (name_key = ? OR id IN "
+        "(SELECT merged_into FROM entity WHERE name_key = ? AND status = 'merged')) AND "
+        f"status != 'merged'{scope} ORDER BY agent != 'global', id",
+        [name_key, name_key] + ([] if agent is None else [agent]))]
 
 
 def entity_facts(conn: Connection, name_key: str, agent: str | None, limit: int

@@ -19,7 +19,9 @@ from app.ports import (
     ComputedStatistic,
     DecayRow,
     EntityKey,
+    EntityMerge,
     EntityScope,
+    EntityState,
     EpisodeRow,
     EpisodeSignal,
     FactRow,
@@ -473,7 +475,7 @@ def top_person(conn: Connection, scope: Scope) -> tuple[str, int] | None:
     row = conn.execute(
         "SELECT e.name, count(*) FROM entity e JOIN entity_mention em ON "
         "em.entity_id = e.id WHERE e.kind = 'person' AND e.agent = ? AND "
-        "e.context IS ? GROUP BY e.id ORDER BY count(*) DESC LIMIT 1", scope).fetchone()
+        "e.context IS ? AND e.status != 'merged' GROUP BY e.id ORDER BY count(*) DESC LIMIT 1", scope).fetchone()
     return None if row is None else (row[0], int(row[1]))
 
 
@@ -519,7 +521,7 @@ def set_scores(conn: Connection, updates: Sequence[tuple[float, float, float, in
 # --- step 7: entity summaries ----------------------------------------------------------------
 
 def entity_scopes(conn: Connection) -> list[EntityScope]:
-    return [EntityScope(*r) for r in conn.execute("SELECT id, agent, context FROM entity")]
+    return [EntityScope(*r) for r in conn.execute("SELECT id, agent, context FROM entity WHERE status != 'merged'")]
 
 
 def summary_facts(conn: Connection, entity: EntityScope, limit: int = 40) -> list[SummaryFact]:
@@ -603,3 +605,89 @@ from storage.episodes import episode_outcome as episode_outcome  # noqa: E402
 from storage.episodes import episode_outcomes as episode_outcomes  # noqa: E402
 from storage.episodes import outcome_turns as outcome_turns  # noqa: E402
 from storage.episodes import set_episode_outcome as set_episode_outcome  # noqa: E402
+
+# --- issue 27 item 3: archives and one entity per thing ---------------------------------------
+
+def entity_states(conn: Connection) -> list[EntityState]:
+    """Every entity with its mention count and when its newest mention happened."""
+    return [EntityState(*r) for r in conn.execute(
+        "SELECT e.id, e.agent, e.context, e.name, e.name_key, e.kind, e.status, e.was_kind, "
+        "e.merged_into, count(em.memory_id), max(m.occurred_at) FROM entity e "
+        "LEFT JOIN entity_mention em ON em.entity_id = e.id "
+        "LEFT JOIN memory m ON m.id = em.memory_id AND m.status != 'forgotten' "
+        "GROUP BY e.id ORDER BY e.id")]
+
+
+def project_mentions(conn: Connection) -> list[tuple[int, str]]:
+    """(entity id, text) of every memory that mentions an active project, oldest first."""
+    return [(int(r[0]), str(r[1])) for r in conn.execute(
+        "SELECT em.entity_id, m.text FROM entity_mention em JOIN entity e ON e.id = "
+        "em.entity_id JOIN memory m ON m.id = em.memory_id WHERE e.kind = 'project' AND "
+        "e.status = 'active' AND m.status != 'forgotten' ORDER BY m.occurred_at, m.id")]
+
+
+def archive_entity(conn: Connection, eid: int, ended_at: float, how: str) -> str:
+    """Entity ``eid`` becomes an archive that ended at ``ended_at``; its old kind."""
+    kind = str(conn.execute("SELECT kind FROM entity WHERE id = ?", (eid,)).fetchone()[0])
+    conn.execute("UPDATE entity SET was_kind = kind, kind = 'archive', ended_at = ?, "
+                 "ended_how = ? WHERE id = ?", (ended_at, how, eid))
+    return kind
+
+
+def unarchive_entity(conn: Connection, eid: int) -> None:
+    conn.execute("UPDATE entity SET kind = was_kind, was_kind = NULL, ended_at = NULL, "
+                 "ended_how = NULL WHERE id = ? AND was_kind IS NOT NULL", (eid,))
+
+
+def merge_entity(conn: Connection, kept: int, merged: int, reason: str, now: float) -> int:
+    """``merged`` joins ``kept``: its mentions are copied to ``kept`` (those it lacked are
+    recorded, so undo removes exactly them) and it is set aside as 'merged'."""
+    added = [int(r[0]) for r in conn.execute(
+        "SELECT memory_id FROM entity_mention WHERE entity_id = ? AND memory_id NOT IN "
+        "(SELECT memory_id FROM entity_mention WHERE entity_id = ?) ORDER BY memory_id",
+        (merged, kept))]
+    conn.executemany("INSERT OR IGNORE INTO entity_mention VALUES (?, ?)",
+                     [(kept, m) for m in added])
+    conn.execute("UPDATE entity SET status = 'merged', merged_into = ? WHERE id = ?",
+                 (kept, merged))
+    return int(conn.execute(
+        "INSERT INTO entity_merge (kept, merged, added, reason, merged_at) VALUES (?,?,?,?,?)",
+        (kept, merged, json.dumps(added), reason, now)).lastrowid or 0)
+
+
+def _merge_row(r: Sequence[object]) -> EntityMerge:
+    return EntityMerge(int(r[0]), int(r[1]), int(r[2]),  # type: ignore[call-overload]
+                       [int(x) for x in json.loads(str(r[3]))], str(r[4]),
+                       float(r[5]))  # type: ignore[arg-type]
+
+
+def unmerge_entity(conn: Connection, merge_id: int) -> EntityMerge | None:
+    """Undo merge ``merge_id``: the copied mentions leave the one kept, the merged entity is
+    active again. None when there is no such merge (already undone)."""
+    r = conn.execute("SELECT id, kept, merged, added, reason, merged_at FROM entity_merge "
+                     "WHERE id = ?", (merge_id,)).fetchone()
+    if r is None:
+        return None
+    m = _merge_row(r)
+    for part in chunks(m.added, 500):
+        conn.execute(f"DELETE FROM entity_mention WHERE entity_id = ? AND memory_id IN "
+                     f"({marks(len(part))})", [m.kept, *part])
+    conn.execute("UPDATE entity SET status = 'active', merged_into = NULL WHERE id = ?",
+                 (m.merged,))
+    conn.execute("DELETE FROM entity_merge WHERE id = ?", (merge_id,))
+    return m
+
+
+def entity_merges(conn: Connection, eid: int) -> list[EntityMerge]:
+    """The merges entity ``eid`` took part in, newest first."""
+    return [_merge_row(r) for r in conn.execute(
+        "SELECT id, kept, merged, added, reason, merged_at FROM entity_merge WHERE kept = ? "
+        "OR merged = ? ORDER BY id DESC", (eid, eid))]
+
+
+def distinct_entities(conn: Connection) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in conn.execute("SELECT a, b FROM entity_distinct")]
+
+
+def keep_apart(conn: Connection, a: int, b: int) -> None:
+    conn.execute("INSERT OR IGNORE INTO entity_distinct VALUES (?, ?)", (min(a, b), max(a, b)))

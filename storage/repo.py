@@ -373,7 +373,7 @@ def entity_summaries(conn: Connection, ids: Sequence[int], limit: int) -> list[E
     return [EntitySummary._make(r) for r in conn.execute(
         "SELECT DISTINCT e.id, e.name, e.summary, e.kind FROM entity e JOIN entity_mention em "
         f"ON em.entity_id = e.id WHERE em.memory_id IN ({marks}) AND e.summary IS NOT NULL "
-        "LIMIT ?", [*ids, limit])]
+        "AND e.status != 'merged' LIMIT ?", [*ids, limit])]
 
 
 def links_of(conn: Connection, mid: int) -> list[LinkView]:

@@ -96,6 +96,12 @@ def revert(conn: Connection, change: RunChange) -> None:
                          (mid, p["salience"], p["stores"], p["reason"], p["by"]))
         else:
             conn.execute("DELETE FROM routing WHERE memory_id = ?", (mid,))
+    elif kind == "entity_archived":  # issue 27 item 3: a project that ended is one again
+        conn.execute("UPDATE entity SET kind = was_kind, was_kind = NULL, ended_at = NULL, "
+                     "ended_how = NULL WHERE id = ? AND was_kind IS NOT NULL", (p["id"],))
+    elif kind == "entity_merged":  # both entities as they were (no-op if undone already)
+        from storage.consolidation_rows import unmerge_entity
+        unmerge_entity(conn, p["merge"])
     elif kind == "statistic" and mid is not None:
         conn.execute("UPDATE statistic SET value = ?, sample_size = ? WHERE memory_id = ?",
                      (p["value"], p["sample_size"], mid))

@@ -251,7 +251,9 @@ class MainWindow(WorkWindow):
             for parent in (self.people_item, self.timeline_item):
                 parent.takeChildren()
             for e in ents[:200]:
-                self._item(self.people_item, f"{e.name} ({e.kind}, {e.mentions})",
+                kind = e.kind if e.kind != "archive" else words.entity_kind(
+                    e.kind, e.was_kind, e.ended_at, e.ended_how)
+                self._item(self.people_item, f"{e.name} ({kind}, {e.mentions})",
                            ("entity", e.id, e.name))
             for day, n in days:
                 self._item(self.timeline_item, f"{words.calendar_day(day)} ({n})", ("day", day))

@@ -79,6 +79,10 @@ class BrowseService:
     def entities(self, kinds: tuple[str, ...]) -> list[EntityRow]:
         return self.db.read(lambda c: self.rows.entities(c, kinds))
 
+    def entity_names(self, ids: list[int]) -> dict[int, str]:
+        """Entity id -> name, merged ones included (issue 27 item 3)."""
+        return dict(self.db.read(lambda c: self.rows.entity_names(c, ids)))
+
     def timeline_days(self, limit: int) -> list[tuple[str, int]]:
         return list(self.db.read(lambda c: self.rows.timeline_days(c, limit)))
 

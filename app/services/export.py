@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from app import words
 from app.api import (
     LIVE,
     ContradictionItem,
@@ -321,7 +322,9 @@ class _Markdown:
         rel = self.paths[int(e.id)]
         with self.open(rel) as out:
             out.write(f"# {_md(e.name)}\n\n")
-            out.write(f"A {e.kind}, mentioned in {e.mentions} "
+            kind = e.kind if e.kind != "archive" else words.entity_kind(
+                e.kind, e.was_kind, e.ended_at, e.ended_how, now=self.now)  # issue 27 item 3
+            out.write(f"A {kind}, mentioned in {e.mentions} "
                       f"memor{'y' if e.mentions == 1 else 'ies'}. [[index|All of Kept]]\n\n")
             if e.summary:
                 out.write(f"## Summary\n\n{_md(e.summary)}\n\n")

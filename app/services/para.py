@@ -51,10 +51,15 @@ LIFE_AREAS: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.I) for na
               r"(?:working out|going to the gym|eating healthier|seeing a therapist)\b|"
               r"\bi(?:'m| am) allergic\b|\b(?:is|are) allergic to\b|\bcheck-?ups?\b|"
               r"\b(?:my|our) (?:knee|back|ankle|shoulder|wrist|hip|neck|foot|leg|arm|"
-              r"elbow)s? (?:hurts?|aches?|pain|injury|is (?:better|worse|healing|sore))\b",
+              r"elbow)s? (?:hurts?|aches?|pain|injury|is (?:better|worse|healing|sore))\b|"
+              # care that is the person's own whoever names it (issue 27 item 3)
+              r"\b(?:physio|physiotherapy|physiotherapist|rehab|dentist|prescriptions?|"
+              r"blood tests?|x-rays?|mri scan)\b",
     "Finances": r"\b(?:my|our) (?:finances|budget|savings|mortgage|debt|loan|loans|rent|bills|"
                 r"taxes|retirement|investments?|salary|paycheck|credit card)\b|\b(?:i|we)(?:'re|"
-                r"'m| am| are)? (?:\w+ )?(?:saving (?:up|money)|paying off|budgeting)\b",
+                r"'m| am| are)? (?:\w+ )?(?:saving (?:up|money)|paying off|budgeting)\b|"
+                r"\b(?:the|pay|paying|paid|our|my) rent\b|\brent (?:is|was|went|goes|"
+                r"increase|rise)\b",
     "Family": r"\b" + _MY + r" (?:family|kids|children|son|daughter|husband|wife|parents|mom|"
               r"mum|dad|mother|father|grandkids|grandchildren|little ones)\b|\bbeing a "
               r"(?:mom|mum|dad|parent|mother|father)\b|\bparenting\b",
@@ -63,7 +68,8 @@ LIFE_AREAS: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.I) for na
             r"up) (?:my|our) \w+|\b(?:housework|chores|decluttering)\b",
     "Career": r"\b(?:my|our) (?:career|job|boss|manager|colleagues?|coworkers?|co-workers?|"
               r"clients?|promotion|workplace|office|shift|shifts)\b|\bjob (?:search|hunt|"
-              r"hunting|interview|offer)\b|\b(?:my|a) (?:resume|cv)\b",
+              r"hunting|interview|offer)\b|\b(?:my|a) (?:resume|cv)\b|"
+              r"\b(?:at|after|before|from) work\b",
 }.items()}
 
 # --- hobbies: areas named by the activity once someone says they practise it -----------------

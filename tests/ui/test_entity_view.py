@@ -86,3 +86,77 @@ def test_an_entity_shows_its_summary_and_facts(qtbot: Any, window: Any) -> None:
     memories = window.nav.topLevelItem(0)
     window.nav.setCurrentItem(memories.child(0))
     qtbot.waitUntil(lambda: not card.isVisible(), timeout=WAIT)
+
+
+SPANISH = ["I've been learning Spanish for a year.", "My Spanish teacher is called Rosa.",
+           "Spanish is hard but fun.", "I practise Spanish on the bus."]
+
+
+@pytest.fixture
+def merged_vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
+    """"Spanish" said as a capitalised name (a person) and as what Maya learns (a resource):
+    consolidation makes one entity of the two (issue 27 item 3)."""
+    from app.clock import FixedClock
+    from app.domain.memory import Draft, Store
+    from app.facade import Vault
+    v = Vault.create(tmp_path / "v", PASSWORD, kdf=fast_kdf, load_model=False,
+                     use_chroma=False, clock=FixedClock(NOW)).vault
+    for n, text in enumerate(SPANISH):
+        v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
+                         occurred_at=NOW - 86_400 + n * 600))
+    v.consolidate()
+    yield v
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    if not v.locked:
+        v.lock()
+
+
+def test_the_person_says_a_merge_joined_different_things(qtbot: Any, merged_vault: Any
+                                                         ) -> None:
+    from PySide6.QtCore import Qt
+    window = main_window(qtbot, merged_vault)
+    window.show()
+    qtbot.waitExposed(window)
+    card = window.browse.entity
+    item = entity_item(qtbot, window, "Spanish")
+    assert "(resource," in item.text(0)
+    assert not any(window.people_item.child(i).text(0).startswith("Spanish (person")
+                   for i in range(window.people_item.childCount()))
+    window.nav.setCurrentItem(item)
+    qtbot.waitUntil(lambda: card.merge_row.isVisible(), timeout=WAIT)
+    assert "“Spanish”" in card.merge_note.text()
+    assert "two kinds" in card.merge_note.text()
+    card.apart_button.setFocus()
+    qtbot.keyClick(card.apart_button, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: not card.merge_row.isVisible(), timeout=WAIT)
+
+    def both_listed() -> bool:
+        names = [window.people_item.child(i).text(0)
+                 for i in range(window.people_item.childCount())]
+        return any(n.startswith("Spanish (person") for n in names) and \
+            any(n.startswith("Spanish (resource") for n in names)
+    qtbot.waitUntil(both_listed, timeout=WAIT)
+    # said to be different: the next consolidation keeps them apart
+    merged_vault.consolidate()
+    assert [m for e in merged_vault.entities() for m in merged_vault.entity_merges(e.id)] == []
+    QThreadPool.globalInstance().waitForDone(WAIT)
+
+
+def test_undo_merge_by_keyboard_lets_a_later_run_merge_again(qtbot: Any, merged_vault: Any
+                                                             ) -> None:
+    from PySide6.QtCore import Qt
+    window = main_window(qtbot, merged_vault)
+    window.show()
+    qtbot.waitExposed(window)
+    card = window.browse.entity
+    window.nav.setCurrentItem(entity_item(qtbot, window, "Spanish"))
+    qtbot.waitUntil(lambda: card.merge_row.isVisible(), timeout=WAIT)
+    card.undo_button.setFocus()
+    qtbot.keyClick(card.undo_button, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: not card.merge_row.isVisible(), timeout=WAIT)
+    assert {e.kind for e in merged_vault.entities() if e.name == "Spanish"} == \
+        {"person", "resource"}
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    report = merged_vault.consolidate().value  # not said to differ: merged again
+    assert report.counts.get("entities_merged") == 1
+    assert {e.kind for e in merged_vault.entities() if e.name == "Spanish"} == {"resource"}

@@ -64,7 +64,8 @@ log = logging.getLogger(__name__)
 BATCH = 400
 ENTITY_MIN_MENTIONS = 3          # 000: an entity once mentioned in >= 3 memories
 LINKS_SEEN = "consolidation.links_seen"  # what the links step last looked at
-TOPIC_KINDS = ("project", "area", "resource", "company")  # what a conversation is about
+TOPIC_KINDS = ("project", "area", "resource", "company",
+               "archive")  # what a conversation is about (a finished project still is)
 RELATED_MAX = 3                  # RELATES_TO links from one new fact
 PATTERN_MIN = 3                  # a habit: the same action at least 3 times
 HABIT_RELIABILITY = 0.6          # a habit is inferred from reports, never stated: below a
@@ -661,6 +662,7 @@ class Pipeline:
             sources = list(rows.mention_sources(conn))  # para reads them twice
             for m in sources:
                 found = {n: k for n, k in mentions(m.text).items() if k != para.PROJECT}
+                self._organisations(m, found, stated)
                 if owner.is_owner(m.speaker, self.owner_name):
                     found.setdefault(owner.subject(self.owner_name), "person")
                 elif m.speaker and m.speaker.lower() not in ("assistant", "system"):
@@ -679,6 +681,7 @@ class Pipeline:
                         stated.add(((r.agent, r.context), who, "person"))
             existing = {((e.agent, e.context), e.name_key, e.kind): e.id
                         for e in rows.entity_keys(conn)}
+            existing.update(self._entity_aliases(conn))
             for (scope, name, kind), n in counts.items():
                 eid = existing.get((scope, name.casefold(), kind))
                 if eid is None and (n >= ENTITY_MIN_MENTIONS or (scope, name, kind) in stated):
@@ -691,7 +694,97 @@ class Pipeline:
                 for mid in members[(scope, name, kind)]:
                     if rows.add_mention(conn, eid, mid):
                         rl.change(conn, "mention", mid, entity=eid)
+            self._merge_entities(conn, rl, now)
+            self._archive_projects(conn, rl, now)
         self.db.write_sync(write)
+
+    # --- issue 27 item 3: one entity per thing; projects that end become archives --------
+    @staticmethod
+    def _organisations(m: Any, found: dict[str, str], stated: set[Any]) -> None:
+        """Employers and schools (``organisations``) are companies; the person's own, said
+        in the first person, are made at once."""
+        from app.services.organisations import organisations
+        by_person = not m.speaker or m.speaker.lower() not in ("assistant", "system")
+        for name, mine in organisations(m.text).items():
+            found[name] = "company"
+            if mine and by_person:
+                stated.add(((m.agent, m.context), name, "company"))
+
+    def _entity_aliases(self, conn: Any) -> dict[tuple[Scope, str, str], int]:
+        """Where a name's new mentions go when its entity was archived (the archive, under
+        the kind it had) or merged (the entity it joined, followed to the end)."""
+        states = self.rows.entity_states(conn)
+        into = {e.id: e.merged_into for e in states if e.status == "merged" and e.merged_into}
+        out: dict[tuple[Scope, str, str], int] = {}
+        for e in states:
+            if e.was_kind:
+                out[((e.agent, e.context), e.name_key, e.was_kind)] = e.id
+            if e.id in into:
+                target, seen = into[e.id], {e.id}
+                while target in into and target not in seen:
+                    seen.add(target)
+                    target = into[target]
+                out[((e.agent, e.context), e.name_key, e.kind)] = target
+        return out
+
+    def _merge_entities(self, conn: Any, rl: RunLog, now: float) -> None:
+        """Near-duplicate entities of one scope become one (``entity_merge.plan`` says
+        which); the merge is recorded so undo, or the person, restores both exactly."""
+        from app.policy import ENTITY_MERGE_COSINE
+        from app.services import entity_merge
+        rows = self.rows
+        items = [entity_merge.EntityItem(e.id, (e.agent, e.context), e.name, e.kind,
+                                         e.mentions)
+                 for e in rows.entity_states(conn) if e.status == "active"
+                 and e.kind != "archive"]
+        embed = self.ingest.embed if self.ingest.embedder is not None else (lambda _: None)
+        for kept, merged, reason in entity_merge.plan(items, embed, ENTITY_MERGE_COSINE,
+                                                      rows.distinct_entities(conn)):
+            merge_id = rows.merge_entity(conn, kept, merged, reason, now)
+            rl.change(conn, "entity_merged", None, merge=merge_id)
+            rl.counts["entities_merged"] += 1
+
+    def _archive_projects(self, conn: Any, rl: RunLog, now: float) -> None:
+        """A project a memory says is over ("the renovation is finished", "we gave up on
+        the app") becomes an archive dated by that memory; one not mentioned for
+        ``policy.PROJECT_IDLE_D`` days, dated by its last mention."""
+        from app.policy import DAY, PROJECT_IDLE_D
+        from app.services.project_end import ends
+        rows = self.rows
+        states = {e.id: e for e in rows.entity_states(conn)
+                  if e.kind == "project" and e.status == "active"}
+        if not states:
+            return
+        ended: dict[int, tuple[float, str]] = {}
+        for eid, text in rows.project_mentions(conn):
+            e = states.get(eid)
+            if e is not None and eid not in ended and ends(text, e.name):
+                ended[eid] = (e.last_mention or now, "finished")
+        for e in states.values():
+            if e.id not in ended and e.last_mention is not None \
+                    and now - e.last_mention > PROJECT_IDLE_D * DAY:
+                ended[e.id] = (e.last_mention, "idle")
+        for eid, (at, how) in ended.items():
+            rows.archive_entity(conn, eid, at, how)
+            rl.change(conn, "entity_archived", None, id=eid)
+            rl.counts["projects_archived"] += 1
+
+    def entity_merges(self, eid: int) -> list[Any]:
+        """The merges entity ``eid`` took part in, newest first."""
+        return list(self.db.read(lambda c: self.rows.entity_merges(c, eid)))
+
+    def undo_entity_merge(self, merge_id: int, different: bool) -> bool:
+        """The person undoes merge ``merge_id`` (the window's entity card, the CLI);
+        ``different``: they are different things, never merged again. False when the merge
+        is no longer there."""
+        def write(conn: Any) -> bool:
+            m = self.rows.unmerge_entity(conn, merge_id)
+            if m is None:
+                return False
+            if different:
+                self.rows.keep_apart(conn, m.kept, m.merged)
+            return True
+        return bool(self.db.write_sync(write))
 
     # --- links: what came before, what relates, what supports ---------------------------
     def _step_links(self, rl: RunLog, now: float, cancel: CancelToken) -> None:

@@ -84,6 +84,13 @@ class ConsolidationService:
     def reopen(self, cid: int) -> None:
         self.inbox.reopen(cid)
 
+    # --- one entity per thing (issue 27 item 3) ---------------------------------------
+    def entity_merges(self, eid: int) -> list[Any]:
+        return self.pipeline.entity_merges(eid)
+
+    def undo_entity_merge(self, merge_id: int, different: bool) -> bool:
+        return self.pipeline.undo_entity_merge(merge_id, different)
+
     # --- the run log -------------------------------------------------------------------
     def undo(self, run_id: int) -> dict[str, int]:
         return self.runlog.undo(run_id)
