@@ -168,6 +168,7 @@ class MainWindow(WorkWindow):
         self.progress.polled.connect(self._on_progress_polled)
         # What is still being prepared after unlock (self-test, text index, vector index).
         self._status_base = ""
+        self.memory_figure = ""  # "23 memories (+2 archived or earlier versions)", as shown
         self._background = ""
         self._runs_note = ""  # "last consolidation had N failed batches", or ""
         self._pending_note = ""  # "N forget requests from assistants wait in the Inbox"
@@ -382,6 +383,7 @@ class MainWindow(WorkWindow):
         other = sum(n for v in st.counts.values() for s, n in v.items() if s != "active")
         kept = words.count(listed, "memory", "memories") + (
             f" (+{other:,} archived or earlier versions)" if other else "")
+        self.memory_figure = kept
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
         self._status_base = (f"{kept} · {search} · locks after "
