@@ -255,7 +255,9 @@ class MainWindow(WorkWindow):
                 self._item(self.people_item, f"{e.name} ({e.kind}, {e.mentions})",
                            ("entity", e.id, e.name))
             for day, n in days:
-                self._item(self.timeline_item, f"{words.calendar_day(day)} ({n})", ("day", day))
+                item = self._item(self.timeline_item, f"{_nav_day(day)} ({n})", ("day", day))
+                item.setToolTip(0, f"{words.calendar_day(day)}: "
+                                   f"{words.count(n, 'memory', 'memories')}")
             self.inbox_item.setText(0, f"Inbox ({inbox})" if inbox else "Inbox")
         run_query(self, load, done)
 
@@ -566,3 +568,14 @@ class _Work:
     unit: str
     refreshed: float = 0.0  # when imported turns were last shown (time.monotonic)
     job: str | None = None  # a scheduled job's name when the work is that job's
+
+
+def _nav_day(day: str) -> str:
+    """A Timeline day as the navigation shows it, short enough for its width with its count:
+    "Sat 11 Jul 2026" (the whole day in the item's tooltip and the page's title)."""
+    from datetime import datetime
+    try:
+        d = datetime.strptime(day, "%Y-%m-%d")
+    except ValueError:
+        return day
+    return f"{d:%a} {d.day} {d:%b %Y}"
