@@ -232,7 +232,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"Schema     {st.schema_version}")
     print(f"Key        Argon2id v{st.kdf.version:#x} m={st.kdf.m_kib} KiB t={st.kdf.t} "
           f"p={st.kdf.p}")
-    print("Memories   " + ", ".join(f"{k} {v}" for k, v in st.totals.items()))
+    print("Memories   " + _totals_in_words(st.totals))
     print(f"Model      {f'found at {st.model_dir}' if st.model_found else 'not found'}")
     if not st.semantic_search:
         print("           semantic search is off: lexical recall only (set KEPT_MODEL_DIR)")
@@ -252,3 +252,10 @@ def cmd_self_check(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
     return run_demo(vault_dir(args) if args.vault else None, reset=args.reset)
+
+
+def _totals_in_words(totals: dict[str, int]) -> str:
+    """``kept status``'s counts by the stores' names, as the window shows them: "Conversation
+    15, Events 15, Facts 7, Habits 1, Patterns 5" (``--json`` keeps the stores' keys)."""
+    from app import words
+    return ", ".join(f"{words.store_name(k)} {v:,}" for k, v in totals.items())
