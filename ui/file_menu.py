@@ -248,8 +248,10 @@ class FileMenu(QObject):
         def done(result: Result[BackupRecord]) -> None:
             self.window._end_work()
             rec = result.value
-            self._say(f"Backed up {rec.memories:,} memories (every version, the Archive "
-                      f"too) to {rec.path} "
+            # In the status bar's figure (one row per thing said), not the file's row count
+            # (which holds each turn's short-term copy too): the two never disagree.
+            figure = self.window.memory_figure or "the vault"
+            self._say(f"Backed up {figure}, every version and the Archive too, to {rec.path} "
                       f"({rec.bytes / 1e6:.1f} MB, encrypted; read back and checked)")
             if dlg is not None:
                 dlg.accept()

@@ -168,6 +168,7 @@ class MainWindow(WorkWindow):
         self.progress.polled.connect(self._on_progress_polled)
         # What is still being prepared after unlock (self-test, text index, vector index).
         self._status_base = ""
+        self.memory_figure = ""  # "23 memories (+2 archived or earlier versions)", as shown
         self._background = ""
         self._runs_note = ""  # "last consolidation had N failed batches", or ""
         self._pending_note = ""  # "N forget requests from assistants wait in the Inbox"
@@ -256,7 +257,9 @@ class MainWindow(WorkWindow):
                 self._item(self.people_item, f"{e.name} ({kind}, {e.mentions})",
                            ("entity", e.id, e.name))
             for day, n in days:
-                self._item(self.timeline_item, f"{words.calendar_day(day)} ({n})", ("day", day))
+                item = self._item(self.timeline_item, f"{_nav_day(day)} ({n})", ("day", day))
+                item.setToolTip(0, f"{words.calendar_day(day)}: "
+                                   f"{words.count(n, 'memory', 'memories')}")
             self.inbox_item.setText(0, f"Inbox ({inbox})" if inbox else "Inbox")
         run_query(self, load, done)
 
@@ -384,6 +387,7 @@ class MainWindow(WorkWindow):
         other = sum(n for v in st.counts.values() for s, n in v.items() if s != "active")
         kept = words.count(listed, "memory", "memories") + (
             f" (+{other:,} archived or earlier versions)" if other else "")
+        self.memory_figure = kept
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
         search = self._model_words(st, search)
@@ -579,3 +583,14 @@ class _Work:
     unit: str
     refreshed: float = 0.0  # when imported turns were last shown (time.monotonic)
     job: str | None = None  # a scheduled job's name when the work is that job's
+
+
+def _nav_day(day: str) -> str:
+    """A Timeline day as the navigation shows it, short enough for its width with its count:
+    "Sat 11 Jul 2026" (the whole day in the item's tooltip and the page's title)."""
+    from datetime import datetime
+    try:
+        d = datetime.strptime(day, "%Y-%m-%d")
+    except ValueError:
+        return day
+    return f"{d:%a} {d.day} {d:%b %Y}"

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 class WorkWindow(QMainWindow):
     vault: VaultAPI
     bridge: CoreBridge
+    memory_figure: str  # the status bar's count of memories, "" until it is known
 
     def _begin_work(self, label: str, unit: str) -> ProgressBox:
         """Show long work in the status bar and the progress bar; returns its reporter."""

@@ -237,7 +237,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"Schema     {st.schema_version}")
     print(f"Key        Argon2id v{st.kdf.version:#x} m={st.kdf.m_kib} KiB t={st.kdf.t} "
           f"p={st.kdf.p}")
-    print("Memories   " + ", ".join(f"{k} {v}" for k, v in st.totals.items()))
+    print("Memories   " + _totals_in_words(st.totals))
     from app.model_words import model_line, vectors_line
     print(f"Model      {model_line(st)}" + (f" ({st.model_dir})" if st.model_dir else ""))
     if st.vector_models:
@@ -278,3 +278,10 @@ def cmd_insights(args: argparse.Namespace) -> int:
         print(f"  {m.label}: {m.text}")
         print(f"    {m.tip}")
     return 0
+
+
+def _totals_in_words(totals: dict[str, int]) -> str:
+    """``kept status``'s counts by the stores' names, as the window shows them: "Conversation
+    15, Events 15, Facts 7, Habits 1, Patterns 5" (``--json`` keeps the stores' keys)."""
+    from app import words
+    return ", ".join(f"{words.store_name(k)} {v:,}" for k, v in totals.items())

@@ -40,6 +40,18 @@ class Column(IntEnum):
 HEADERS = {Column.TEXT: "Memory", Column.STORE: "Kind", Column.WHEN: "When",
            Column.TIER: "Freshness", Column.SCORE: "Strength", Column.RELEVANCE: "Relevance"}
 
+# What each column means, on its header (a cell's tip gives that memory's number).
+HEADER_TIPS = {
+    Column.TEXT: "What was said or learned; hover a row for the whole text.",
+    Column.STORE: "What kind of memory it is: a conversation turn, an event, a fact, a habit "
+                  "or a pattern.",
+    Column.WHEN: "When it happened, in this computer's time zone.",
+    Column.TIER: "Fresh: new or used in the last 7 days. Quiet: within a month. Fading: "
+                 "older; fading memories are archived in time.",
+    Column.SCORE: "How strongly Kept holds it (importance, recency, use, feeling and people): "
+                  "strong memories come first in recall and are archived last.",
+    Column.RELEVANCE: "How well it matches this search, beside the best match."}
+
 # A list sorts in the vault (keyset paging, MemoryQuery.order) by these columns; search
 # results (a page at most) sort here by any column.
 LIST_ORDERS: dict[tuple[Column, Qt.SortOrder], ListOrder] = {
@@ -188,6 +200,8 @@ class MemoryTableModel(QAbstractTableModel):
                    role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return HEADERS.get(Column(section)) if 0 <= section < len(Column) else None
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(Column(section)) if 0 <= section < len(Column) else None
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:

@@ -237,6 +237,8 @@ class BrowsePage(Page):
             self.chips.set_chips([])
 
     def show_query(self, label: str, query: MemoryQuery) -> None:
+        if query != self._query:  # another list: the pane never keeps a memory it may not hold
+            self.detail.clear()
         self._label = label
         self._query = query
         self._scope, self._scope_label = query, label

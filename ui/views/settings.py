@@ -351,8 +351,7 @@ class SettingsView(Page):
         else:
 
             self.last_backup.setText(
-                f"Last backup: {words.when(last.created_at)}, "
-                f"{words.count(last.memories, 'memory', 'memories')} (every version, the "
+                f"Last backup: {words.when(last.created_at)} (every memory and version, the "
                 f"Archive too), {last.path}" + ("" if last.exists else
                                                  " (gone or replaced since)"))
         self._update_endpoint()

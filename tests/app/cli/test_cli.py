@@ -72,6 +72,20 @@ def test_init_reports_kdf_and_status_json(vault: Path) -> None:
     assert st["model_found"] is True and st["semantic_search"] is True
 
 
+def test_status_names_the_stores_as_the_window_does(vault: Path) -> None:
+    """Issue 25 item 5 (plain words in the CLI too): the stores by their people-names, the
+    counts those of ``--json``."""
+    from app import words
+    totals = json.loads(kept(vault, "status", "--json").stdout)["totals"]
+    r = kept(vault, "status")
+    assert r.returncode == 0, r.stderr
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("Memories")]
+    said = dict(part.rsplit(" ", 1) for part in line.removeprefix("Memories").strip().split(", "))
+    assert said == {words.store_name(k): str(v) for k, v in totals.items()}
+    assert "Facts" in said and "Conversation" in said
+    assert not any("_" in name or name.islower() for name in said), line
+
+
 def test_missing_vault_is_named_before_any_password_prompt(tmp_path: Path) -> None:
     folder = tmp_path / "nowhere"
     r = kept(folder, "recall", "anything", password=None, input="")
