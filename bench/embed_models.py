@@ -24,6 +24,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, as in bench/scale.py)
+
 DATA = ROOT.parent / "shared" / "bench" / "locomo_dev.json"
 
 
@@ -40,7 +42,6 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def main() -> int:
-    import storage  # noqa: F401  (onnxruntime telemetry off first)
     from storage.embedder import Embedder, package_model_file
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=400)
