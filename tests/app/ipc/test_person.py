@@ -140,7 +140,7 @@ def test_cli_refuses_key_changes_while_an_owner_serves(owner: object) -> None:
     assert r.returncode == 2
     assert "Kept is open for this vault" in r.stderr and "kept serve" in r.stderr
     status = kept_in_process(folder, "status", password=None)  # reads need no password
-    assert status.returncode == 0 and "episodic 2" in status.stdout
+    assert status.returncode == 0 and "Events 2" in status.stdout  # the stores by their names
 
 
 def test_a_vault_deeper_than_a_socket_address_is_served(tmp_path: Path) -> None:
