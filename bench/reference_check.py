@@ -39,7 +39,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -191,34 +190,42 @@ def turns_with_episode(vault: Any, texts: set[str]) -> tuple[int, int]:
 
 def routing(vault: Any) -> list[Row]:
     out = []
-    salience_cols = {t: c for t in ("memory", "episode") for c in columns(vault, t)
-                     if "salience" in c}
-    scored = sum(int(one(vault, f"SELECT count(*) FROM {t} WHERE {c} IS NOT NULL") or 0)
-                 for t, c in salience_cols.items())
-    extra = int(one(vault, "SELECT count(*) FROM memory WHERE store = 'short_term' AND "
-                    "extra LIKE '%salience%'") or 0) if "extra" in columns(vault, "memory") \
-        else 0
+    # The routing decision (migration 0021): one row per incoming turn, shown by explain.
+    scored = int(one(vault, "SELECT count(*) FROM routing r JOIN memory m ON m.id = "
+                     "r.memory_id WHERE m.store = 'short_term'") or 0)
     turn = one(vault, "SELECT id FROM memory WHERE store = 'short_term' AND text LIKE "
                "'%accepted an offer at Kitewood%'")
     ex = vault.explain(turn) if turn else None
-    in_explain = bool(ex and any("salience" in k or "rout" in k for k in
-                                 [*ex.scores, *(ex.breakdown or {})]))
+    in_explain = bool(ex and ex.routing is not None)
     turns = int(one(vault, "SELECT count(*) FROM memory WHERE store = 'short_term'"))
     out.append(row("Salience score on each incoming turn, shown by explain", "004",
-                   grade(scored + extra >= turns and in_explain, bool(scored + extra)),
-                   turns=turns, turns_with_salience=scored + extra,
+                   grade(scored >= turns and in_explain, bool(scored)),
+                   turns=turns, turns_with_salience=scored,
                    explain_shows_routing=in_explain))
     small, small_kept = turns_with_episode(vault, SMALL)
+    # The routing decision per small-talk turn: which stores it went to.
+    decided = [json.loads(r[1]) for r in sql(
+        vault, "SELECT lower(m.text), r.stores FROM routing r JOIN memory m ON m.id = "
+        "r.memory_id WHERE m.store = 'short_term'") if r[0].strip() in SMALL]
+    small_short_only = sum(1 for st in decided if set(st) <= {"short_term"})
     user_turns = [r for r in sql(vault, "SELECT lower(text) FROM memory WHERE store = "
                                  "'short_term' AND speaker = 'user'")]
     content = {r[0].strip() for r in user_turns if r[0].strip() not in SMALL
                and len(r[0].split()) >= 4}
     n_content, content_kept = turns_with_episode(vault, content)
+    not_kept = [r[0] for r in sql(vault, "SELECT t.text FROM memory t WHERE t.store = "
+                                  "'short_term' AND NOT EXISTS (SELECT 1 FROM link l JOIN "
+                                  "memory e ON e.id = l.src WHERE l.dst = t.id AND l.kind = "
+                                  "'DERIVED_FROM' AND e.store = 'episodic')")
+                if r[0].lower().strip() in content]
     out.append(row("Low-salience turns stay short-term only; content is never dropped", "004",
-                   grade(small > 0 and small_kept == 0 and content_kept == n_content,
-                         small_kept < small and content_kept == n_content),
-                   small_talk_turns=small, small_talk_kept_as_events=small_kept,
-                   content_turns=n_content, content_kept_as_events=content_kept))
+                   grade(small > 0 and small_short_only == small and small_kept == 0
+                         and content_kept == n_content,
+                         small_short_only > 0 and content_kept >= 0.9 * n_content),
+                   small_talk_turns=small, small_talk_routed_short_term_only=small_short_only,
+                   small_talk_kept_as_events=small_kept,
+                   content_turns=n_content, content_kept_as_events=content_kept,
+                   content_not_kept=not_kept[:5]))
     prompt = "".join(p.read_text(encoding="utf-8") for p in
                      (ROOT / "app" / "services" / "llm").glob("*.py"))
     wanted = ("salience_score", "analysis", "reasoning", "ENTITY_UPDATE", "working_memory")
@@ -318,17 +325,25 @@ def habits(vault: Any) -> list[Row]:
 def scores(vault: Any, ctx: dict[str, Any]) -> list[Row]:
     from app import policy
     from app.services import scoring
-    from app.services.consolidation.pipeline import STEPS
+    from app.services.consolidation.pipeline import job_steps
     from app.services.recall import RecallTuning
     out = []
-    boost_steps = [s for s in STEPS if "boost" in s]
-    boosted = {k: v for k, v in ctx["report2"].items() if "boost" in k}
+    # Boosters, confidence factors and promotion live in the `scores` step of the daily
+    # decay job; the second run a day later runs that job's steps.
+    decay_job = list(job_steps("decay"))
+    boosted = int(ctx["report2"].get("boosted", 0))
+    week = int(ctx["report_week"].get("boosted", 0))
     out.append(row("Scheduled boosters (daily / 3 days / weekly by score)", "002",
-                   grade(bool(boost_steps) and sum(boosted.values()) > 0, bool(boost_steps)),
-                   steps=boost_steps, boosted_in_second_run=boosted))
+                   grade("scores" in decay_job and boosted + week > 0, "scores" in decay_job),
+                   decay_job_steps=decay_job, steps_in_second_run=ctx["steps2"],
+                   boosted_in_second_run=boosted, boosted_by_decay_job_8_days_on=week,
+                   composite_band_counts=ctx["bands"]))
     promoted = link_count(vault, "PROMOTED_FROM")
     out.append(row("Promotion (working -> episodic of what a request used) with PROMOTED_FROM",
-                   "002", grade(promoted > 0, False), promoted_from_links=promoted))
+                   "002", grade(promoted > 0, False), promoted_from_links=promoted,
+                   promoted_in_second_run=int(ctx["report2"].get("promoted", 0)),
+                   assistant_opened_a_short_term_only_turn=ctx["assistant_opened_turn"],
+                   short_term_turns_used=ctx["turns_used"]))
     mid = ctx["fact"]
     a = vault.explain(mid, now=ctx["now"]).scores["recency"]
     b = vault.explain(mid, now=ctx["now"] + 60 * DAY).scores["recency"]
@@ -343,8 +358,14 @@ def scores(vault: Any, ctx: dict[str, Any]) -> list[Row]:
     conf = [r[0] for r in sql(vault, "SELECT confidence FROM memory WHERE store = 'semantic' "
                               "AND status = 'active' AND user_validated = 0")]
     spread = (max(conf) - min(conf)) if conf else 0.0
+    moved = int(ctx["report2"].get("confidence_moved", 0))
+    factored = int(one(vault, "SELECT count(*) FROM memory WHERE store IN ('semantic', "
+                       "'procedural') AND (conf_user IS NOT NULL OR conf_usage IS NOT NULL)")
+                   or 0)
     out.append(row("Confidence factors move (user validation, usage success)", "003",
-                   grade(spread >= 0.2, spread >= 0.05), facts=len(conf),
+                   grade(spread >= 0.2 or (moved + factored > 0 and spread >= 0.05),
+                         spread >= 0.05 or moved + factored > 0), facts=len(conf),
+                   confidence_moved_in_second_run=moved, with_a_factor_applied=factored,
                    min=round(min(conf), 3) if conf else None,
                    max=round(max(conf), 3) if conf else None,
                    stdev=round(statistics.pstdev(conf), 3) if len(conf) > 1 else 0.0))
@@ -409,7 +430,7 @@ def links(vault: Any) -> list[Row]:
             for name, kind, extra in rows for n in [link_count(vault, kind, extra)]]
 
 
-def episodes(vault: Any) -> list[Row]:
+def episodes(vault: Any, ctx: dict[str, Any]) -> list[Row]:
     cols = columns(vault, "episode")
     outcome = int(one(vault, "SELECT count(*) FROM episode WHERE outcome IS NOT NULL "
                       "AND outcome != ''") or 0)
@@ -418,17 +439,20 @@ def episodes(vault: Any) -> list[Row]:
                 or 0) if rating_col else 0
     return [row("Episodes with outcome and the person's rating", "003",
                 grade(outcome > 0 and rated > 0, outcome > 0 or rated > 0 or bool(rating_col)),
-                with_outcome=outcome, rating_column=rating_col, rated=rated)]
+                with_outcome=outcome, rating_column=rating_col, rated=rated,
+                rated_by_the_person_in_bench=ctx["rated"],
+                outcomes_inferred=int(ctx["report1"].get("outcomes_inferred", 0))
+                + int(ctx["report2"].get("outcomes_inferred", 0)))]
 
 
 def insights(vault: Any) -> list[Row]:
-    got = {f.name for f in fields(vault.insights())}
-    wanted = ("retrieval", "utilisation", "promotion", "archive", "quality")
-    found = [w for w in wanted if any(w in g for g in got) or any(
-        w in k for k in vault.insights().health)]
+    metrics = {m.key: m for m in vault.insights().metrics}
+    wanted = ("retrieval_efficiency", "layer_utilisation", "promotion_rate", "archive_rate",
+              "quality_ratio")
+    found = [w for w in wanted if w in metrics]
     return [row("Insights: retrieval efficiency, layer utilisation, promotion and archive "
                 "rates, quality ratio", "002", grade(len(found) == len(wanted), bool(found)),
-                metrics_found=found, fields=sorted(got))]
+                metrics_found=found, texts={k: metrics[k].text for k in found})]
 
 
 def workspace(vault: Any, folder: Path, agent: str, now: float) -> list[Row]:
@@ -476,10 +500,31 @@ def exercise(vault: Any, now: float) -> dict[str, Any]:
     sections: dict[str, int] = {}
     for item in ctx.items:
         sections[item.section] = sections.get(item.section, 0) + 1
-    report2 = vault.consolidate(now=now + DAY).value.counts
+    # An assistant opens a turn that only short-term holds (what a request used).
+    used = one(vault, "SELECT m.id FROM memory m WHERE m.store = 'short_term' AND NOT EXISTS "
+               "(SELECT 1 FROM link l JOIN memory e ON e.id = l.src WHERE l.dst = m.id AND "
+               "e.store = 'episodic') AND m.speaker = 'user' ORDER BY m.id DESC LIMIT 1")
+    if used:
+        vault.get_memory(used, agent="helper")
+    assistant_opened_turn = used is not None
+    turns_used = int(one(vault, "SELECT count(*) FROM memory WHERE store = 'short_term' "
+                         "AND access_count > 0") or 0)
+    # The person rates one episode, as they would in the window.
+    ep = one(vault, "SELECT memory_id FROM episode ORDER BY memory_id LIMIT 1")
+    rated = 0
+    if ep is not None:
+        vault.rate_episode(ep, 1, "went well")
+        rated = 1
+    # A day later the app's schedule has run the consolidation job and the daily decay job
+    # (03:00): all their steps, in order (decay's `scores` step: boosters, confidence,
+    # promotion).
+    from app.services.consolidation.pipeline import job_steps
+    steps2 = tuple(dict.fromkeys([*job_steps("consolidation"), *job_steps("decay")]))
+    report2 = vault.consolidate(now=now + DAY, steps=steps2).value.counts
     return {"fact": fact, "now": now, "reinforce": after / before if before else 0.0,
             "sections": sections, "used": ctx.used, "budget": ctx.budget,
-            "report2": report2}
+            "report2": report2, "steps2": list(steps2), "turns_used": turns_used,
+            "rated": rated, "assistant_opened_turn": assistant_opened_turn}
 
 
 def check(md: bool) -> dict[str, Any]:
@@ -491,15 +536,25 @@ def check(md: bool) -> dict[str, Any]:
         try:
             now = built["now"]
             ctx = exercise(vault, now)
+            ctx["report1"] = built["report"]
             rows: list[Row] = []
             parts: list[Callable[[], list[Row]]] = [
                 lambda: routing(vault), lambda: summaries(vault), lambda: para(vault),
                 lambda: merging(vault, built["report"]), lambda: habits(vault),
-                lambda: links(vault), lambda: episodes(vault), lambda: insights(vault),
+                lambda: links(vault), lambda: episodes(vault, ctx), lambda: insights(vault),
                 lambda: workspace(vault, folder, "helper", now + DAY),
                 lambda: redaction(vault)]
             for part in parts:
                 rows += part()
+            # A week on the daily decay job has run again (weekly boosters fall due).
+            ctx["bands"] = dict(sql(vault, "SELECT CASE WHEN composite > 0.8 THEN '>.8' WHEN "
+                                    "composite >= 0.6 THEN '.6-.8' WHEN composite >= 0.4 "
+                                    "THEN '.4-.6' ELSE '<.4' END, count(*) FROM memory WHERE "
+                                    "status = 'active' AND store IN ('episodic', 'semantic', "
+                                    "'procedural') GROUP BY 1"))
+            from app.services.consolidation.pipeline import job_steps
+            ctx["report_week"] = vault.consolidate(now=now + 8 * DAY, kind="decay",
+                                                   steps=job_steps("decay")).value.counts
             # Last: two years on, what fades is archived (and nothing is deleted).
             total = one(vault, "SELECT count(*) FROM memory")
             before = one(vault, "SELECT count(*) FROM memory WHERE status = 'archived'")

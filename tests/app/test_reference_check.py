@@ -55,5 +55,12 @@ def test_rows_read_their_evidence_from_the_vault(story_vault: Vault) -> None:
     routing = by_name["Salience score on each incoming turn, shown by explain"]
     assert routing["evidence"]["turns"] == rc.one(
         story_vault, "SELECT count(*) FROM memory WHERE store = 'short_term'") == 51
+    # Salience is read from the routing decisions (migration 0021), and explain shows them.
+    assert routing["evidence"]["turns_with_salience"] == rc.one(
+        story_vault, "SELECT count(*) FROM routing") > 0
+    assert routing["evidence"]["explain_shows_routing"] is True
+    # Insights: the five metrics by their keys.
+    (ins,) = rc.insights(story_vault)
+    assert ins["status"] == "working" and len(ins["evidence"]["metrics_found"]) == 5
     table = rc.markdown(rows)
     assert table.count("\n") == len(rows) + 1 and "| working |" in table
