@@ -173,15 +173,15 @@ class ContextService:
         tier = scoring.tier_at(now, m.occurred_at, m.created_at, m.last_accessed_at,
                                m.access_count)
 
-        def sources(conn: Connection) -> tuple[list[SourceView], list[LinkView]]:
+        def sources(conn: Connection) -> tuple[list[SourceView], list[LinkView],
+                                               RoutingView | None]:
             chain = rows.provenance(conn, [mid])[mid]
             found = rows.get_memories(conn, chain)
             srcs = [SourceView(s.id, s.store, s.text, s.ref, s.speaker,
                                to_iso(s.occurred_at))
                     for s in (found[MemoryId(x)] for x in chain if MemoryId(x) in found)]
-            return srcs, rows.links_of(conn, mid)
-        srcs, links = self.db.read(sources)
-        routing = self._routing(mid)
+            return srcs, rows.links_of(conn, mid), _routing(rows.routing_of(conn, mid))
+        srcs, links, routing = self.db.read(sources)
         from app.services import assistant_change as ac
         if mark is not None and mark.state == "pending":
             mark = None  # described again below, for this viewer
@@ -196,10 +196,11 @@ class ContextService:
             confirmed_by_person=d.confirmed_by_person, written_by=d.written_by,
             routing=routing)
 
-    def _routing(self, mid: int) -> RoutingView | None:
-        """The salience routing of a turn, or of the turn an episode was made from."""
-        found = self.db.read(lambda c: self.rows.routing_of(c, mid))
-        if found is None:
-            return None
-        score, stores, reason, by = found
-        return RoutingView(score, tuple(Store(s) for s in stores), reason, by)
+
+def _routing(found: tuple[float, Sequence[str], str, str] | None) -> RoutingView | None:
+    """The salience routing of a turn, or of the turn an episode was made from (as
+    ``ContextRows.routing_of`` read it in explain's one read)."""
+    if found is None:
+        return None
+    score, stores, reason, by = found
+    return RoutingView(score, tuple(Store(s) for s in stores), reason, by)
