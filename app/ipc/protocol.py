@@ -229,13 +229,17 @@ _DECODERS: dict[object, Decoder] = {}
 
 def from_wire(tp: object, obj: object, what: str = "value") -> object:
     """``obj`` (decoded JSON) as a value of type ``tp``; ``ProtocolError`` if it is not one."""
+    return _decoder_of(tp)(obj, what)
+
+
+def _decoder_of(tp: object) -> Decoder:
+    """``tp``'s decoder from the cache, compiled on a miss."""
     try:
-        decode = _DECODERS[tp]
+        return _DECODERS[tp]
     except KeyError:
-        decode = _DECODERS[tp] = _compile(tp)
+        return _DECODERS.setdefault(tp, _compile(tp))
     except TypeError:  # an unhashable annotation: no cache
-        decode = _compile(tp)
-    return decode(obj, what)
+        return _compile(tp)
 
 
 def _decoder(tp: object) -> Decoder:
@@ -244,12 +248,7 @@ def _decoder(tp: object) -> Decoder:
 
     def decode(obj: object, what: str) -> object:
         if not found:
-            try:
-                found.append(_DECODERS[tp])
-            except KeyError:
-                found.append(_DECODERS.setdefault(tp, _compile(tp)))
-            except TypeError:  # an unhashable annotation: no cache
-                return from_wire(tp, obj, what)
+            found.append(_decoder_of(tp))
         return found[0](obj, what)
     return decode
 
