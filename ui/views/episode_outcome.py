@@ -32,6 +32,11 @@ class EpisodeOutcomeBox(QWidget):
         self.bridge = bridge
         self.memory_id: int | None = None
         self._gen = 0
+        # One save at a time, in the order chosen; a choice made meanwhile waits (the latest
+        # only). A load that read the vault before a save wrote would put the old choice back,
+        # so while one is under way loads are dropped, and the last save reloads.
+        self._saving = False
+        self._queued: tuple[int, int | None, str | None] | None = None
         self.choice = QComboBox()
         self.choice.setObjectName("episodeRating")
         self.choice.setAccessibleName("How it went")
@@ -66,7 +71,7 @@ class EpisodeOutcomeBox(QWidget):
         gen, vault = self._gen, self.vault
 
         def fill(m: Memory) -> None:
-            if gen == self._gen:
+            if gen == self._gen and not self._saving:
                 self._fill(m)
         run_query(self, lambda: vault.get(mid), fill)
 
@@ -97,19 +102,31 @@ class EpisodeOutcomeBox(QWidget):
         self._save()
 
     def _save(self) -> None:
-        mid, vault = self.memory_id, self.vault
-        if mid is None:
+        if self.memory_id is None:
             return
-        rating, said = self.rating(), self.words.text().strip() or None
-        self._gen += 1  # a load started before this choice is stale: it would undo the choice
-        gen = self._gen
+        want = (self.memory_id, self.rating(), self.words.text().strip() or None)
+        if self._saving:
+            self._queued = want
+        else:
+            self._send(*want)
+
+    def _send(self, mid: int, rating: int | None, said: str | None) -> None:
+        self._saving, vault = True, self.vault
+
+        def finished(reload: bool) -> None:
+            self._saving = False
+            queued, self._queued = self._queued, None
+            if queued is not None:
+                self._send(*queued)
+            elif reload and self.memory_id is not None:  # show what the vault now holds
+                self.show_for(self.memory_id, "episodic")
 
         def done(_r: Result[None]) -> None:
-            if gen == self._gen:  # no newer choice or memory meanwhile
-                self.show_for(mid, "episodic")
             self.saved.emit(mid)
+            finished(True)
 
         def failed(exc: BaseException) -> None:
             errors.report_error(self, exc, self.note.setText)
             self.note.show()
+            finished(False)  # a reload would clear the message
         run_op(self, lambda: vault.rate_episode(mid, rating, said), done, self.bridge, failed)
