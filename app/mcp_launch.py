@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
+    from app.mcp_fast import FastCalls
+
 log = logging.getLogger(__name__)
 
 TABLE = Path(__file__).with_name("mcp_table.json")
@@ -124,6 +126,22 @@ class Launcher:
         self.replay.append({**msg, "id": rid})
         self.said[rid] = result
         return {"jsonrpc": "2.0", "id": mid, "result": result}
+
+    def fast(self, server: MCPServer) -> FastCalls | None:
+        """Read tools' calls answered beside the SDK (``app.mcp_fast``), once this launcher
+        answered the handshake: the era and the protocol version are then settled."""
+        if self.table is None:
+            return None
+        if self.era == "legacy" and self.version is not None and any(
+                m.get("method") == "notifications/initialized" for m in self.replay):
+            versions = [self.table["legacy"][self.version]["initialize"]["protocolVersion"]]
+        elif self.era == "modern":  # each request names its version
+            versions = list(self.table["modern"])
+        else:
+            return None
+        from app.mcp_fast import FastCalls
+        fast = FastCalls(server, self.era, versions)
+        return fast if fast.enabled else None
 
     def _result(self, method: str, params: dict[str, Any]) -> Any:
         assert self.table is not None
@@ -274,13 +292,17 @@ class Background:
 
 
 def serve_sdk(server: MCPServer, wire: Wire, first: list[bytes],
-              said: dict[str, Any]) -> None:
-    """Run the SDK server on ``wire``: ``first`` lines before the rest of stdin; the replies
-    to the ids in ``said`` are swallowed (and compared with what was said)."""
+              said: dict[str, Any], *, then: list[bytes] | None = None,
+              fast: FastCalls | None = None) -> None:
+    """Run the SDK server on ``wire``: ``first`` lines before the client's ``then`` lines and
+    the rest of stdin; the replies to the ids in ``said`` are swallowed (and compared with what
+    was said). With ``fast``, a read tool's call from the client is answered beside the SDK
+    (``app.mcp_fast``)."""
     import anyio
     from mcp.server.stdio import stdio_server
 
     pending = dict(said)
+    queued = list(then or [])
     os.set_blocking(wire.rfd, False)
 
     class In:
@@ -290,15 +312,24 @@ def serve_sdk(server: MCPServer, wire: Wire, first: list[bytes],
         async def __anext__(self) -> str:
             if first:
                 return first.pop(0).decode("utf-8", "replace")
-            line = await wire.areadline()
-            if not line:
-                raise StopAsyncIteration
-            return line.decode("utf-8", "replace")
+            while True:
+                line = queued.pop(0) if queued else await wire.areadline()
+                if not line:
+                    raise StopAsyncIteration
+                if fast is None:
+                    return line.decode("utf-8", "replace")
+                reply, msg = await fast.answer(line)
+                if reply is None:
+                    fast.handed(msg)
+                    return line.decode("utf-8", "replace")
+                wire.write(reply)
 
     class Out:
         async def write(self, text: str) -> None:
             if pending and _swallowed(text, pending):
                 return
+            if fast is not None:
+                fast.replied(text)
             wire.write(text.encode("utf-8"))
 
         async def flush(self) -> None:
@@ -364,7 +395,8 @@ def run(agent: str, folder: Path | None) -> int:
         if reply:
             wire.send(reply)
     replay = [json.dumps(m).encode() + b"\n" for m in launcher.replay]
-    serve_sdk(background.result(), wire, replay + first, launcher.said)
+    server = background.result()
+    serve_sdk(server, wire, replay, launcher.said, then=first, fast=launcher.fast(server))
     return 0
 
 
