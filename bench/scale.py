@@ -274,6 +274,7 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
     rss_before = peak_rss_mb()
     load_before = os.getloadavg()
     t0, c0 = time.perf_counter(), time.process_time()
+    embedded = _record_embedded(internals(vault).embedder)
     if args.profile:
         import cProfile
         import pstats
@@ -281,6 +282,7 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
         prof.enable()
     report_ = vault.import_turns(turns).value
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    embedded.stop()
     if args.profile:
         prof.disable()
         pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
@@ -294,9 +296,22 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
         "SELECT id FROM memory WHERE store = ? ORDER BY id", (Store.EPISODIC.value,))])
     row = {int(i): r for r, i in enumerate(ids)}
     np.save(cdir / "turn_vectors.npy", mat[[row[i] for i in order]])
+    alone = embedder_alone(inner.embedder, embedded.calls)
     vault.lock()
+    n_embedded = sum(len(c) for c in embedded.calls)
     out = {
         "n_memories": mems, "n_turns": n_turns, "n_vectors": len(ids),
+        # Turns counted as the issue counts them: what is embedded (routing keeps a few
+        # turns short-term only, unembedded). The embedder alone runs the very texts import
+        # embedded, in the same calls, right after the import (same machine state).
+        "embedded_turns": n_embedded,
+        "embedded_turns_per_s": round(n_embedded / seconds, 1),
+        "embedder_alone": alone,
+        "ingest_over_embedder_alone": ratio(round(n_embedded / seconds, 1),
+                                            alone["turns_per_s"] if alone else None),
+        # Per CPU second: the ratio that holds when other processes share the cores.
+        "ingest_over_embedder_alone_per_cpu_s": ratio(
+            round(n_embedded / cpu, 1), alone["turns_per_cpu_s"] if alone else None),
         "create_seconds_default_kdf": round(t_create, 3),
         "import_turns_seconds": round(seconds, 2),
         "turns_per_s": round(n_turns / seconds, 1),
@@ -312,6 +327,40 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
     }
     done.write_text(json.dumps(out, indent=1))
     return out
+
+
+class _EmbedRecorder:
+    """Keeps the texts of every ``embed`` call on one embedder instance until :meth:`stop`."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder, self.calls = embedder, []  # type: ignore[var-annotated]
+        real = embedder.embed
+
+        def embed(texts: Any) -> Any:
+            self.calls.append(list(texts))
+            return real(texts)
+        embedder.embed = embed
+
+    def stop(self) -> None:
+        del self.embedder.embed  # the class's method again
+
+
+def _record_embedded(embedder: Any) -> _EmbedRecorder:
+    return _EmbedRecorder(embedder)
+
+
+def embedder_alone(embedder: Any, calls: list[list[str]]) -> dict[str, float] | None:
+    """Texts per second (wall and per CPU second) of the bare embedder over ``calls`` (the
+    import's own batches): the ceiling ingest is measured against (issue 28: >= 0.8x)."""
+    n = sum(len(c) for c in calls)
+    if not n:
+        return None
+    t0, c0 = time.perf_counter(), time.process_time()
+    for c in calls:
+        embedder.embed(c)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"turns_per_s": round(n / wall, 1), "turns_per_cpu_s": round(n / cpu, 1),
+            "seconds": round(wall, 2), "cpu_seconds": round(cpu, 1)}
 
 
 # --- role: kept-read -------------------------------------------------------------------------
@@ -708,6 +757,14 @@ def one_size(args: argparse.Namespace, n: int) -> dict[str, Any]:
         "ingest_memories_per_s": {"value": build["memories_per_s"],
                                   "target": TARGETS["ingest_memories_per_s"],
                                   "met": build["memories_per_s"] >= 200},
+        # issue 28: counted in embedded turns, against the embedder alone on the same texts.
+        "ingest_embedded_turns_per_s": {
+            "value": build.get("embedded_turns_per_s"), "target": 250.0,
+            "met": (build.get("embedded_turns_per_s") or 0) >= 250,
+            "applies": "at 100k" if big else "target is stated at 100k"},
+        "ingest_over_embedder_alone": {
+            "value": build.get("ingest_over_embedder_alone"), "target": 0.8,
+            "met": (build.get("ingest_over_embedder_alone") or 0) >= 0.8},
         "recall_p95_ms": {"value": max(rec["chroma"]["p95_ms"], rec["exact"]["p95_ms"]),
                           "target": TARGETS["recall_p95_ms_at_100k"],
                           "met": max(rec["chroma"]["p95_ms"], rec["exact"]["p95_ms"]) <= 50,
@@ -723,6 +780,8 @@ def one_size(args: argparse.Namespace, n: int) -> dict[str, Any]:
                         "met": kept_rss <= TARGETS["peak_rss_mb_at_100k"]},
     }
     ratios = {
+        "ingest_embedded_turns_per_s_over_embedder_alone": build.get(
+            "ingest_over_embedder_alone"),
         "ingest_turns_per_s_kept_over_chroma": ratio(build["turns_per_s"],
                                                      chroma["ingest"]["docs_per_s"]),
         "ingest_memories_per_s_kept_over_chroma_docs_per_s": ratio(
