@@ -212,8 +212,8 @@ _RESOURCE_MORE = [
                r"today |done |)on [A-Z]\w+"),
     # a tool: "20 minutes on Duolingo", "my Notion workspace", "my Strava streak"
     re.compile(r"\b(?i:practi[cs]e|practi[cs]ing|lessons?|streak|exercises?|workouts?|"
-               r"sessions?|minutes|hours|notes|tracking|logged|logging)(?: again| today| "
-               r"done)? (?i:on|in|with|using) (?P<x>[A-Z][\w\-]+)\b"),
+               r"sessions?|minutes|hours|notes|(?:tracking|tracked|logged|logging)(?: my \w+)?)"
+               r"(?: again| today| done)? (?i:on|using) (?P<x>[A-Z][\w\-]+)\b"),
     re.compile(r"\b(?i:my|our) (?P<x>[A-Z][\w\-]+) (?i:streak|account|subscription|premium|"
                r"workspace|notebook|board|playlist|library|feed|league)\b"),
     # a book by its capitalised title: "halfway through Project Hail Mary", "200 pages
@@ -245,6 +245,9 @@ def _introduce_more(text: str, add: Callable[[str | None, str, re.Match[str]], N
     for n, rx in enumerate(_PROJECT_MORE):
         for m in rx.finditer(text):
             name = _noun_phrase(m.group("x"))
+            last = m.group("x").split()[-1].casefold()
+            if name is None and n > 0 and last in _EVENT_ALONE:
+                name = last  # "our wedding's in May": one specific word is enough
             if name is None or name.casefold() in hobby_words:
                 continue
             if n > 0 and " " not in name and name.casefold() not in _EVENT_ALONE:
