@@ -315,8 +315,8 @@ def _noun_phrase(raw: str) -> str | None:
     pronoun, a generic head, an adjective alone)."""
     words: list[str] = []
     for w in raw.split():
-        if w.casefold() in _STOP:
-            break
+        if w.casefold() in _STOP or w.casefold().endswith(("n't", "n’t")):
+            break  # "that isn't a whole project": a negated verb is no part of a name
         words.append(w)
     while words and words[0].casefold() in _LEADING:
         words.pop(0)

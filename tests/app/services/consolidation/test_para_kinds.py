@@ -56,6 +56,7 @@ NEITHER = [
     "the Spanish omelette was great",
     "two sessions with Mark this week",
     "my lessons in Paris start soon",
+    "something for dinner that isn't a whole project?",
 ]
 
 
