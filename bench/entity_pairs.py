@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off)
 
 P, R, A, C, PR, W = "person", "resource", "area", "company", "project", "work"
+PL = "place"
 PAIRS: list[tuple[str, str, str, str, bool]] = [
     # the same thing
     ("Spanish", R, "Spanish on Duolingo", R, True),
@@ -76,6 +77,18 @@ PAIRS: list[tuple[str, str, str, str, bool]] = [
     ("Chess", A, "Chess club", C, False),
     ("Ruby", R, "Ruby on Rails", R, False),  # a language and a framework in it
     ("Bakery", PR, "Bakery in Lisbon", PR, False),
+    # issue 27 row 8 (added after the first figures; dev): one entity per real thing
+    ("Kitewood", C, "Kitewood Studio", C, True),
+    ("Halvorsen", P, "Halvorsen", C, True),
+    ("Dr Halvorsen", P, "Halvorsen", P, True),
+    ("Mercy", C, "Mercy Hospital", C, True),
+    ("Anna", P, "Anna's mum", P, False),
+    ("Lisbon", PL, "Lisbon office", C, False),
+    ("Northwind", C, "Northwind office", C, False),
+    ("Cardiff", PL, "Cardiff Half", PR, False),
+    ("Bristol", PL, "Bristol 10K", PR, False),
+    ("Spanish", R, "Spanish teacher", P, False),
+    ("Marlow", C, "Marlow Street", PL, False),
 ]
 
 

@@ -252,7 +252,9 @@ def summaries(vault: Any) -> list[Row]:
 
 
 def para(vault: Any) -> list[Row]:
-    kinds = dict(sql(vault, "SELECT kind, count(*) FROM entity GROUP BY kind"))
+    # A merged entity keeps its row only so the merge can be undone: it is no thing of its own.
+    kinds = dict(sql(vault, "SELECT kind, count(*) FROM entity WHERE status != 'merged' "
+                     "GROUP BY kind"))
     para_kinds = ("person", "project", "area", "resource", "company")
     used = [k for k in para_kinds if kinds.get(k)]
     out = [row("PARA kinds in use (people, projects, areas, resources, companies)", "000",
@@ -266,7 +268,8 @@ def para(vault: Any) -> list[Row]:
                    grade(bool(kinds.get("company")) and bool(kinds.get("area")),
                          bool(kinds.get("company")) or bool(kinds.get("area"))),
                    companies=kinds.get("company", 0), areas=kinds.get("area", 0)))
-    names = sql(vault, "SELECT name_key, kind, agent, ifnull(context, '') FROM entity")
+    names = sql(vault, "SELECT name_key, kind, agent, ifnull(context, '') FROM entity "
+                "WHERE status != 'merged'")
     by_key: dict[tuple[str, str, str], set[str]] = {}
     for key, kind, agent, ctx in names:
         by_key.setdefault((key, agent, ctx), set()).add(kind)

@@ -116,7 +116,18 @@ def name_variant(a: Named, b: Named) -> str | None:
     if _possessive_lead(long_name) and not _possessive_lead(short_name) \
             and long[0] == short[0]:
         return None  # "Anna" / "Anna's bakery": the owner and her thing
+    if _head_only(short, long):
+        return "name"  # "Kitewood" / "Kitewood Studio", "Notion" / "Notion app"
     return "variant" if _extra_is_neutral(short, long) else None
+
+
+def _head_only(short: list[str], long: list[str]) -> bool:
+    """Whether ``long`` is ``short`` followed only by generic heads (``_HEADS``: "Studio",
+    "app", "project", "Ltd"): the same name with the word that says what sort of thing it is,
+    which no embedding needs to confirm (issue 27 row 8: "Kitewood" / "Kitewood Studio" sat at
+    cosine .80, the threshold)."""
+    n = len(short)
+    return long[:n] == short and len(long) > n and all(w in _HEADS for w in long[n:])
 
 
 def same_thing(a: Named, b: Named, cosine: float, threshold: float) -> str | None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from app.ports import MentionSource, Scope
 
@@ -115,7 +115,7 @@ _HOBBY_INTRO = [
 ]
 
 # --- projects ---------------------------------------------------------------------------------
-_W = r"[A-Za-z][\w'\-]*"
+_W = r"(?:[A-Za-z]|\d+[A-Za-z])[\w'\-]*"  # "Bristol 10K", "a 5k": a word may start with digits
 _NP = r"(?P<x>(?:" + _W + r" ){0,3}" + _W + r")"
 _DET = r"(?:a|an|my|our|the|this|that|some|a new|a little|a small|a big|my own|our own)"
 _I = (r"\b(?:i|we)(?:'m|'re| am| are|'ve been| have been|'ll be| will be)?(?: (?:currently|"
@@ -168,6 +168,102 @@ _RESOURCE_INTRO = [
                + _NP, re.I),
 ]
 
+# --- issue 27 row 5: more ways people name their projects and resources ------------------
+# Events people prepare for: a noun phrase ending in one of these, said with a date or a
+# preparation cue, is a project ("my half marathon is in May", "signed up for the Cardiff
+# Half"). One word alone names a project only when it is specific (not "my interview").
+_EVENTS = ("marathon|half marathon|half|ultra|triathlon|race|10k|5k|exam|exams|finals|thesis|"
+           "dissertation|wedding|launch|presentation|recital|concert|gig|audition|competition|"
+           "tournament|exhibition|conference|pitch|renovation|hen do|stag do|move|proposal|"
+           "application|portfolio|report|trip|holiday|party")
+_EVENT_ALONE = frozenset("marathon triathlon thesis dissertation wedding renovation recital "
+                         "audition exhibition".split())
+_PROJECT_MORE = [
+    # an effort with a deadline: "help me plan the garden shed? I want it done by Thursday"
+    re.compile(r"\b(?:plan|planning|finish|finishing|organi[sz]e|organi[sz]ing|prepare|"
+               r"preparing|write|writing|build|building|sort out|sorting out|put together|"
+               r"get through) (?:the|my|our) " + _NP + r"[^\n]{0,40}?\b(?:want|need|needs|"
+               r"has|have|got) (?:it |them |this |that )?(?:to be )?(?:done|finished|ready|"
+               r"submitted|sorted|in) by\b", re.I),
+    # an event with a date: "my half marathon is in May", "our wedding's on the 12th"
+    re.compile(r"\b(?:my|our) (?P<x>(?:" + _W + r" ){0,2}(?:" + _EVENTS + r"))(?: is|'s| was "
+               r"moved to| got moved to| got pushed to) (?:on|in|next|this|coming up|due|"
+               r"tomorrow|today|only|just|in \w+ (?:days|weeks|months))\b", re.I),
+    # preparing for a named or event-headed thing: "signed up for the Cardiff Half"
+    re.compile(r"\b(?:signed up for|registered for|entered|qualified for|training for|"
+               r"preparing for|studying for|revising for) (?:the|a|an|my|our) "
+               r"(?P<x>(?:" + _W + r" ){0,2}(?:" + _EVENTS + r"))\b", re.I),
+]
+_LANGS = ("Spanish|French|German|Italian|Portuguese|Welsh|Irish|Gaelic|Japanese|Mandarin|"
+          "Cantonese|Chinese|Korean|Arabic|Russian|Dutch|Greek|Turkish|Hindi|Polish|Swedish|"
+          "Norwegian|Danish|Finnish|Hebrew|Catalan|Basque|Vietnamese|Thai|Latin|Czech|"
+          "Ukrainian|Swahili|Icelandic|Hungarian|Romanian|Persian|Farsi|Urdu|Tagalog|"
+          "Indonesian|Esperanto|Sign Language|BSL|ASL")
+_RESOURCE_MORE = [
+    # a language being learned: "daily Spanish done", "I've started Welsh on Duolingo",
+    # "my French homework", "brushing up on my Italian"
+    re.compile(r"\b(?:learning|learn|studying|practi[cs]ing|started|starting|took up|"
+               r"taking|improving|brushing up on|brushing up|practi[cs]e|revising)(?: my| "
+               r"some| a bit of| more)? (?P<x>" + _LANGS + r")\b"),
+    re.compile(r"\b(?:[Mm]y|[Dd]aily|[Oo]ur|[Mm]orning|[Ee]vening|[Ww]eekly)(?: daily| "
+               r"morning| evening| weekly)? (?P<x>" + _LANGS + r") (?:practice|lessons?|"
+               r"class|classes|course|homework|streak|tutor|teacher|exam|session|done)\b"),
+    re.compile(r"\b(?P<x>" + _LANGS + r") (?:practice |lessons? |class |session )?(?:again |"
+               r"today |done |)on [A-Z]\w+"),
+    # a tool: "20 minutes on Duolingo", "my Notion workspace", "my Strava streak"
+    re.compile(r"\b(?i:practi[cs]e|practi[cs]ing|lessons?|streak|exercises?|workouts?|"
+               r"sessions?|minutes|hours|notes|(?:tracking|tracked|logged|logging)(?: my \w+)?)"
+               r"(?: again| today| done)? (?i:on|using) (?P<x>[A-Z][\w\-]+)\b"),
+    re.compile(r"\b(?i:my|our) (?P<x>[A-Z][\w\-]+) (?i:streak|account|subscription|premium|"
+               r"workspace|notebook|board|playlist|library|feed|league)\b"),
+    # a book by its capitalised title: "halfway through Project Hail Mary", "200 pages
+    # behind on Middlemarch", "telling me to read Piranesi", "next month's pick is Dune"
+    re.compile(r"\b(?i:halfway through|partway through|(?:\d+|a few|some) (?:pages|chapters)"
+               r" (?:into|behind on|through|of|left (?:of|in))|started reading|finished "
+               r"reading|to read|to reread|re-?reading|rereading) " + _TITLE),
+    re.compile(r"\b(?i:pick|book|novel|audiobook|read)(?i: this month| for (?:next|this) "
+               r"month)? (?i:is|was) " + _TITLE),
+]
+_TOOL_NOT = frozenset("""Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
+February March April May June July August September October November December Today Tomorrow
+It This That The My Our A An I We""".split())
+
+
+def _title_words(raw: str) -> str:
+    """A title up to the first word that starts a clause ("Project Hail Mary and I'm ..." ->
+    "Project Hail Mary and", whose small words ``_title`` then cuts)."""
+    words = raw.split()
+    for i, w in enumerate(words[1:], 1):
+        if w in _NOT_TITLE or w.casefold().startswith(("i'", "i’")):
+            return " ".join(words[:i])
+    return raw
+
+
+def _introduce_more(text: str, add: Callable[[str | None, str, re.Match[str]], None],
+                    hobby_words: set[str]) -> None:
+    """Issue 27 row 5's project and resource cues (``_PROJECT_MORE``, ``_RESOURCE_MORE``)."""
+    for n, rx in enumerate(_PROJECT_MORE):
+        for m in rx.finditer(text):
+            name = _noun_phrase(m.group("x"))
+            last = m.group("x").split()[-1].casefold()
+            if name is None and n > 0 and last in _EVENT_ALONE:
+                name = last  # "our wedding's in May": one specific word is enough
+            if name is None or name.casefold() in hobby_words:
+                continue
+            if n > 0 and " " not in name and name.casefold() not in _EVENT_ALONE:
+                continue  # "my interview is on Monday": no one project
+            add(name, PROJECT, m)
+    for n, rx in enumerate(_RESOURCE_MORE):
+        for m in rx.finditer(text):
+            raw = m.group("x")
+            name = raw if n < 3 else _title(_title_words(raw))
+            if name is None or name.split()[0] in _TOOL_NOT or name.endswith(("'s", "’s")):
+                continue
+            if n >= 3 and re.fullmatch(_HOBBY, name, re.I):
+                continue
+            add(name, RESOURCE, m)
+
+
 # A noun phrase ends at the first of these (prepositions, conjunctions, time words), so
 # "a children's book about dragons for my niece" is "children's book".
 _STOP = frozenset("""
@@ -219,8 +315,8 @@ def _noun_phrase(raw: str) -> str | None:
     pronoun, a generic head, an adjective alone)."""
     words: list[str] = []
     for w in raw.split():
-        if w.casefold() in _STOP:
-            break
+        if w.casefold() in _STOP or w.casefold().endswith(("n't", "n’t")):
+            break  # "that isn't a whole project": a negated verb is no part of a name
         words.append(w)
     while words and words[0].casefold() in _LEADING:
         words.pop(0)
@@ -311,6 +407,12 @@ def introduced(text: str) -> dict[Key, tuple[str, bool]]:
             if n == 0 and re.fullmatch(_HOBBY, name, re.I):
                 continue
             add(name, PROJECT, m)
+    _introduce_more(text, add, hobby_words)
+    # a title one reads is no project: "Project Hail Mary" is a book, not project "Hail Mary"
+    titles = [k for k, kind in out if kind == RESOURCE]
+    for key in [k for k in out if k[1] == PROJECT]:
+        if any(key[0] in t and key[0] != t for t in titles):
+            del out[key]
     return out
 
 

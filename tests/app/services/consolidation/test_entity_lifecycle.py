@@ -214,7 +214,7 @@ def test_one_run_merges_a_kind_twin_and_a_longer_name_into_one(embedder: Any) ->
              EntityItem(4, scope, "Kite", "company", 2),             # no variant of it
              EntityItem(5, ("other", None), "Kitewood", "person", 9)]  # another scope
     merges = plan(items, embedder.embed, ENTITY_MERGE_COSINE, [])
-    assert merges == [(2, 3, "kind"), (2, 1, "embedding")]
+    assert merges == [(2, 3, "kind"), (2, 1, "name")]  # "Studio" is a head: no cosine needed
     assert plan(items, embedder.embed, ENTITY_MERGE_COSINE, [(1, 2), (2, 3)]) == []
 
 
