@@ -13,6 +13,7 @@ from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, MemoryId, Store
 from app.facade import Vault
+from tests.conftest import new_vault
 from tests.inside import inside
 
 PW = "pw"
@@ -37,11 +38,10 @@ def embedder() -> Any:
 
 
 @pytest.fixture
-def vault(vault_dir: Path, fast_kdf: Any, clock: FixedClock, embedder: Any,
+def vault(vault_dir: Path, clock: FixedClock, embedder: Any,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
     share_embedder(monkeypatch, embedder)
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=clock,
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, PW, threaded=False, clock=clock, use_chroma=False)
     assert v.semantic_search, "the real embedder must be loaded"
     try:
         yield v
