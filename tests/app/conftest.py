@@ -13,7 +13,6 @@ from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, MemoryId, Store
 from app.facade import Vault
-from tests.conftest import new_vault
 from tests.inside import inside
 
 PW = "pw"
@@ -40,7 +39,8 @@ def embedder() -> Any:
 @pytest.fixture
 def vault(vault_dir: Path, clock: FixedClock, embedder: Any,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
-    share_embedder(monkeypatch, embedder)
+    from tests.conftest import new_vault  # here: a child that imports this module must not
+    share_embedder(monkeypatch, embedder)  # load the suite's guards (tests/app/test_network.py)
     v = new_vault(vault_dir, PW, threaded=False, clock=clock, use_chroma=False)
     assert v.semantic_search, "the real embedder must be loaded"
     try:
