@@ -195,8 +195,52 @@ def turns_vault(folder: Path, kdf: Any, password: str,
     from app.api import Turn
     from app.clock import parse_iso
     from app.facade import Vault
-    v = Vault.create(folder, password, kdf=kdf, threaded=False, use_chroma=False,
-                     load_model=load_model).vault
+    if (kdf.m, kdf.t, kdf.p) == (65_536, 3, 4):  # fast_kdf's: a copy of an empty vault serves
+        v = new_vault(folder, password, threaded=False, use_chroma=False, load_model=load_model)
+    else:
+        v = Vault.create(folder, password, kdf=kdf, threaded=False, use_chroma=False,
+                         load_model=load_model).vault
     v.import_turns([Turn(s, who, text, parse_iso(at), f"{s}-{n}")
                     for n, (s, at, who, text) in enumerate(turns)])
     return v
+
+
+
+_BLANK: dict[str, Path] = {}  # password -> an empty vault made this session
+_BLANK_ROOT: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _blank_vault_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Where :func:`new_vault` keeps its templates: a folder of this session's own."""
+    _BLANK_ROOT.append(tmp_path_factory.mktemp("blank"))
+    yield
+    _BLANK.clear()
+    _BLANK_ROOT.clear()
+
+
+def new_vault(folder: Path, password: str, *, clock: Any = None, load_model: bool = True,
+              threaded: bool = True, use_chroma: bool = True) -> Any:
+    """An empty vault at ``folder``: what ``Vault.create(folder, password, kdf=fast_kdf,
+    ...).vault`` gives, for tests that need a new vault but are not about creating one.
+    Creating costs a derive and every migration (~0.7 s idle, twice that under load), so an
+    empty vault is created once per session per password (floor Argon2id parameters, as
+    ``fast_kdf``) and each call opens a copy of it (mode bits kept; one derive, ~0.2 s). The
+    copy is verified before this returns, so no background work is left over that a created
+    vault would not have had. The defaults are ``Vault.create``'s."""
+    import shutil
+
+    from app.facade import Vault
+    from storage import migrations
+    if migrations.migration_names.__module__ != migrations.__name__:
+        raise AssertionError("new_vault copies a vault with every migration; a test that "
+                             "patches migration_names creates its own with Vault.create")
+    if password not in _BLANK:
+        from storage.crypto import KdfParams
+        template = _BLANK_ROOT[-1] / f"vault{len(_BLANK)}"
+        Vault.create(template, password, kdf=KdfParams(m=65_536, t=3, p=4), threaded=False,
+                     use_chroma=False, load_model=False).vault.lock()
+        _BLANK[password] = template
+    shutil.copytree(_BLANK[password], folder)
+    return Vault.open(folder, password, clock=clock, load_model=load_model, threaded=threaded,
+                      use_chroma=use_chroma, verify="sync")

@@ -37,11 +37,11 @@ def embedder() -> Any:
 
 
 @pytest.fixture
-def vault(vault_dir: Path, fast_kdf: Any, clock: FixedClock, embedder: Any,
+def vault(vault_dir: Path, clock: FixedClock, embedder: Any,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
-    share_embedder(monkeypatch, embedder)
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=clock,
-                     use_chroma=False).vault
+    from tests.conftest import new_vault  # here: a child that imports this module must not
+    share_embedder(monkeypatch, embedder)  # load the suite's guards (tests/app/test_network.py)
+    v = new_vault(vault_dir, PW, threaded=False, clock=clock, use_chroma=False)
     assert v.semantic_search, "the real embedder must be loaded"
     try:
         yield v

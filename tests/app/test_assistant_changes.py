@@ -16,6 +16,7 @@ from app.clock import parse_iso
 from app.domain.memory import Draft, Store
 from app.errors import NotFound, ValidationError
 from app.facade import Vault
+from tests.conftest import new_vault
 
 PW = "correct horse battery"
 MARCH = parse_iso("2026-03-01T00:00:00Z")
@@ -23,8 +24,7 @@ MARCH = parse_iso("2026-03-01T00:00:00Z")
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: object) -> Iterator[Vault]:
-    v = Vault.create(tmp_path / "v", PW, kdf=fast_kdf, load_model=False,  # type: ignore[arg-type]
-                     threaded=False, use_chroma=False).vault
+    v = new_vault(tmp_path / "v", PW, load_model=False, threaded=False, use_chroma=False)
     v.pair_agent("a")
     v.pair_agent("b")
     yield v

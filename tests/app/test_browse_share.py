@@ -12,15 +12,14 @@ from typing import Any
 import pytest
 
 from app.errors import NotFound, ValidationError
+from tests.conftest import new_vault
 
 DAY = 86_400.0
 
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw", kdf=fast_kdf, load_model=False, threaded=False,
-                     use_chroma=False).vault
+    v = new_vault(tmp_path / "v", "pw", load_model=False, threaded=False, use_chroma=False)
     yield v
     v.lock()
 

@@ -14,6 +14,7 @@ from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.facade import Vault
 from app.services import hops
+from tests.conftest import new_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-09-16T00:00:00Z")
@@ -21,9 +22,8 @@ NOW = parse_iso("2026-09-16T00:00:00Z")
 
 @pytest.fixture
 def falcon(vault_dir: Path, fast_kdf: object) -> Any:
-    v = Vault.create(vault_dir, "pw-hops", kdf=fast_kdf, threaded=False, load_model=False,
-                     clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, "pw-hops", threaded=False, load_model=False,
+                  clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")), use_chroma=False)
 
     def turn(session: str, at: str, text: str, n: int) -> Turn:
         return Turn(session, "Maya", text, parse_iso(at), f"{session}-{n}")

@@ -20,6 +20,7 @@ from app.facade import Vault
 from app.services.importer import parse_import
 from app.services.recall import RecallService, query_tokens
 from storage import lexicon, repo
+from tests.conftest import new_vault
 from tests.fake_embedder import use_fake_embedder
 from tests.inside import inside
 
@@ -89,8 +90,7 @@ def lex_vault(vault_dir: Path, fast_kdf: Any,
     # Lexical scores and the equality of two rankings: the fake embedder's vectors serve
     # (tests/fake_embedder.py); recall quality is tested with the real model elsewhere.
     fake = use_fake_embedder(monkeypatch)
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=True, clock=FixedClock(T0),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, PW, threaded=True, clock=FixedClock(T0), use_chroma=False)
     assert v.import_turns(parse_import([json.dumps(t) for t in turns()])).value.added == 60
     assert inside(v).embedder is fake and fake.calls >= 60
     try:

@@ -238,6 +238,7 @@ def test_parser_joins_unfinished_calls_and_resolves_dir_fds(tmp_path: Path) -> N
     assert trace.created == ["/h/.cache/x/id.tmp", "/v/vault.key.json"]
 
 
+@pytest.mark.slow  # ~23 s, 20 of them idle on purpose: the slow group runs it (CI too)
 def test_whole_session_makes_no_network_traffic_and_no_stray_files(
         tmp_path: Path, model_dir: Path) -> None:
     """Unlock, import, recall, consolidate, Chroma's index, the scheduler, then 20 s idle."""

@@ -14,6 +14,7 @@ import pytest
 from app.clock import FixedClock, parse_iso
 from app.facade import Vault
 from app.services.importer import parse_import
+from tests.conftest import new_vault
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -32,9 +33,8 @@ def test_generated_chat_is_valid_import_and_repeatable() -> None:
 @pytest.fixture
 def story_vault(vault_dir: Path, fast_kdf: object) -> Any:
     lines = [x for x in rc.OWN.read_text(encoding="utf-8").splitlines() if x.strip()]
-    v = Vault.create(vault_dir, "pw-refcheck", kdf=fast_kdf, threaded=False, load_model=False,
-                     clock=FixedClock(parse_iso("2026-04-10T00:00:00Z")),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, "pw-refcheck", threaded=False, load_model=False,
+                  clock=FixedClock(parse_iso("2026-04-10T00:00:00Z")), use_chroma=False)
     v.import_turns(parse_import(lines))
     v.consolidate(now=parse_iso("2026-04-09T00:00:00Z"))
     try:

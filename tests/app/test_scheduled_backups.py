@@ -12,14 +12,14 @@ import pytest
 
 from app.clock import FixedClock
 from app.jobs import Jobs
+from tests.conftest import new_vault
 
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     from app.api import Turn
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "vault", "pw-sched", kdf=fast_kdf, threaded=False,
-                     use_chroma=False, load_model=False).vault
+    v = new_vault(tmp_path / "vault", "pw-sched", threaded=False, use_chroma=False,
+                  load_model=False)
     v.import_turns([Turn("s1", "Ana", f"Scheduled backup turn {i} about the garden",
                          at=1_780_000_000 + i, ref=f"r{i}") for i in range(20)])
     yield v

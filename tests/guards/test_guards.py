@@ -9,6 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import app.errors
 from app.settings import SETTINGS
 from tests import ROOT
@@ -64,6 +66,7 @@ def test_ruff_is_clean() -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.slow  # ~12 s; README's lint command runs mypy too, and CI the slow group
 def test_mypy_strict_is_clean_on_app_storage_and_ui() -> None:
     # Type errors here were real slips (an int where a MemoryId belongs, a bytearray handed to
     # a bytes API, a QWidget method shadowed by an attribute); keep them at zero. ui/ is

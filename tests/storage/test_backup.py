@@ -21,6 +21,7 @@ from app.facade import Vault
 from storage import backup
 from tests.app.cli.conftest import PW, kept_in_process
 from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
+from tests.conftest import new_vault
 from tests.inside import inside
 
 CANARY = "Zebracanary7731"
@@ -55,7 +56,7 @@ def vault(tmp_path: Path, fast_kdf: object, shared_model: None) -> Iterator[Path
     an imported conversation and a changed setting."""
     from app.services.importer import parse_import
     folder = tmp_path / "vault"
-    v = Vault.create(folder, PW, kdf=fast_kdf, threaded=False, use_chroma=False).vault  # type: ignore[arg-type]
+    v = new_vault(folder, PW, threaded=False, use_chroma=False)
     try:
         ids = [v.remember(Draft(text=f"note {i}: the garden needs water on day {i}",
                                 store=Store.SEMANTIC)).value for i in range(12)]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QThreadPool
 
+from tests.conftest import new_vault
 from tests.ui.conftest import main_window
 
 pytestmark = pytest.mark.gui
@@ -28,9 +29,8 @@ SAID = ["I've been reading Atomic Habits lately.",
 def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     from app.clock import FixedClock
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", PASSWORD, kdf=fast_kdf, load_model=False,
-                     use_chroma=False, clock=FixedClock(NOW)).vault
+    v = new_vault(tmp_path / "v", PASSWORD, load_model=False, use_chroma=False,
+                  clock=FixedClock(NOW))
     for n, text in enumerate(SAID):  # said in May, learned today
         v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
                          occurred_at=NOW - 60 * 86_400 + n * 600))
@@ -98,9 +98,8 @@ def merged_vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     consolidation makes one entity of the two (issue 27 item 3)."""
     from app.clock import FixedClock
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", PASSWORD, kdf=fast_kdf, load_model=False,
-                     use_chroma=False, clock=FixedClock(NOW)).vault
+    v = new_vault(tmp_path / "v", PASSWORD, load_model=False, use_chroma=False,
+                  clock=FixedClock(NOW))
     for n, text in enumerate(SPANISH):
         v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
                          occurred_at=NOW - 86_400 + n * 600))

@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import Qt, QThreadPool
 
 from app.api import ALL_MEMORIES
+from tests.conftest import new_vault
 from tests.ui.conftest import main_window
 from ui.models.memory_table import Column
 from ui.views.detail import TARGET_ROLE
@@ -79,9 +80,8 @@ def topics(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     """Three conversations of Maya's about one project and her sister (rules, no model)."""
     from app.api import Turn
     from app.clock import FixedClock, parse_iso
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw-link-words", kdf=fast_kdf, load_model=False,
-                     use_chroma=False, clock=FixedClock(parse_iso("2026-10-01T00:00:00Z"))).vault
+    v = new_vault(tmp_path / "v", "pw-link-words", load_model=False, use_chroma=False,
+                  clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")))
     said = [("s1", "2026-09-01T10:00:00Z", "We kicked off Project Falcon at work today."),
             ("s1", "2026-09-01T10:01:00Z", "My sister Ana lives in Porto."),
             ("s2", "2026-09-08T09:00:00Z", "Coffee first."),

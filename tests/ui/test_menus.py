@@ -14,6 +14,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QMenu
 
 from app.prefs import Prefs
+from tests.conftest import new_vault
 
 pytestmark = pytest.mark.gui
 WAIT = 30_000
@@ -57,9 +58,8 @@ def _top(qtbot: Any, kind: type) -> Any:
 
 @pytest.fixture
 def empty_vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
-    from app.facade import Vault
-    vault = Vault.create(tmp_path / "Sam's vault", "a long enough password", kdf=fast_kdf,
-                         load_model=False, use_chroma=False).vault
+    vault = new_vault(tmp_path / "Sam's vault", "a long enough password", load_model=False,
+                      use_chroma=False)
     yield vault
     QThreadPool.globalInstance().waitForDone(WAIT)
     if not vault.locked:

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tests.conftest import new_vault
 from tests.ui.conftest import main_window
 
 pytestmark = pytest.mark.gui
@@ -109,9 +110,8 @@ def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     from app.api import AssistantFact
     from app.clock import FixedClock
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    v = Vault.create(tmp_path / f"{MARK}<b>vault</b>", PASSWORD, kdf=fast_kdf, load_model=False,
-                     use_chroma=False, clock=FixedClock(NOW)).vault
+    v = new_vault(tmp_path / f"{MARK}<b>vault</b>", PASSWORD, load_model=False, use_chroma=False,
+                  clock=FixedClock(NOW))
     ids = []
     for n, text in enumerate(SAID):
         ids.append(v.remember(Draft(text=text, store=Store.EPISODIC, speaker="me",

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QCoreApplication, Qt, QThreadPool
 
+from tests.conftest import new_vault
 from tests.ui.conftest import answer_confirm, main_window
 
 pytestmark = pytest.mark.gui
@@ -26,9 +27,7 @@ AGENT = "claude-code"
 def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     from app.agent_scope import AgentSession
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw", kdf=fast_kdf, load_model=False,
-                     use_chroma=False).vault
+    v = new_vault(tmp_path / "v", "pw", load_model=False, use_chroma=False)
     v.pair_agent(AGENT)
     v.remember(Draft(text="Ana's birthday is on 3 July.", store=Store.SEMANTIC))
     AgentSession(v, AGENT).remember(Draft(text="Ana adopted a cat called Miso.",

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QCoreApplication, QDate, Qt, QThreadPool
 
+from tests.conftest import new_vault
 from tests.ui.conftest import main_window
 
 pytestmark = pytest.mark.gui
@@ -36,9 +37,7 @@ def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     from app.api import Turn
     from app.clock import FixedClock, parse_iso
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    v = Vault.create(tmp_path / "v", "pw", kdf=fast_kdf, load_model=False, use_chroma=False,
-                     clock=FixedClock(T0)).vault
+    v = new_vault(tmp_path / "v", "pw", load_model=False, use_chroma=False, clock=FixedClock(T0))
     v.import_turns([Turn(session="old", speaker="Leo", ref="old:1", at=OLD,
                          text="We rowed across the harbour at dawn.")])
     v.consolidate(steps=("decay",), now=T0 + 400 * DAY)

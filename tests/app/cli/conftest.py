@@ -80,15 +80,13 @@ def hashes(folder: Path) -> dict[str, str]:
 
 def make_vault(folder: Path, texts: tuple[str, ...] = ()) -> Path:
     from app.domain.memory import Draft
-    from app.facade import Vault
-    from storage.crypto import KdfParams
-    res = Vault.create(folder, PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
-                       threaded=False, use_chroma=False)
+    from tests.conftest import new_vault
+    vault = new_vault(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:
         for text in texts:
-            res.vault.remember(Draft(text=text))
+            vault.remember(Draft(text=text))
     finally:
-        res.vault.lock()
+        vault.lock()
     return folder
 
 

@@ -23,6 +23,7 @@ from app.api import MemoryQuery
 from app.facade import Vault
 from tests import ROOT
 from tests.app.cli.conftest import PW, kept_in_process, run_cli
+from tests.conftest import new_vault
 from tests.inside import inside
 
 SCHEMA = json.loads((ROOT / "docs" / "export.schema.json").read_text("utf-8"))
@@ -37,12 +38,9 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     in Sam's file), an episode archived, an assistant paired. Read-only for the tests."""
     from app.api import Turn
     from app.clock import FixedClock, parse_iso
-    from app.facade import Vault
-    from storage.crypto import KdfParams
     folder = tmp_path_factory.mktemp("export") / "vault"
-    v = Vault.create(folder, PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
-                     threaded=False, use_chroma=False,
-                     clock=FixedClock(parse_iso("2026-07-02T00:00:00Z"))).vault
+    v = new_vault(folder, PW, load_model=False, threaded=False, use_chroma=False,
+                  clock=FixedClock(parse_iso("2026-07-02T00:00:00Z")))
     try:
         v.import_turns([Turn(s, "Sam", text, parse_iso(at), ref) for s, text, at, ref in (
             ("may", "I live in Lisbon, near the river.", "2026-05-03T10:00:00Z", "a1"),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.cli import conftest
+from tests.conftest import new_vault
 
 PW = "time travel pw"
 
@@ -32,11 +33,8 @@ def vault(tmp_path: Path) -> Path:
     """Imported today (the real clock), said in January and in March 2026."""
     from app.clock import parse_iso
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    from storage.crypto import KdfParams
     folder = tmp_path / "vault"
-    v = Vault.create(folder, PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
-                     threaded=False, use_chroma=False).vault
+    v = new_vault(folder, PW, load_model=False, threaded=False, use_chroma=False)
     jan, mar = parse_iso("2026-01-10T10:00:00Z"), parse_iso("2026-03-10T10:00:00Z")
     try:
         v.remember(Draft(text="Maya lives in Lisbon", store=Store.SEMANTIC, occurred_at=jan,

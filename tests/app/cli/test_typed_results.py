@@ -13,8 +13,8 @@ from app import words
 from app.api import ContradictionItem, Turn
 from app.clock import parse_iso
 from app.facade import Vault
-from storage.crypto import KdfParams
 from tests.app.cli.conftest import PW, run_cli
+from tests.conftest import new_vault
 
 
 def turn(text: str, at: str, ref: str) -> Turn:
@@ -25,8 +25,7 @@ def turn(text: str, at: str, ref: str) -> Turn:
 def folder(tmp_path: Path, password_env: None) -> Path:
     """A vault with one two-sided contradiction (settled by the policy: "auto")."""
     folder = tmp_path / "vault"
-    v = Vault.create(folder, PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
-                     threaded=False, use_chroma=False).vault
+    v = new_vault(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:
         v.import_turns([turn("I live in Lisbon, near the river.", "2026-05-03T10:00:00Z", "a")])
         v.consolidate()

@@ -60,10 +60,8 @@ def seed_vault(folder: Path, agents: tuple[str, ...] = ("a", "b"),
     """Create a vault, pair ``agents`` and write ``texts`` per scope ("global" or an agent)."""
     from app.agent_scope import AgentSession
     from app.domain.memory import Draft, Store
-    from app.facade import Vault
-    from storage.crypto import KdfParams
-    v = Vault.create(folder, PW, kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
-                     threaded=False, use_chroma=False).vault
+    from tests.conftest import new_vault
+    v = new_vault(folder, PW, load_model=False, threaded=False, use_chroma=False)
     try:
         seeded = Seeded(folder, {n: v.pair_agent(n).value for n in agents})
         for scope, items in (texts or {}).items():

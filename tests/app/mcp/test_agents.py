@@ -11,6 +11,7 @@ from app.api import AssistantFact, Filters
 from app.domain.memory import Draft, Store
 from app.errors import AgentNotPaired, NotFound, ValidationError
 from app.facade import Vault
+from tests.conftest import new_vault
 from tests.inside import inside
 
 PW = "correct horse battery"
@@ -18,8 +19,7 @@ PW = "correct horse battery"
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: object):
-    v = Vault.create(tmp_path / "v", PW, kdf=fast_kdf, load_model=False, threaded=False,
-                     use_chroma=False).vault
+    v = new_vault(tmp_path / "v", PW, load_model=False, threaded=False, use_chroma=False)
     yield v
     v.lock()
 

@@ -27,6 +27,7 @@ from tests.app.mcp.conftest import (
     tool_error,
     with_mcp,
 )
+from tests.conftest import new_vault
 
 PW = "correct horse battery"
 DAY = 86400.0
@@ -48,8 +49,8 @@ def clock() -> Clock:
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: object, clock: Clock):
-    v = Vault.create(tmp_path / "v", PW, kdf=fast_kdf, load_model=False, threaded=False,
-                     use_chroma=False, clock=clock).vault
+    v = new_vault(tmp_path / "v", PW, load_model=False, threaded=False, use_chroma=False,
+                  clock=clock)
     yield v
     v.lock()
 

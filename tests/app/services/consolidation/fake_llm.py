@@ -123,9 +123,9 @@ def llm_vault(folder: Path, password: str, kdf: object, now: float, server: Fake
     """A single-threaded vault (no model, no Chroma) whose clock stands at ``now`` and whose
     extraction goes to ``server``."""
     from app.clock import FixedClock
-    from app.facade import Vault
-    v = Vault.create(folder, password, kdf=kdf, threaded=False,  # type: ignore[arg-type]
-                     clock=FixedClock(now), use_chroma=False, load_model=False).vault
+    from tests.conftest import new_vault
+    v = new_vault(folder, password, threaded=False, clock=FixedClock(now), use_chroma=False,
+                  load_model=False)  # kdf: the floor (fast_kdf), what the empty vault has
     v.set_setting("extraction.provider", "llm")
     v.set_setting("extraction.llm_base_url", server.base_url)
     v.set_setting("extraction.llm_model", "tiny-local")

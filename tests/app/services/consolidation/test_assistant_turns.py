@@ -13,6 +13,7 @@ from app.agent_scope import AgentSession
 from app.api import AssistantFact
 from app.domain.memory import Draft, MemoryId, Store
 from app.facade import Vault
+from tests.conftest import new_vault
 from tests.inside import inside
 
 PW = "correct horse battery"
@@ -20,8 +21,7 @@ PW = "correct horse battery"
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: object):
-    v = Vault.create(tmp_path / "v", PW, kdf=fast_kdf, load_model=False, threaded=False,
-                     use_chroma=False).vault
+    v = new_vault(tmp_path / "v", PW, load_model=False, threaded=False, use_chroma=False)
     yield v
     v.lock()
 

@@ -15,6 +15,7 @@ from app.clock import FixedClock, parse_iso
 from app.facade import Vault
 from app.services.recall import Filters
 from storage import lifecycle
+from tests.conftest import new_vault
 from tests.inside import inside
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
@@ -25,9 +26,8 @@ DAY = 86400.0
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object) -> Vault:
-    v = Vault.create(vault_dir, "pw-cons", kdf=fast_kdf, threaded=False,
-                     clock=FixedClock(parse_iso("2026-07-02T00:00:00Z")),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, "pw-cons", threaded=False,
+                  clock=FixedClock(parse_iso("2026-07-02T00:00:00Z")), use_chroma=False)
     yield v
     if not v.locked:
         v.lock()

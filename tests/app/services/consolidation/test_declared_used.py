@@ -21,6 +21,7 @@ from app.services import scoring
 from app.services.extract import extract
 from app.settings import SETTINGS
 from tests import ROOT
+from tests.conftest import new_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
@@ -62,8 +63,8 @@ def test_every_policy_number_is_used() -> None:
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, "pw-declared", kdf=fast_kdf, threaded=False,
-                     clock=FixedClock(NOW), use_chroma=False, load_model=False).vault
+    v = new_vault(vault_dir, "pw-declared", threaded=False, clock=FixedClock(NOW),
+                  use_chroma=False, load_model=False)
     yield v
     if not v.locked:
         v.lock()

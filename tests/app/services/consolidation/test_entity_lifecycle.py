@@ -19,6 +19,7 @@ from app.facade import Vault
 from app.policy import DAY, PROJECT_IDLE_D
 from app.services.entity_merge import Named, name_variant
 from app.services.project_end import ends
+from tests.conftest import new_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
@@ -27,8 +28,7 @@ PW = "pw-lifecycle"
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object, shared_model: None) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False)
     yield v
     if not v.locked:
         v.lock()

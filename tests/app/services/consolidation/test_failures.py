@@ -19,6 +19,7 @@ from app.clock import FixedClock, parse_iso
 from app.errors import ValidationError
 from app.facade import Vault
 from app.services.consolidation import BatchFailure
+from tests.conftest import new_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
@@ -27,8 +28,8 @@ PW = "pw-failures"
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False, load_model=False).vault
+    v = new_vault(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False,
+                  load_model=False)
     yield v
     if not v.locked:
         v.lock()

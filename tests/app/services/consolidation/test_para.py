@@ -16,6 +16,7 @@ from app.api import MemoryQuery
 from app.clock import FixedClock, parse_iso
 from app.domain.memory import Draft, Store
 from app.facade import Vault
+from tests.conftest import new_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
@@ -25,8 +26,7 @@ PW = "pw-para"
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object, shared_model: None) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False)
     yield v
     if not v.locked:
         v.lock()

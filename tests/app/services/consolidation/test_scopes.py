@@ -17,6 +17,7 @@ from app.domain.memory import Draft, Store
 from app.facade import Vault
 from app.services.recall import Filters
 from tests.app.services.consolidation.fake_llm import FakeLlm, facts_reply
+from tests.conftest import new_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-07-02T00:00:00Z")
@@ -42,8 +43,7 @@ def vault(vault_dir: Path, fast_kdf: object, embedder: Any,
     monkeypatch.setattr(bootstrap, "load_embedder",
                         lambda load_model: (embedder, embedder.model_dir) if load_model
                         else (None, None))
-    v = Vault.create(vault_dir, PW, kdf=fast_kdf, threaded=False, clock=FixedClock(NOW),
-                     use_chroma=False).vault
+    v = new_vault(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False)
     yield v
     if not v.locked:
         v.lock()

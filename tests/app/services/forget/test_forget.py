@@ -18,6 +18,7 @@ from app.facade import Vault
 from app.services.recall import Filters
 from storage import lifecycle
 from tests.app.services.forget.pagescan import scan_decrypted, scan_raw
+from tests.conftest import new_vault
 from tests.inside import inside
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
@@ -29,8 +30,7 @@ NOW = parse_iso("2026-06-01T12:00:00Z")
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object) -> Vault:
-    v = Vault.create(vault_dir, "pw-forget", kdf=fast_kdf, threaded=False,
-                     clock=FixedClock(NOW), use_chroma=False).vault
+    v = new_vault(vault_dir, "pw-forget", threaded=False, clock=FixedClock(NOW), use_chroma=False)
     yield v
     v.lock()
 

@@ -19,6 +19,7 @@ from app.domain.memory import Draft, Store
 from app.facade import Vault
 from storage import lifecycle
 from tests.app.services.forget.pagescan import scan_decrypted
+from tests.conftest import new_vault
 from tests.inside import inside
 
 # The real model, loaded once per session instead of once per vault (tests/conftest.py).
@@ -30,8 +31,7 @@ NAME = "Zorblax"
 
 @pytest.fixture
 def vault(vault_dir: Path, fast_kdf: object) -> Iterator[Vault]:
-    v = Vault.create(vault_dir, "pw-scope", kdf=fast_kdf, threaded=False,
-                     clock=FixedClock(NOW), use_chroma=False).vault
+    v = new_vault(vault_dir, "pw-scope", threaded=False, clock=FixedClock(NOW), use_chroma=False)
     yield v
     if not v.locked:
         v.lock()
