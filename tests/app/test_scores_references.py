@@ -231,7 +231,8 @@ def test_an_assistant_opening_a_short_term_only_turn_gets_it_promoted(vault: Vau
     vault.import_turns([
         turn("s1", "Ana", "Wow, that sounds amazing!", T0 - HOUR, "s1:1"),
         turn("s1", "Ana", "Oh nice, love that!", T0 - HOUR, "s1:2"),
-        turn("s1", "Ana", "I booked the ferry to Tallinn for Friday", T0 - HOUR, "s1:3")])
+        turn("s1", "Ana", "I booked the ferry to Tallinn for Friday", T0 - HOUR, "s1:3"),
+        turn("s1", "Ana", "could you translate that into Estonian?", T0 - HOUR, "s1:4")])
     only = "SELECT id FROM memory WHERE ref = ? AND store = 'short_term' AND NOT EXISTS (" \
            "SELECT 1 FROM link l WHERE l.dst = memory.id AND l.kind = 'DERIVED_FROM')"
     opened, browsed = int(row(vault, only, "s1:1")[0]), int(row(vault, only, "s1:2")[0])
@@ -245,5 +246,15 @@ def test_an_assistant_opening_a_short_term_only_turn_gets_it_promoted(vault: Vau
     assert vault.get(new).store is Store.EPISODIC
     assert row(vault, "SELECT count(*) FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
                browsed) == (0,)
+    # The assistant's recall within the day returns a short-term-only turn: used too.
+    asked = int(row(vault, only, "s1:4")[0])
+    hits = AgentSession(vault, "helper").recall("translate Estonian")
+    assert asked in [h.id for h in hits]
+    second = vault.consolidate(steps=("scores",)).value
+    assert second.counts["promoted"] >= 1
+    assert row(vault, "SELECT count(*) FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
+               asked) == (1,)
+    vault.undo_run(second.run_id)
     vault.undo_run(report.run_id)
     assert row(vault, "SELECT count(*) FROM memory WHERE id = ?", new) == (0,)
+    assert row(vault, "SELECT count(*) FROM link WHERE kind = 'PROMOTED_FROM'") == (0,)
