@@ -723,8 +723,14 @@ class Vault:
     # --- browsing for assistants too (issue 26) -----------------------------------------
     def get_memory(self, mid: int, *, agent: str | None = None) -> MemoryRow:
         """One memory whole (its full text), as a list row with its currency mark, who wrote
-        it and a change waiting for it (as ``agent`` may see it)."""
-        return self._described([self._browse.memory_row(self.get(mid))], agent)[0]
+        it and a change waiting for it (as ``agent`` may see it). An assistant opening a
+        memory uses it, as recall's hits are used: the access is recorded (reinforcement, and a
+        short-term-only turn is promoted to an event at the next run's scores step); the
+        person browsing in the window (no ``agent``) changes nothing."""
+        out = self._described([self._browse.memory_row(self.get(mid))], agent)[0]
+        if agent is not None:
+            self._recall_service.touch([mid], self._clock.now())
+        return out
 
     def _described(self, rows: list[MemoryRow], viewer: str | None) -> list[MemoryRow]:
         """``written_by`` and a pending change for browsing rows, as recall marks its hits

@@ -53,8 +53,11 @@ PASSWORD = "reference check bench"
 DAY = 86_400.0
 REF = {"000": "000 MyCasa PARA/decay", "001": "001 atomic facts", "002": "002 LifeOS layers",
        "003": "003 QuantumLife", "004": "004 routing prompt"}
-# What people say in passing, with no memory in it (the stories' own small talk).
-SMALL = {"thanks!", "ok cool", "haha", "hey", "ok thanks", "never mind", "you're welcome!"}
+# What people say in passing, with no memory in it (the stories' own small talk, labelled by
+# hand), and a one-off request about the text at hand. The last three were labelled content
+# before (four words or more) though they are thanks, an acknowledgement and such a request.
+SMALL = {"thanks!", "ok cool", "haha", "hey", "ok thanks", "never mind", "you're welcome!",
+         "nice, thanks a lot", "yeah. ok sending both", "can you summarise this article for me?"}
 
 
 # --- chat-like turns, for the long session and --scale ------------------------------------
@@ -179,11 +182,15 @@ def link_count(vault: Any, kind: str, extra: str = "") -> int:
                    f"JOIN memory b ON b.id = l.dst WHERE l.kind = ? {extra}", (kind,)) or 0)
 
 
-def turns_with_episode(vault: Any, texts: set[str]) -> tuple[int, int]:
-    """(turns whose text is in ``texts`` (case-insensitive), those of them kept as an event)."""
+def turns_with_episode(vault: Any, texts: set[str], alone: bool = False) -> tuple[int, int]:
+    """(turns whose text is in ``texts`` (case-insensitive), those of them kept as an event).
+    ``alone``: only an event of the turn's own counts, not a summary of its whole
+    conversation (which cites every turn it covers, small talk too)."""
+    own = (" AND (SELECT count(*) FROM link l2 WHERE l2.src = e.id AND l2.kind = "
+           "'DERIVED_FROM') = 1") if alone else ""
     rows = sql(vault, "SELECT t.id, lower(t.text), EXISTS (SELECT 1 FROM link l JOIN memory e "
                "ON e.id = l.src WHERE l.dst = t.id AND l.kind = 'DERIVED_FROM' "
-               "AND e.store = 'episodic') FROM memory t WHERE t.store = 'short_term'")
+               f"AND e.store = 'episodic'{own}) FROM memory t WHERE t.store = 'short_term'")
     mine = [r for r in rows if r[1].strip() in texts]
     return len(mine), sum(1 for r in mine if r[2])
 
@@ -202,7 +209,7 @@ def routing(vault: Any) -> list[Row]:
                    grade(scored >= turns and in_explain, bool(scored)),
                    turns=turns, turns_with_salience=scored,
                    explain_shows_routing=in_explain))
-    small, small_kept = turns_with_episode(vault, SMALL)
+    small, small_kept = turns_with_episode(vault, SMALL, alone=True)
     # The routing decision per small-talk turn: which stores it went to.
     decided = [json.loads(r[1]) for r in sql(
         vault, "SELECT lower(m.text), r.stores FROM routing r JOIN memory m ON m.id = "

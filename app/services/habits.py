@@ -80,7 +80,9 @@ class Pattern:
 # practice word ("climbing again", "climbing session"); not as an adjective ("so inspiring").
 _WHEN_WORDS = (r"tonight|today|tomorrow|this morning|this evening|again|later|later on|"
                r"session|class|lesson|practice|club|trip|with|before|after|till|until|"
-               r"every|each|on (?:mon|tues|wednes|thurs|fri|satur|sun)days?")
+               r"every|each|on (?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
+               # the place named by its activity: "the climbing gym", "the swimming pool"
+               r"gym|wall|pool|studio|hall|centre|center|court|track|rink|lane|lanes")
 _GERUND = re.compile(
     r"(?:(?<=\bgo )|(?<=\bwent )|(?<=\bgoing )|(?<=\bgone )|(?<=\bbeen )|(?<=\bgoes )"
     r"|(?<=\bdid some )|(?<=\bdo some )|(?<=\bsome )|(?<=day )|(?<=days )"
@@ -104,6 +106,8 @@ _SINGULAR = {"lessons": "lesson", "classes": "class"}
 # A turn that says an activity did not happen: a cue up to three words before it.
 _MISS = (r"\b(?:skip(?:ped)?|miss(?:ed)?|didn'?t|did not|couldn'?t|could not|no|cancel(?:l?ed)?|"
          r"bail(?:ed)? on|instead of|without)\b(?:\W+\w+){0,3}?\W+")
+_SAID_DAILY = re.compile(r"\b(?:daily|every (?:single )?(?:day|morning|evening|night)|"
+                         r"each (?:day|morning|evening)|streak)\b", re.I)
 WINDOW = 28 * 86400   # "at least three times in four weeks"
 PARTS = ((5, 12, "in the morning"), (12, 17, "in the afternoon"), (17, 22, "in the evening"))
 
@@ -127,7 +131,29 @@ def _named_activities(text: str) -> list[str]:
         g = (m.group(1) or m.group(2)).lower()
         if g not in _NOT_ACTIVITY and not any(g in o.lower() for o in out):
             out.append(g)
+    for name in _bare_names(text):
+        if not any(name.lower() in o.lower() for o in out):
+            out.append(name if name[0].isupper() else name.lower())
     return list(dict.fromkeys(out))
+
+
+# A subject-less report of an activity said by its name alone: "Spanish on Duolingo again
+# today", "daily Spanish done", "yoga again tonight", "piano done before dinner". The name opens
+# a clause (after "daily", "more", "some" at most), may have "on/at/with" and two words after it,
+# and "again" or "done" follows.
+_BARE = re.compile(r"(?:^|(?<=[.,!?;:] ))(?:(?:daily|more|some|morning|evening) )?"
+                   r"([A-Za-z]{3,})(?: (?:on|at|with) [\w'-]+(?: [\w'-]+)?)? (?:again|done)\b", re.I)
+# Names that open "... again" without being an activity ("rain again", "same again").
+_NOT_BARE = frozenset("""rain raining snow snowing traffic same this that these those it here there
+what when then now work school nothing everything something monday tuesday wednesday thursday
+friday saturday sunday today tonight tomorrow yesterday back once never always
+""".split())
+
+
+def _bare_names(text: str) -> list[str]:
+    """'Spanish on Duolingo again today' -> ['Spanish']; 'yoga again tonight' -> ['yoga']."""
+    return [m.group(1) for m in _BARE.finditer(text)
+            if m.group(1).lower() not in STOPWORDS | _NOT_BARE | _NOT_ACTIVITY]
 
 
 def _stem(gerund: str) -> str:
@@ -176,6 +202,10 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
     # for "swimming" when the person also names it so.
     gerunds = {_stem(t): t for _, text, *_ in people for t in _named_activities(text)
                if t.endswith("ing")}
+    # A name said alone ("Spanish again today") is the practice it is also called by
+    # ("my Spanish practice"): one habit, not two.
+    practiced = {t.split(" ")[0].lower(): t for _, text, *_ in people
+                 for t in _named_activities(text) if " " in t}
     talk_days: dict[str, dict[object, float]] = defaultdict(dict)  # who -> day -> a moment
     for mid, text, who, at, session in people:
         texts[mid] = text
@@ -197,7 +227,9 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
             if prev and prev[0] != act:
                 order[(who, prev[0], act)] += [prev[1], mid]
             last_in_session[(who, session)] = (act, mid)
-        for thing in _named_activities(text):
+        things = [practiced.get(t.lower(), t) if " " not in t else t
+                  for t in _named_activities(text)]
+        for thing in dict.fromkeys(things):
             if re.search(_MISS + re.escape(thing.split(" ")[0]), text, re.I):
                 missed[(who, thing.lower())].append((mid, at))
                 continue
@@ -252,7 +284,14 @@ def detect_patterns(rows: Sequence[tuple[int, str, str, float, str]], minimum: i
         last = max(at for _, at in hits)
         first = min(at for _, at in hits)
         lost = tuple(m for m, at in missed.get((who, act), ()) if at > first)
+        said_daily = sum(1 for m, _ in hits if _SAID_DAILY.search(texts[m]))
         weekly = common(who, hits, lambda at: _local(at).weekday())
+        if said_daily >= 2 and _in_window([a for _, a in hits], minimum):
+            # The person calls it daily ("daily Spanish done", "day 3 of my streak"): the
+            # weekday the reports happen to share says less than their own word.
+            return Pattern(f"{who}|{key(act)}|daily", who,
+                           say(who, act, named, "almost every day") + at_place, [act],
+                           [m for m, _ in hits], last, first, lost)
         if weekly is not None:
             day, src = weekly
             assert isinstance(day, int)

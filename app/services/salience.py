@@ -3,7 +3,7 @@
 Every incoming turn gets a salience in [0, 1] from rules that generalise (no sentence is quoted):
 content words, first person, named things, change cues, numbers and dates; two
 filters pull a turn down: small talk ("Thanks!", "ok cool", "lol", greetings;
-``text.is_small_talk``) and transient requests to the assistant about the text at hand ("can
+``text.is_small_talk``; a dismissal: "never mind", "nvm, found it") and transient requests to the assistant about the text at hand ("can
 you summarise this", "translate that into French"), plus bare reactions with nothing of the
 speaker's own ("Wow, that sounds amazing!"). A turn at or above
 ``policy.SALIENCE_EPISODE_MIN`` also becomes an episode; below it, it stays short-term only
@@ -56,6 +56,17 @@ _TRANSIENT = re.compile(
     r"answer|reply|note|notes|list|section|sentence|post))*|for me|again|please|into \w+|"
     r"to \w+|in \w+|briefly|in (?:a|one) (?:few words|sentence|paragraph)))*\s*[.?!]*\s*$",
     re.I)
+# Taking back what one just asked, with nothing else ("never mind", "nvm, found it", "scratch
+# that", "ignore my last message"): a dismissal says nothing to remember ("never" and "found"
+# would otherwise read as a preference and an event).
+_DISMISS = re.compile(
+    r"^\s*(?:(?:oh|ah|ok|okay|actually|wait|hmm|um|sorry|no|nah)[,.!]?\s+)*"
+    r"(?:never\s?mind|nvm|forget (?:it|that|about it|i asked)|scratch that|"
+    r"ignore (?:that|this|me|my last (?:message|question|one))|(?:it )?doesn'?t matter|"
+    r"no matter|disregard (?:that|this))"
+    r"(?:[,.!;]?\s*(?:then|sorry|thanks|it'?s fine|all good|found it|figured it out|got it|"
+    r"sorted|i'?ll (?:do it|figure it out|ask later)|not important|my bad))*\s*[.!?]*\s*$",
+    re.I)
 # Reactions: a turn whose every content word is one of these says nothing of its own.
 _REACTION = frozenset("""
 wow cool great nice awesome amazing wonderful fantastic incredible beautiful lovely sweet cute
@@ -92,6 +103,8 @@ def score(text: str) -> Salience:
     t = text.strip()
     if is_small_talk(t) and not any(c.isdigit() for c in t):  # "1:15, got it. thx" keeps
         return route(0.05, "Small talk (greetings, thanks, acknowledgements)")
+    if _DISMISS.match(t):
+        return route(0.05, "Takes back a request (never mind)")
     if _TRANSIENT.match(t):
         return route(0.15, "A one-off request about the text at hand")
     words = tokens(t)

@@ -32,6 +32,9 @@ KEPT = [
     "Going to the gym after work", "I signed the lease", "I teach piano",
     "Did you know I ran a marathon in April?", "The renovation is finished",
     "1:15, got it. thx", "ok, Friday then", "thanks, my sister loved it",
+    # A dismissal that goes on to say something is kept (issue 27 row 2).
+    "never mind the cost, we booked the Lisbon flat", "I never liked mushrooms",
+    "forget it, I moved the meeting with Tom to Friday",
 ]
 # Small talk, one-off requests and bare reactions.
 DROPPED = [
@@ -39,6 +42,9 @@ DROPPED = [
     "bye, see you", "can you summarise this", "Could you translate that into French?",
     "please rewrite this paragraph", "tl;dr please", "fix the grammar", "Wow, that sounds amazing!",
     "That's so cool!", "haha nice", "sounds good", "Awesome!!", "ok", "you're welcome!",
+    # Taking a request back (issue 27 row 2; worded for this test, not the stories').
+    "Nevermind, found it", "oh wait, scratch that", "nvm, figured it out thanks",
+    "ignore my last message", "actually forget it", "no matter, sorted",
 ]
 
 

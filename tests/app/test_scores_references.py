@@ -221,3 +221,40 @@ def test_promotions_write_promoted_from_and_are_found_by_meaning(vault: Vault) -
     assert row(vault, "SELECT count(*) FROM vector WHERE memory_id = ?", fact) == (1,)
     hits = vault.recall("when are taxes due", k=5, touch=False)
     assert fact in [h.id for h in hits]
+
+
+def test_an_assistant_opening_a_short_term_only_turn_gets_it_promoted(vault: Vault) -> None:
+    """The real path (issue 27 row 27): salience routing keeps a bare reaction short-term only;
+    an assistant opens it (get_memory through its scope) and the next run's scores step makes it
+    an event with PROMOTED_FROM; the person reading it in the window does not; undo reverts."""
+    from app.agent_scope import AgentSession
+    vault.import_turns([
+        turn("s1", "Ana", "Wow, that sounds amazing!", T0 - HOUR, "s1:1"),
+        turn("s1", "Ana", "Oh nice, love that!", T0 - HOUR, "s1:2"),
+        turn("s1", "Ana", "I booked the ferry to Tallinn for Friday", T0 - HOUR, "s1:3"),
+        turn("s1", "Ana", "could you translate that into Estonian?", T0 - HOUR, "s1:4")])
+    only = "SELECT id FROM memory WHERE ref = ? AND store = 'short_term' AND NOT EXISTS (" \
+           "SELECT 1 FROM link l WHERE l.dst = memory.id AND l.kind = 'DERIVED_FROM')"
+    opened, browsed = int(row(vault, only, "s1:1")[0]), int(row(vault, only, "s1:2")[0])
+    vault.pair_agent("helper")
+    assert AgentSession(vault, "helper").get_memory(opened).text == "Wow, that sounds amazing!"
+    vault.get_memory(browsed)  # the person, in the window
+    report = vault.consolidate(steps=("scores",)).value
+    assert report.counts["promoted"] == 1
+    new = int(row(vault, "SELECT src FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
+                  opened)[0])
+    assert vault.get(new).store is Store.EPISODIC
+    assert row(vault, "SELECT count(*) FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
+               browsed) == (0,)
+    # The assistant's recall within the day returns a short-term-only turn: used too.
+    asked = int(row(vault, only, "s1:4")[0])
+    hits = AgentSession(vault, "helper").recall("translate Estonian")
+    assert asked in [h.id for h in hits]
+    second = vault.consolidate(steps=("scores",)).value
+    assert second.counts["promoted"] >= 1
+    assert row(vault, "SELECT count(*) FROM link WHERE dst = ? AND kind = 'PROMOTED_FROM'",
+               asked) == (1,)
+    vault.undo_run(second.run_id)
+    vault.undo_run(report.run_id)
+    assert row(vault, "SELECT count(*) FROM memory WHERE id = ?", new) == (0,)
+    assert row(vault, "SELECT count(*) FROM link WHERE kind = 'PROMOTED_FROM'") == (0,)

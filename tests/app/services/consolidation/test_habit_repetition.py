@@ -137,3 +137,41 @@ def test_a_habit_counts_what_happened_and_ends_when_it_moves(vault_dir: Path,
         assert habits() == {saturday: ("active", 4, 1)}
     finally:
         v.lock()
+
+
+def test_a_place_named_by_its_activity_and_a_name_said_alone_make_habits() -> None:
+    """Chat wording with no "I": "back from the swimming pool", "piano again tonight"."""
+    swim = rows(["back from the swimming pool, 40 lengths", "swimming pool with Mia tonight",
+                 "the swimming pool was freezing", "swimming pool again, new goggles"],
+                TUESDAY_EVENING, timedelta(weeks=1))
+    [p] = detect_patterns(swim)
+    assert p.statement.startswith("Maya's swimming usually happens on Tuesdays")
+    piano = rows(["piano again tonight, the Chopin is coming along", "Piano done before dinner",
+                  "so tired. piano with Mrs Okafor again anyway"],
+                 TUESDAY_EVENING + timedelta(days=1), timedelta(weeks=1), who="Sam")
+    [q] = detect_patterns(piano)
+    assert "piano" in q.statement.lower() and "Wednesdays" in q.statement
+
+
+def test_a_name_said_alone_joins_its_practice_and_daily_words_make_it_daily() -> None:
+    said = rows(["my French lesson this morning, past tense", "French on Babbel again, streak 4",
+                 "daily French done, finally", "French lesson again, verbs"],
+                datetime(2026, 9, 1, 7, 30, tzinfo=UTC), timedelta(days=3, minutes=20))
+    [p] = detect_patterns(said)
+    assert p.statement == "Maya's French lesson happens almost every day"
+    assert len(p.sources) == 4
+
+
+def test_one_offs_and_things_that_are_no_activity_make_no_habit() -> None:
+    """Precision: the same wording as above, but once, twice, on different days, or about the
+    weather, gives nothing."""
+    weather = rows(["rain again today, ugh", "rain again. of course", "Rain again, third week"],
+                   TUESDAY_EVENING, timedelta(weeks=1))
+    twice = rows(["piano again tonight", "piano done"], TUESDAY_EVENING, timedelta(weeks=1))
+    scattered = rows(["swimming pool this morning", "swimming pool with Jo",
+                      "swimming pool again", "at the swimming pool now"],
+                     TUESDAY_EVENING, timedelta(days=2, hours=7))
+    once = rows(["went to the bowling alley for Leo's birthday", "pottery class was fun",
+                 "Sushi again? sure"], TUESDAY_EVENING, timedelta(weeks=1))
+    for said in (weather, twice, scattered, once):
+        assert detect_patterns(said) == [], said[0][1]
