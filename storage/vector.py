@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from storage import blas
 from storage.embedder import EMBED_DIM
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class VectorIndex:
     """Owner: the unlocked Vault. Thread-safe."""
 
     def __init__(self, dim: int = EMBED_DIM, *, use_chroma: bool = True) -> None:
+        blas.one_thread()  # no spinning BLAS workers beside each search (storage/blas.py)
         self.dim = dim
         self._lock = threading.RLock()
         self._ids = np.zeros(0, dtype=np.int64)
