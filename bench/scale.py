@@ -331,6 +331,9 @@ class ExactOnly:
     def search(self, q: Any, k: int, keep: Any = None) -> Any:
         return self._index.search_exact(q, k, keep)
 
+    def search_with_floor(self, q: Any, k: int) -> Any:
+        return self._index.search_exact(q, k), self._index.min_similarity(q)
+
 
 def _timed(obj: Any, name: str, sink: dict[str, float], key: str) -> Any:
     """Wrap ``obj.name`` to add its wall time to ``sink[key]``; returns the undo."""
@@ -350,6 +353,7 @@ def _timed(obj: Any, name: str, sink: dict[str, float], key: str) -> Any:
 STAGES = (("repo", "fts_search"), ("repo", "recall_meta"), ("repo", "refs_of"),
           ("repo", "texts"), ("service", "known_people"), ("index", "search"),
           ("index", "search_exact"), ("index", "similarities"), ("index", "min_similarity"),
+          ("index", "search_with_floor"),
           ("embedder", "embed_one"), ("lexicon", "search"))
 
 
