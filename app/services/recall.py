@@ -294,7 +294,7 @@ class RecallService:
         self.tuning = tuning
         self.rows = rows
         self.owner: str | None = None  # the person's name (setting owner.name), if known
-        self._people_seen: dict[int, tuple[Any, int, tuple[str, ...]]] = {}
+        self._people_seen: dict[int, tuple[Any, tuple[int, int], tuple[str, ...]]] = {}
 
     # --- 1. query analysis ---------------------------------------------------------------
     def analyze(self, query: str, now: float, known_people: Sequence[str] = ()) -> QueryPlan:
@@ -321,10 +321,12 @@ class RecallService:
 
     def _known_people_seen(self, conn: Any) -> list[str]:
         """``rows.known_people``, read again only when the database changed since this
-        connection last read it (``PRAGMA data_version`` moves with every commit made by
-        another connection, and readers never write): the query is a skip-scan of every
-        speaker, 2.7 ms of a 24 ms recall at 10k memories (bench/scale.py, dev)."""
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        connection last read it: ``PRAGMA data_version`` moves with every commit made by
+        another connection (the writer's, for a reader), ``total_changes`` with the
+        connection's own (one connection for both, ``Database(threaded=False)``). The query
+        is a skip-scan of every speaker: 2.7 ms of a 24 ms recall at 10k memories
+        (bench/scale.py, dev)."""
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
         seen = self._people_seen.get(id(conn))
         if seen is not None and seen[0] is conn and seen[1] == version:
             return list(seen[2])

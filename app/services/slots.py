@@ -138,7 +138,7 @@ _TOKEN = re.compile(r"[\w']+")
 
 @lru_cache(maxsize=1)
 def _leads() -> dict[str, frozenset[str]]:
-    """First [\w']+ run of each phrase (lower case) -> the slots it belongs to; "" -> the
+    r"""First [\w']+ run of each phrase (lower case) -> the slots it belongs to; "" -> the
     slots with a phrase that does not start with one (always tried)."""
     out: dict[str, set[str]] = {"": set()}
     for slot, words in SLOTS.items():
