@@ -334,8 +334,8 @@ class ExactOnly:
     def search(self, q: Any, k: int, keep: Any = None) -> Any:
         return self._index.search_exact(q, k, keep)
 
-    def search_with_floor(self, q: Any, k: int) -> Any:
-        return self._index.search_exact(q, k), self._index.min_similarity(q)
+    def search_with_floor(self, q: Any, k: int, *, exact: bool = True) -> Any:
+        return self._index.search_with_floor(q, k, exact=True)
 
 
 def _timed(obj: Any, name: str, sink: dict[str, float], key: str) -> Any:
@@ -554,10 +554,11 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         from storage import repo as repo_mod
         floor, floor_cpu = [], []
         depth = service.tuning.dense_depth
+        served_exact = not out["unlock"]["chroma_built"]  # the index this size is served by
 
         def floor_call(q: str) -> None:
             qv = inner.embedder.embed_one(q)
-            inner.index.search_with_floor(qv, depth)
+            inner.index.search_with_floor(qv, depth, exact=served_exact)
             toks = query_tokens(q)
             if lex.search(toks, service.tuning.lexical_depth) is None:
                 inner.db.read(lambda c: repo_mod.fts_search(
@@ -576,7 +577,9 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
                          "query_embedding_only": lat(emb, emb_cpu),
                          "floor_embedding_vector_lexical": lat(floor, floor_cpu),
                          "top10_overlap_chroma_vs_exact": round(statistics.fmean(agree), 3)}
+        service.index = exact if served_exact else real  # the stages of the served index
         out["recall_stages_cpu_ms"] = stage_profile(vault, queries[:min(len(queries), 100)])
+        service.index = real
         # 3. remember() one at a time.
         rng = random.Random(args.seed + 1)
         texts = [_fill(rng, rng.choice(TEMPLATES), 2024) for _ in range(args.remember)]

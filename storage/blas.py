@@ -23,7 +23,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +51,11 @@ def _loaded_openblas() -> list[Path]:
     return [Path(p) for p in found]
 
 
-def _function(lib: ctypes.CDLL, names: tuple[str, ...]) -> ctypes._CFuncPtr | None:
+def _function(lib: ctypes.CDLL, names: tuple[str, ...]) -> Callable[..., Any] | None:
     for name in names:
-        fn = getattr(lib, name, None)
+        fn: Callable[..., Any] | None = getattr(lib, name, None)
         if fn is not None:
-            return fn  # type: ignore[no-any-return]
+            return fn
     return None
 
 

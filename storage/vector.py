@@ -142,14 +142,15 @@ class VectorIndex:
                 return out[:k]
             want = min(n, want * 4)
 
-    def search_with_floor(self, q: np.ndarray, k: int) -> tuple[list[tuple[int, float]], float]:
+    def search_with_floor(self, q: np.ndarray, k: int, *, exact: bool = False
+                          ) -> tuple[list[tuple[int, float]], float]:
         """``search(q, k)`` and ``min_similarity(q)`` together. Served by exact search, both
         come from one product of the matrix with ``q`` (the floor from the same sampled rows
         as ``min_similarity``): recall needs both, and the second product cost 1.2 ms of a
-        25 ms recall at 10k memories (bench/scale.py, dev)."""
+        25 ms recall at 10k memories (bench/scale.py, dev). ``exact``: never Chroma."""
         if k <= 0:
             return [], self.min_similarity(q)
-        if self._chroma_ready.is_set() and self._chroma is not None:
+        if not exact and self._chroma_ready.is_set() and self._chroma is not None:
             hits = self._search_chroma(q, k, None)
             if hits is not None:
                 return hits, self.min_similarity(q)
