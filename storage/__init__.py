@@ -23,3 +23,4 @@ os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 if os.environ.get("KEPT_MODEL_DIR") and not os.path.isabs(
         os.path.expanduser(os.environ["KEPT_MODEL_DIR"])):
     os.environ["KEPT_MODEL_DIR"] = os.path.abspath(os.environ["KEPT_MODEL_DIR"])
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from storage import blas
 from storage.embedder import EMBED_DIM
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class VectorIndex:
     """Owner: the unlocked Vault. Thread-safe."""
 
     def __init__(self, dim: int = EMBED_DIM, *, use_chroma: bool = True) -> None:
+        blas.one_thread()  # no spinning BLAS workers beside each search (storage/blas.py)
         self.dim = dim
         self._lock = threading.RLock()
         self._ids = np.zeros(0, dtype=np.int64)
@@ -139,6 +141,33 @@ class VectorIndex:
             if len(out) >= k or want >= n:
                 return out[:k]
             want = min(n, want * 4)
+
+    def search_with_floor(self, q: np.ndarray, k: int, *, exact: bool = False
+                          ) -> tuple[list[tuple[int, float]], float]:
+        """``search(q, k)`` and ``min_similarity(q)`` together. Served by exact search, both
+        come from one product of the matrix with ``q`` (the floor from the same sampled rows
+        as ``min_similarity``): recall needs both, and the second product cost 1.2 ms of a
+        25 ms recall at 10k memories (bench/scale.py, dev). ``exact``: never Chroma."""
+        if k <= 0:
+            return [], self.min_similarity(q)
+        if not exact and self._chroma_ready.is_set() and self._chroma is not None:
+            hits = self._search_chroma(q, k, None)
+            if hits is not None:
+                return hits, self.min_similarity(q)
+        with self._lock:
+            n = self._n
+            if n == 0:
+                return [], 0.0
+            sims = self._mat[:n] @ np.asarray(q, dtype=np.float32)
+            ids = self._ids[:n].copy()
+        step = max(1, n // 8192)  # min_similarity's default sample
+        sample = sims[::step][ids[::step] >= 0]
+        floor = float(sample.min()) if len(sample) else 0.0
+        sims[ids < 0] = -np.inf
+        want = min(n, k)
+        top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(ids[i]), float(sims[i])) for i in top if ids[i] >= 0][:k], floor
 
     def similarities(self, q: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Cosines of ``q`` with the given ids (those in the index)."""
