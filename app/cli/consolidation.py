@@ -9,6 +9,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from app import words
 from app.cli.common import (
     Subcommands,
     id_arg,
@@ -18,7 +19,6 @@ from app.cli.common import (
     time_arg,
     when,
 )
-from app import words
 from app.errors import ValidationError
 
 if TYPE_CHECKING:
