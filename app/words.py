@@ -487,3 +487,122 @@ def entity_kind(kind: str, was_kind: str | None = None, ended_at: float | None =
         return f"{what}, archived"
     on = day(ended_at, now=now, tz=tz)
     return f"{what}, quiet since {on}" if ended_how == "idle" else f"{what}, finished {on}"
+
+
+# A consolidation run's report counts, by key -> words (one, many): the window's run list, its
+# "What it changed" line and `kept consolidate` all say them from this one table. Every key a
+# step can count (``rl.counts[...]``) has words here (tests/guards/test_run_words.py checks it);
+# ("", "") = bookkeeping left unsaid.
+RUN_COUNT_WORDS: dict[str, tuple[str, str]] = {
+    "facts_created": ("fact learned", "facts learned"),
+    "procedures_created": ("habit found", "habits found"),
+    "habits_recounted": ("habit's count updated", "habits' counts updated"),
+    "facts_merged": ("fact merged into one that says the same",
+                     "facts merged into ones that say the same"),
+    "habits_merged": ("habit merged into one that says the same",
+                      "habits merged into ones that say the same"),
+    "habits_replaced": ("habit replaced by a new one", "habits replaced by new ones"),
+    "contradictions_found": ("contradiction found", "contradictions found"),
+    "auto_resolved": ("resolved by the policy", "resolved by the policy"),
+    "sent_to_inbox": ("sent to your inbox", "sent to your inbox"),
+    "facts_corroborated": ("fact corroborated", "facts corroborated"),
+    "entities_created": ("person, project, area or resource found",
+                         "people, projects, areas and resources found"),
+    "statistics_updated": ("pattern updated", "patterns updated"),
+    "summaries_written": ("summary written", "summaries written"),
+    "sessions_summarised": ("long conversation summarised as an event",
+                            "long conversations summarised as events"),
+    "similar_links": ("near-duplicate linked", "near-duplicates linked"),
+    "sequence_links": ("turn linked to the one before", "turns linked to the ones before"),
+    "related_links": ("fact linked to a related one", "facts linked to related ones"),
+    "promoted": ("memory promoted", "memories promoted"),
+    "rescored": ("memory rescored", "memories rescored"),
+    "archived": ("memory archived", "memories archived"),
+    "boosted": ("memory strengthened on schedule", "memories strengthened on schedule"),
+    "confidence_moved": ("fact's confidence updated", "facts' confidence updated"),
+    "already_known": ("fact already known", "facts already known"),
+    "changes_settled": ("assistant's change settled", "assistants' changes settled"),
+    "closed_both_replaced": ("contradiction closed (both sides replaced since)",
+                             "contradictions closed (both sides replaced since)"),
+    "corrected_by_person": ("fact you corrected in your own words",
+                            "facts you corrected in your own words"),
+    "said_changes": ("", ""),  # each is also a contradiction found: said once
+    "entities_merged": ("person or project merged with its double",
+                        "people and projects merged with their doubles"),
+    "episodes_set_aside": ("small-talk turn set aside", "small-talk turns set aside"),
+    "facts_already_given": ("fact an assistant had already given",
+                            "facts an assistant had already given"),
+    "facts_refused": ("fact refused as malformed", "facts refused as malformed"),
+    "forget_asked": ("request to forget, from a conversation",
+                     "requests to forget, from conversations"),
+    "kept_from_llm": ("private turn kept from the LLM", "private turns kept from the LLM"),
+    "outcomes_inferred": ("event's outcome inferred", "events' outcomes inferred"),
+    "owner_named": ("time you said your name", "times you said your name"),
+    "projects_archived": ("finished project archived", "finished projects archived"),
+    "routed_by_llm": ("turn sorted by the LLM", "turns sorted by the LLM"),
+}
+
+
+def run_counts(counts: Mapping[str, int], *, limit: int | None = None) -> str:
+    """Non-zero run counts as words, largest first: "7 facts learned, 5 patterns updated"
+    ("nothing new" when none). A key without words is said with spaces; one whose words are
+    empty is left out."""
+    parts = []
+    for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        one, many = RUN_COUNT_WORDS.get(k, (k.replace("_", " "),) * 2)
+        if n and many:
+            parts.append(f"{n} {one if n == 1 else many}")
+    if not parts:
+        return "nothing new"
+    if limit is not None and len(parts) > limit:
+        return ", ".join(parts[:limit]) + f", and {len(parts) - limit} more"
+    return ", ".join(parts)
+
+
+# What undoing a run does, by change-log kind (the ``rl.change(conn, KIND, ...)`` kinds), as
+# ``undo_plan`` counts it before and ``undo_run`` after: (one, many, verb), verb "remove" or
+# "restore"; "" = bookkeeping the person never sees. The window's Undo question and report and
+# `kept undo` say it from this one table (tests/guards/test_run_words.py checks every kind).
+UNDO_CHANGE_WORDS: dict[str, tuple[str, str, str]] = {
+    "created": ("memory it made", "memories it made", "remove"),
+    "entity": ("person or project it found", "people and projects it found", "remove"),
+    "contradiction": ("contradiction it raised (it leaves the Inbox)",
+                      "contradictions it raised (they leave the Inbox)", "remove"),
+    "link": ("link it drew", "links it drew", "remove"),
+    "status": ("memory it archived, merged or replaced",
+               "memories it archived, merged or replaced", "restore"),
+    "confidence": ("confidence it changed", "confidences it changed", "restore"),
+    "statistic": ("statistic it updated", "statistics it updated", "restore"),
+    "boost": ("strength it raised", "strengths it raised", "restore"),
+    "entity_archived": ("project it archived", "projects it archived", "restore"),
+    "entity_merged": ("person or project it merged", "people and projects it merged",
+                      "restore"),
+    "episode_outcome": ("event's outcome it inferred", "events' outcomes it inferred",
+                        "restore"),
+    "habit_counts": ("habit count it updated", "habit counts it updated", "restore"),
+    "routing": ("turn's sorting it changed", "turns' sorting it changed", "restore"),
+    "settled": ("contradiction it closed", "contradictions it closed", "restore"),
+    "confidence_factors": ("", "", ""), "mention": ("", "", ""), "watermark": ("", "", "")}
+
+
+def undo_text(run_id: int, counts: Mapping[str, int], *, done: bool = False) -> str:
+    """"Undoing run 5 removes 14 memories it made and 2 people and projects it found, and puts
+    back 3 memories it archived, merged or replaced as they were before it." from
+    ``undo_plan``'s counts; ``done``: the same, said of ``undo_run``'s counts afterwards
+    ("Run 5 undone: removed ..., and put back ...")."""
+    said: dict[str, list[str]] = {"remove": [], "restore": []}
+    for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        one, many, verb = UNDO_CHANGE_WORDS.get(kind, (kind.replace("_", " "),) * 2 + ("remove",))
+        if n and verb:
+            said[verb].append(count(n, one, many))
+    remove, restore = ("removed", "put back") if done else ("removes", "puts back")
+    clauses = []
+    if said["remove"]:
+        clauses.append(f"{remove} {join(said['remove'])}")
+    if said["restore"]:
+        clauses.append(f"{restore} {join(said['restore'])} as they were before it")
+    if done:
+        return f"Run {run_id} undone: {', and '.join(clauses) or 'nothing you can see changed'}."
+    if not clauses:
+        return f"Run {run_id} changed nothing you can see; undoing it only marks it undone."
+    return f"Undoing run {run_id} {', and '.join(clauses)}."

@@ -111,14 +111,19 @@ def count(conn: Connection, *, store: str | None, status: str | None, entity_id:
 
 
 def entities(conn: Connection, kinds: tuple[str, ...]) -> list[EntityRow]:
+    """Each entity with the number of memories its list shows (``listed_clause``: the window
+    opens an entity as ``MemoryQuery(entity_id=..., fold=True)``): "Sam (person, 20)" beside
+    "Sam: 20 memories" (issue 25; it counted every mention, copies and archived ones too)."""
     marks = ",".join("?" * len(kinds))
+    listed, params = listed_clause()
     return [EntityRow(EntityId(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7])
             for r in conn.execute(
-        "SELECT e.id, e.kind, e.name, e.summary, count(em.memory_id), e.was_kind, e.ended_at, "
+        "SELECT e.id, e.kind, e.name, e.summary, count(m.id) AS n, e.was_kind, e.ended_at, "
         "e.ended_how FROM entity e "
         "LEFT JOIN entity_mention em ON em.entity_id = e.id "
-        f"WHERE e.kind IN ({marks}) AND e.status != 'merged' GROUP BY e.id ORDER BY count(em.memory_id) DESC, e.name",
-        kinds)]
+        f"LEFT JOIN memory m ON m.id = em.memory_id AND {listed} "
+        f"WHERE e.kind IN ({marks}) AND e.status != 'merged' GROUP BY e.id ORDER BY n DESC, e.name",
+        [*params, *kinds])]
 
 
 def entity_names(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -142,10 +147,22 @@ def timeline_days(conn: Connection, limit: int) -> list[tuple[str, int]]:
         "GROUP BY d ORDER BY d DESC LIMIT ?", [*params, limit])]
 
 
+def listed_clause() -> tuple[str, list[object]]:
+    """The one definition of "a memory" as the window's lists count it (issue 25: counts that
+    disagreed): active, one row per thing said (a turn kept as an event is the event), no
+    behaviour statistics. The list, the status bar, Insights and People & Projects all count
+    with it. On ``memory m``."""
+    where, params, _join = _where(None, "active", None, None, fold=True)
+    return where.removeprefix(" WHERE "), params
+
+
 def tier_inputs(conn: Connection) -> list[TierInput]:
+    """Insights' rows: what the lists hold (``listed_clause``) plus the active behaviour
+    statistics (their own store, Patterns), so its "N memories" is the list's N."""
+    listed, params = listed_clause()
     return [TierInput._make(r) for r in conn.execute(
-        "SELECT store, occurred_at, last_accessed_at, access_count, created_at FROM memory "
-        "WHERE status = 'active'")]
+        "SELECT store, occurred_at, last_accessed_at, access_count, created_at FROM memory m "
+        f"WHERE ({listed}) OR (m.store = 'implicit' AND m.status = 'active')", params)]
 
 
 def health(conn: Connection) -> dict[str, float]:

@@ -9,6 +9,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from app import words
 from app.cli.common import (
     Subcommands,
     id_arg,
@@ -66,8 +67,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         print_json(asdict(report))
     else:
         print(f"Run {report.run_id}: {report.seconds:.2f} s")
-        for k, v in sorted(report.counts.items()):
-            print(f"  {k.replace('_', ' ')}: {v}")
+        print(f"  What it changed: {words.run_counts(report.counts)}.")
         if report.llm_fallbacks:
             n = sum(report.llm_fallbacks.values())
             why = ", ".join(sorted(report.llm_fallbacks))
@@ -150,6 +150,5 @@ def cmd_undo(args: argparse.Namespace) -> int:
         undone = vault.undo_run(args.run_id).value
     finally:
         vault.lock()
-    print(f"Undid run {args.run_id}: " + (", ".join(f"{k} {v}" for k, v in sorted(
-        undone.counts.items())) or "nothing to revert"))
+    print(words.undo_text(args.run_id, undone.counts, done=True))
     return 0

@@ -48,3 +48,39 @@ def test_every_timeline_day_opens_as_many_memories_as_it_says(qtbot: Any, window
         assert shown is None or shown in [int(r.id) for r in model.rows], (day, shown)
         checked += 1
     assert checked == days.childCount() >= 2
+
+
+def test_people_insights_and_status_bar_count_what_the_lists_show(
+        qtbot: Any, window: Any, open_page: Any) -> None:
+    """One definition of "a memory" (storage.browse.listed_clause): the People & Projects
+    entry "Sam (person, N)", the entity card's heading and the list's title "Sam: N memories"
+    say the same N; Insights' "N memories in your lists" and the status bar say the list's
+    count (issue 25: Insights said 43 where the list held 23, the card 21 where the list 20)."""
+    from app import words
+    from app.api import ALL_MEMORIES
+    from ui.main_window import NAV_ROLE
+    window.resize(1200, 760)
+    window.show()
+    qtbot.waitExposed(window)
+    nav, people, browse = window.nav, window.people_item, window.browse
+    qtbot.waitUntil(lambda: browse.model.rowCount() > 0 and people.childCount() > 0
+                    and window.memory_figure != "", timeout=WAIT)
+    listed = window.vault.count_memories(ALL_MEMORIES)
+    assert window.memory_figure.startswith(words.count(listed, "memory", "memories"))
+    nav.expandItem(people)
+    for i in range(min(3, people.childCount())):
+        item = people.child(i)
+        said = re.fullmatch(r"(.+) \((.+), (\d+)\)", item.text(0))
+        assert said, item.text(0)
+        name, n = item.data(0, NAV_ROLE)[2], int(said.group(3))
+        nav.scrollToItem(item)
+        qtbot.mouseClick(nav.viewport(), Qt.MouseButton.LeftButton,
+                         pos=nav.visualItemRect(item).center())
+        title = f"{name}: {words.count(n, 'memory', 'memories')}"
+        qtbot.waitUntil(lambda t=title: browse.title.text() == t, timeout=WAIT)
+        qtbot.waitUntil(lambda n=n: f"· {n:,} memor" in browse.entity.heading.text(),
+                        timeout=WAIT)
+    page = open_page("insights")
+    qtbot.waitUntil(lambda: "in your lists" in page.summary.text(), timeout=WAIT)
+    assert page.summary.text().startswith(
+        f"{words.count(listed, 'memory', 'memories')} in your lists (one per thing said)")

@@ -34,35 +34,8 @@ class Column(IntEnum):
 HEADERS = {Column.RUN: "Run", Column.KIND: "Kind", Column.STARTED: "When",
            Column.CHANGES: "What it changed", Column.STATUS: "Status", Column.UNDO: ""}
 
-# Report count keys -> words (one, many). Unknown keys fall back to the key with spaces.
-COUNT_LABELS: dict[str, tuple[str, str]] = {
-    "facts_created": ("fact learned", "facts learned"),
-    "procedures_created": ("habit found", "habits found"),
-    "habits_recounted": ("habit's count updated", "habits' counts updated"),
-    "facts_merged": ("fact merged into one that says the same",
-                     "facts merged into ones that say the same"),
-    "habits_merged": ("habit merged into one that says the same",
-                      "habits merged into ones that say the same"),
-    "habits_replaced": ("habit replaced by a new one", "habits replaced by new ones"),
-    "contradictions_found": ("contradiction found", "contradictions found"),
-    "auto_resolved": ("resolved by the policy", "resolved by the policy"),
-    "sent_to_inbox": ("sent to your inbox", "sent to your inbox"),
-    "facts_corroborated": ("fact corroborated", "facts corroborated"),
-    "entities_created": ("person, project, area or resource found",
-                         "people, projects, areas and resources found"),
-    "statistics_updated": ("pattern updated", "patterns updated"),
-    "summaries_written": ("summary written", "summaries written"),
-    "sessions_summarised": ("long conversation summarised as an event",
-                            "long conversations summarised as events"),
-    "similar_links": ("near-duplicate linked", "near-duplicates linked"),
-    "sequence_links": ("turn linked to the one before", "turns linked to the ones before"),
-    "related_links": ("fact linked to a related one", "facts linked to related ones"),
-    "promoted": ("memory promoted", "memories promoted"),
-    "rescored": ("memory rescored", "memories rescored"),
-    "archived": ("memory archived", "memories archived"),
-    "boosted": ("memory strengthened on schedule", "memories strengthened on schedule"),
-    "confidence_moved": ("fact's confidence updated", "facts' confidence updated"),
-}
+# Report count keys -> words (one, many): the one table in app/words.py (the CLI says the same).
+COUNT_LABELS: dict[str, tuple[str, str]] = words.RUN_COUNT_WORDS
 
 
 # Why an LLM batch fell back to the rules (the error classes of app/services/llm/).
@@ -77,18 +50,9 @@ def when_text(ts: float | None) -> str:
 
 
 def counts_text(counts: dict[str, int], *, limit: int | None = None) -> str:
-    """Non-zero counts as words, largest first: "7 facts learned, 5 statistics updated".
-    A key whose labels are empty is left out."""
-    parts = []
-    for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        one, many = COUNT_LABELS.get(k, (k.replace("_", " "),) * 2)
-        if n and many:
-            parts.append(f"{n} {one if n == 1 else many}")
-    if not parts:
-        return "nothing new"
-    if limit is not None and len(parts) > limit:
-        return ", ".join(parts[:limit]) + f", and {len(parts) - limit} more"
-    return ", ".join(parts)
+    """Non-zero counts as words, largest first: "7 facts learned, 5 patterns updated"
+    (``words.run_counts``)."""
+    return words.run_counts(counts, limit=limit)
 
 
 @dataclass(frozen=True, slots=True)

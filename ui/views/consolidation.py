@@ -45,45 +45,14 @@ log = logging.getLogger(__name__)
 
 RUNS_SHOWN = 10
 WEEKDAYS = words.WEEKDAYS
-# What undoing a run does, by change-log kind, as ``undo_plan`` counts it before and
-# ``undo_run`` after (the question and the outcome in the same words): (one, many, verb), verb
-# "remove" or "restore"; "" = not worth saying (bookkeeping the person never sees).
-UNDO_PLAN_WORDS = {"created": ("memory it made", "memories it made", "remove"),
-                   "entity": ("person or project it found", "people and projects it found",
-                              "remove"),
-                   "contradiction": ("contradiction it raised (it leaves the Inbox)",
-                                     "contradictions it raised (they leave the Inbox)",
-                                     "remove"),
-                   "link": ("link it drew", "links it drew", "remove"),
-                   "status": ("memory it archived, merged or replaced",
-                              "memories it archived, merged or replaced", "restore"),
-                   "confidence": ("confidence it changed", "confidences it changed",
-                                  "restore"),
-                   "statistic": ("statistic it updated", "statistics it updated", "restore"),
-                   "mention": ("", "", ""), "watermark": ("", "", "")}
+# What undoing a run does, by change-log kind: the one table in app/words.py (`kept undo` says
+# the same).
+UNDO_PLAN_WORDS = words.UNDO_CHANGE_WORDS
 
 
 def undo_plan_text(run_id: int, counts: dict[str, int], *, done: bool = False) -> str:
-    """"Undoing run 5 removes 14 memories it made and 2 people and projects it found, and puts
-    back 3 memories it archived, merged or replaced as they were before it." from
-    ``undo_plan``'s counts; ``done``: the same, said of ``undo_run``'s counts afterwards
-    ("Run 5 undone: removed ..., and put back ...")."""
-    said: dict[str, list[str]] = {"remove": [], "restore": []}
-    for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        one, many, verb = UNDO_PLAN_WORDS.get(kind, (kind.replace("_", " "),) * 2 + ("remove",))
-        if n and verb:
-            said[verb].append(words.count(n, one, many))
-    remove, restore = ("removed", "put back") if done else ("removes", "puts back")
-    clauses = []
-    if said["remove"]:
-        clauses.append(f"{remove} {words.join(said['remove'])}")
-    if said["restore"]:
-        clauses.append(f"{restore} {words.join(said['restore'])} as they were before it")
-    if done:
-        return f"Run {run_id} undone: {', and '.join(clauses) or 'nothing you can see changed'}."
-    if not clauses:
-        return f"Run {run_id} changed nothing you can see; undoing it only marks it undone."
-    return f"Undoing run {run_id} {', and '.join(clauses)}."
+    """The Undo question (``done``: the report after) in words (``words.undo_text``)."""
+    return words.undo_text(run_id, counts, done=done)
 
 
 SCHEDULE_KEYS = ("consolidation.heartbeat_minutes", "consolidation.interval_minutes",

@@ -80,6 +80,12 @@ class EntityCard(Page):
         inner = QVBoxLayout(frame)
         for w in (self.heading, self.merge_row, self.summary, self.facts_label, self.facts):
             inner.addWidget(w)
+        # Keyboard (issue 25): Tab in reading order (the merge row sits above the facts), and
+        # Enter on a focused button presses it as on a dialog (a pane's buttons ignore Enter).
+        QWidget.setTabOrder(self.apart_button, self.undo_button)
+        QWidget.setTabOrder(self.undo_button, self.facts)
+        for b in (self.apart_button, self.undo_button):
+            b.setAutoDefault(True)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, theme.XS)
         lay.addWidget(frame)

@@ -222,8 +222,14 @@ class InsightsView(Page):
                                    for i, (label, n) in enumerate(stores)])
         self.tier_chart.set_bars([(label, ins.by_tier.get(key, 0), theme.TIER_COLORS[i])
                                   for i, (key, label) in enumerate(TIER_ORDER)])
-        active = sum(ins.by_store.values())
-        self.summary.setText(f"{words.count(active, 'active memory', 'active memories')}. "
+        # The list's count (one row per thing said; storage.browse.listed_clause), and the
+        # behaviour patterns apart: "23 memories in your lists, and 5 patterns" (issue 25).
+        patterns = ins.by_store.get("implicit", 0)
+        listed = sum(ins.by_store.values()) - patterns
+        self.summary.setText(f"{words.count(listed, 'memory', 'memories')} in your lists "
+                             "(one per thing said)"
+                             + (f", and {words.count(patterns, 'pattern', 'patterns')}"
+                                if patterns else "") + ". "
                              "Strength combines importance, "
                              "recency, use, feeling and people; confidence is how sure Kept is "
                              "that a memory is right.")

@@ -69,5 +69,6 @@ def test_contradictions_print_both_sides_as_before(folder: Path) -> None:
 def test_undo_prints_what_the_report_counts(folder: Path) -> None:
     r = run_cli("--vault", str(folder), "undo", "2")
     assert r.code == 0, r.err
-    assert r.out.startswith("Undid run 2: ") and "created" in r.out
-    assert "nothing to revert" not in r.out
+    # In the window's words (issue 25): "Run 2 undone: removed 3 memories it made, ...".
+    assert r.out.startswith("Run 2 undone: removed ") and "it made" in r.out
+    assert "nothing you can see" not in r.out and "_" not in r.out

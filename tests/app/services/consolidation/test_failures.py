@@ -169,7 +169,7 @@ def test_cli_consolidate_exits_6_with_one_line_when_a_batch_failed(
                                             "items": 1}]
     monkeypatch.undo()
     code, out, err = _cli(vault_dir, monkeypatch, capsys, "consolidate")
-    assert code == 0 and err == "" and "facts created: 1" in out
+    assert code == 0 and err == "" and "1 fact learned" in out and "facts_created" not in out
 
 
 def test_cli_consolidate_says_when_the_llm_fell_back(
