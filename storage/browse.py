@@ -319,7 +319,8 @@ def monitoring(conn: Connection, since: float, used_within: float, quality: floa
     memories they returned and how many of those the same assistant then explained or got in
     a context within ``used_within`` seconds; reads by store; PROMOTED_FROM links made;
     memories archived (by the person, from the history, and by decay, from runs not undone);
-    and the active memories, with those whose composite passes ``quality``."""
+    and the memories the lists show (``listed_clause``), with those whose composite passes
+    ``quality``."""
     recalls, recalled = conn.execute(
         "SELECT count(DISTINCT agent || '|' || at), count(*) FROM memory_read "
         "WHERE via = 'recall' AND at >= ?", (since,)).fetchone()
@@ -340,9 +341,10 @@ def monitoring(conn: Connection, since: float, used_within: float, quality: floa
         "JOIN memory m ON m.id = c.memory_id WHERE c.kind = 'status' AND r.undone_at IS NULL "
         "AND r.started_at >= ? AND m.status = 'archived' "
         "AND json_extract(c.payload, '$.status') = 'active'", (since,)).fetchone()[0]
+    listed, params = listed_clause()  # the memories the lists show, as Insights' heading
     active, high = conn.execute(
-        "SELECT count(*), coalesce(sum(composite > ?), 0) FROM memory WHERE status = 'active'",
-        (quality,)).fetchone()
+        f"SELECT count(*), coalesce(sum(m.composite > ?), 0) FROM memory m WHERE {listed}",
+        (quality, *params)).fetchone()
     return {"recalls": int(recalls), "recalled": int(recalled), "used": int(used),
             "reads_by_store": by_store, "promoted": int(promoted),
             "archived": int(by_person) + int(by_decay), "active": int(active),

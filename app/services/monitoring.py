@@ -67,9 +67,9 @@ def metrics(raw: Mapping[str, Any], period_d: int = policy.INSIGHTS_PERIOD_D
     quality = InsightMetric(
         "quality_ratio", "Strong memories",
         high / active if active else None,
-        (f"{_pct(high, active)} ({high:,} of {active:,} active)" if active
+        (f"{_pct(high, active)} ({high:,} of {active:,} in your lists)" if active
          else "No memories yet"),
-        f"The share of active memories whose strength is above {policy.QUALITY_COMPOSITE:.1f} "
-        "(importance, recency, use, feeling and people together, as at the last "
+        "The share of the memories in your lists whose strength is above "
+        f"{policy.QUALITY_COMPOSITE:.1f} (importance, recency, use, feeling and people together, as at the last "
         "consolidation). Higher means more of what Kept holds is fresh and used.")
     return eff, layers, promo, arch, quality

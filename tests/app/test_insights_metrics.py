@@ -65,4 +65,4 @@ def test_monitoring_numbers_follow_the_read_log_links_history_and_scores(vault: 
     assert m["promotion_rate"].value == 1 / (policy.INSIGHTS_PERIOD_D / 7)
     assert m["archive_rate"].value == 1 / policy.INSIGHTS_PERIOD_D
     assert m["quality_ratio"].value == 1 / 3              # 3 active, one above .7
-    assert "1 of 3 active" in m["quality_ratio"].text
+    assert "1 of 3 in your lists" in m["quality_ratio"].text

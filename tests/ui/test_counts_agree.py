@@ -84,3 +84,7 @@ def test_people_insights_and_status_bar_count_what_the_lists_show(
     qtbot.waitUntil(lambda: "in your lists" in page.summary.text(), timeout=WAIT)
     assert page.summary.text().startswith(
         f"{words.count(listed, 'memory', 'memories')} in your lists (one per thing said)")
+    # "Strong memories" counts among the same memories (it said "of 43 active")
+    strong = page.metric_labels["quality_ratio"][1]
+    qtbot.waitUntil(lambda: "in your lists" in strong.text(), timeout=WAIT)
+    assert f" of {listed:,} in your lists)" in strong.text()
