@@ -59,17 +59,23 @@ def _function(lib: ctypes.CDLL, names: tuple[str, ...]) -> Callable[..., Any] | 
     return None
 
 
-def threads() -> int | None:
-    """The loaded OpenBLAS's thread count, or None when none is found."""
+def _functions(names: tuple[str, ...]) -> list[Callable[..., Any]]:
+    """The first of ``names`` found in each loaded OpenBLAS (numpy is imported first)."""
     import numpy  # noqa: F401  (loads the BLAS)
+    found = []
     for path in _loaded_openblas():
         try:
-            fn = _function(ctypes.CDLL(str(path)), _GETTERS)
+            fn = _function(ctypes.CDLL(str(path)), names)
         except OSError:
             continue
         if fn is not None:
-            return int(fn())
-    return None
+            found.append(fn)
+    return found
+
+
+def threads() -> int | None:
+    """The loaded OpenBLAS's thread count, or None when none is found."""
+    return next((int(fn()) for fn in _functions(_GETTERS)), None)
 
 
 def one_thread() -> bool:
@@ -78,16 +84,10 @@ def one_thread() -> bool:
     with _lock:
         if _done is not None:
             return _done
-        import numpy  # noqa: F401  (loads the BLAS)
         done = False
-        for path in _loaded_openblas():
-            try:
-                fn = _function(ctypes.CDLL(str(path)), _SETTERS)
-            except OSError:
-                continue
-            if fn is not None:
-                fn(1)
-                done = True
+        for fn in _functions(_SETTERS):
+            fn(1)
+            done = True
         if not done:
             log.info("numpy's BLAS thread count left as it is (no OpenBLAS found)")
         _done = done
