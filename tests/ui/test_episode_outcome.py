@@ -8,25 +8,33 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from app.api import MemoryQuery
 from tests.ui.test_flows import WAIT, close_vault, drain, make_vault, select_memory
+
+
+def _open_on_an_event(qtbot: Any, vault: Any) -> tuple[Any, Any, int]:
+    """The main window on ``vault`` with its first event selected and its "How it went" row
+    shown: (window, the row, the event's id)."""
+    from ui.bridge import CoreBridge
+    from ui.main_window import MainWindow
+    win = MainWindow(vault, CoreBridge(), idle_minutes=5)
+    qtbot.addWidget(win)
+    win.show()
+    rows = vault.page_memories(MemoryQuery(fold=True), limit=20).rows
+    event = next(int(r.id) for r in rows if r.store == "episodic")
+    select_memory(qtbot, win, event)
+    box = win.browse.detail.outcome
+    qtbot.waitUntil(box.isVisible, timeout=WAIT)
+    return win, box, event
 
 
 def test_rating_an_event_from_the_detail_pane_by_keys(qtbot: Any, tmp_path: Path,
                                                       fast_kdf: Any) -> None:
-    from app.api import MemoryQuery
-    from ui.bridge import CoreBridge
-    from ui.main_window import MainWindow
     vault = make_vault(tmp_path / "v", fast_kdf, turns=3, facts=("Sam's bike is green.",))
     try:
-        win = MainWindow(vault, CoreBridge(), idle_minutes=5)
-        qtbot.addWidget(win)
-        win.show()
+        win, box, event = _open_on_an_event(qtbot, vault)
         rows = vault.page_memories(MemoryQuery(fold=True), limit=20).rows
-        event = next(int(r.id) for r in rows if r.store == "episodic")
         fact = next(int(r.id) for r in rows if r.store == "semantic")
-        select_memory(qtbot, win, event)
-        box = win.browse.detail.outcome
-        qtbot.waitUntil(box.isVisible, timeout=WAIT)
         assert box.choice.currentText() == "Not rated"
         box.choice.setFocus()
         qtbot.keyClick(box.choice, Qt.Key.Key_Down)          # "Went well"
@@ -55,19 +63,9 @@ def test_quick_choices_land_in_order_and_a_late_load_does_not_undo_them(
     """Arrow keys pressed faster than the vault writes: each choice is saved in the order made,
     the last one wins, and the words typed meanwhile are saved with it (CI once saw a reload
     that had read the vault before a save put "Went well" back under the person's "Mixed")."""
-    from app.api import MemoryQuery
-    from ui.bridge import CoreBridge
-    from ui.main_window import MainWindow
     vault = make_vault(tmp_path / "v", fast_kdf, turns=3)
     try:
-        win = MainWindow(vault, CoreBridge(), idle_minutes=5)
-        qtbot.addWidget(win)
-        win.show()
-        rows = vault.page_memories(MemoryQuery(fold=True), limit=20).rows
-        event = next(int(r.id) for r in rows if r.store == "episodic")
-        select_memory(qtbot, win, event)
-        box = win.browse.detail.outcome
-        qtbot.waitUntil(box.isVisible, timeout=WAIT)
+        _win, box, event = _open_on_an_event(qtbot, vault)
         for _round in range(3):
             box.choice.setFocus()
             for _ in range(3):                                   # Not rated -> Went badly
