@@ -119,7 +119,9 @@ class AgentSession:
         hits = self._vault.recall(query, k=max(1, min(k, MAX_K)), now=now,
                                   filters=self._filters(filters), touch=touch)
         self._vault.note_reads(self.agent, [h.id for h in hits], "recall")
-        return hits
+        # Without the score's parts: no tool shows them (explain gives them for one memory),
+        # and they were 40 % of the reply's bytes on the owner's socket (issue 26, item 9).
+        return [replace(h, breakdown={}) for h in hits]
 
     def context(self, query: str, *, budget: int | None = None, now: float | None = None,
                 filters: Filters | None = None) -> Context:

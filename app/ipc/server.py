@@ -31,6 +31,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -63,6 +64,7 @@ STRICT_MESSAGE = ("Kept is in strict mode: prove your password first (`kept` ask
 # requests before the owner closes a connection (clients reconnect on their next call).
 FRAME_DEADLINE_S = 5.0
 IDLE_TIMEOUT_S = 600.0
+SWITCH_INTERVAL_S = 0.0005  # see start()
 # Password checks: at most this many elevations queued, delayed or deriving at once, process
 # wide; one more is answered "busy" at once.
 MAX_ELEVATIONS = 4
@@ -160,6 +162,10 @@ class OwnerServer:
 
     # --- life --------------------------------------------------------------------------
     def start(self) -> None:
+        # A request's thread waits for the GIL behind whatever else runs in the owner (the
+        # reads log, consolidation, the lexicon build) for up to the switch interval, 5 ms by
+        # default: most of an assistant's slowest calls (issue 26, item 9).
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         self._remove_stale()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)  # the file is born 0600: no window where others could connect
