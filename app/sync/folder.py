@@ -392,6 +392,40 @@ class FolderReader:
         self.stopped[finding.device_id] = finding
         scan.findings.append(finding)
 
+    # --- snapshots and acknowledgements --------------------------------------------------
+    def snapshots(self) -> list[Segment]:
+        """Every snapshot that verifies (any device's, this one's too), oldest epoch first; a
+        file that fails a check, or whose name disagrees with its header, is left out."""
+        out = []
+        scan = Scan()
+        for device in self._names(self.base / "snap", _DEVICE, scan):
+            for name in self._names(self.base / "snap" / device, _SNAP, scan):
+                seg = self._verified(self.base / "snap" / device / name, Kind.SNAPSHOT)
+                m = _SNAP.match(name)
+                if (seg is not None and m is not None and seg.device_id == device
+                        and (seg.epoch, seg.seq) == (int(m.group(1)), int(m.group(2)))):
+                    out.append(seg)
+        return sorted(out, key=lambda s: (s.epoch, s.seq, s.device_id))
+
+    def acks(self) -> dict[str, Segment]:
+        """Each device's latest acknowledgement that verifies (the highest number)."""
+        out: dict[str, Segment] = {}
+        scan = Scan()
+        for device in self._names(self.base / "ack", _DEVICE, scan):
+            for name in reversed(list(self._names(self.base / "ack" / device, _SEQ, scan))):
+                seg = self._verified(self.base / "ack" / device / name, Kind.ACK)
+                if seg is not None and seg.device_id == device and seg.seq == int(name):
+                    out[device] = seg
+                    break
+        return out
+
+    def _verified(self, path: Path, kind: Kind) -> Segment | None:
+        try:
+            seg = decode_segment(path.read_bytes(), self.trust, self.keys)
+        except (SyncRefused, OSError):
+            return None
+        return seg if seg.kind is kind else None
+
     # --- what the founder and the key holders published --------------------------------
     def load_trust(self) -> list[Finding]:
         """Verify and add every certificate and the newest revocation list in the folder."""

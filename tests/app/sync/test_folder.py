@@ -332,3 +332,34 @@ def test_under_every_fault_each_segment_arrives_once_in_order(tmp_path_factory: 
 def test_under_every_fault_each_segment_arrives_once_in_order_long(
         tmp_path_factory: Any, seed: int, drop: float, partial: float) -> None:
     _run(tmp_path_factory.mktemp("f"), seed, 60, Faults(drop=drop, partial=partial))
+
+
+def test_snapshots_and_acknowledgements_are_read_only_when_they_verify(tmp_path: Path) -> None:
+    dev = two_devices()
+    founder, other = _writer(dev, tmp_path), _writer(dev, tmp_path, dev.other)
+    founder.append([{"n": 1}], dev.key)
+    founder.write_snapshot([{"state": 1}], dev.key)
+    newer = EpochKey(2, b"n" * 32)
+    founder.append([{"n": 2}], newer)
+    founder.write_snapshot([{"state": 2}], newer)
+    other.write_ack(1, {"epoch": 1}, dev.key)
+    other.write_ack(2, {"epoch": 2}, newer)
+    keys = {**dev.keys, 2: newer.key}
+    reader = FolderReader(tmp_path, dev.other.device_id, dev.trust(), keys, {})
+    assert [s.ops for s in reader.snapshots()] == [[{"state": 1}], [{"state": 2}]]
+    assert reader.acks()[dev.other.device_id].ops == [{"epoch": 2}]
+    # A snapshot renamed to another epoch, a log segment in the snapshot folder, and an ack
+    # that does not open: none is taken.
+    snaps = tmp_path / "v1" / "snap" / dev.founder.device_id
+    first = sorted(snaps.iterdir())[0]
+    (snaps / f"{3:08d}-{seq_name(1)}").write_bytes(first.read_bytes())
+    (snaps / f"{4:08d}-{seq_name(1)}").write_bytes((tmp_path / _log(dev, 1)).read_bytes())
+    acks = tmp_path / "v1" / "ack" / dev.other.device_id
+    (acks / seq_name(3)).write_bytes(b"\0" * 1024)
+    assert [(s.epoch, s.ops) for s in reader.snapshots()] == [(1, [{"state": 1}]),
+                                                              (2, [{"state": 2}])]
+    assert reader.acks()[dev.other.device_id].ops == [{"epoch": 2}]
+    # Without the newer key the newer files are closed.
+    old_only = FolderReader(tmp_path, dev.other.device_id, dev.trust(), dev.keys, {})
+    assert [s.epoch for s in old_only.snapshots()] == [1]
+    assert old_only.acks()[dev.other.device_id].ops == [{"epoch": 1}]
