@@ -396,3 +396,15 @@ def open_sealed(sealed: SealedKey, me: DeviceSecret, trust: Trust) -> EpochKey:
     if len(raw) != EPOCH_KEY_BYTES:
         raise SyncRefused("bad sealed key")
     return EpochKey(sealed.epoch, raw)
+
+
+def load_trust(vault_id: str, founder_key: bytes, certificates: Iterable[bytes],
+               revocations: bytes | None) -> Trust:
+    """A ``Trust`` from what the vault stored (``storage/sync_keys.py``): every certificate
+    and the list are verified again, so a row changed behind Kept's back is refused here."""
+    trust = Trust(vault_id, founder_key)
+    for raw in certificates:
+        trust.add_certificate(Certificate.from_bytes(raw))
+    if revocations is not None:
+        trust.set_revocations(Revocations.from_bytes(revocations))
+    return trust

@@ -22,6 +22,7 @@ from app.sync.keys import (
     Trust,
     device_id_of,
     issue_certificate,
+    load_trust,
     new_vault_id,
     open_sealed,
     seal_epoch_key,
@@ -144,6 +145,7 @@ def test_this_devices_keys_live_inside_the_vault_never_in_clear(tmp_path: Path) 
     db = Database(path, os.urandom(32), create=True, threaded=False)
     secret = dev.other.to_bytes()
     cert = dev.trust().certificate(dev.other.device_id)
+    v2 = sign_revocations(dev.founder, dev.vault_id, 2, [Revocation("cd" * 16, 1, 0)]).to_bytes()
     try:
         def setup(conn: object) -> None:
             sync_keys.put_self(conn, dev.vault_id, dev.other.device_id,  # type: ignore[arg-type]
@@ -154,7 +156,7 @@ def test_this_devices_keys_live_inside_the_vault_never_in_clear(tmp_path: Path) 
             sync_keys.put_epoch_key(conn, 1, dev.key.key, 1.0)  # type: ignore[arg-type]
             sync_keys.put_cursor(conn, "ab" * 16, 4, b"h" * 32, 1.0)  # type: ignore[arg-type]
             sync_keys.put_cursor(conn, "ab" * 16, 3, b"x" * 32, 2.0)  # type: ignore[arg-type]
-            assert sync_keys.put_revocations(conn, 2, b"v2")  # type: ignore[arg-type]
+            assert sync_keys.put_revocations(conn, 2, v2)  # type: ignore[arg-type]
             assert not sync_keys.put_revocations(conn, 1, b"v1")  # type: ignore[arg-type]
         db.write_sync(setup)
         got = db.read(sync_keys.get_self)
@@ -164,7 +166,13 @@ def test_this_devices_keys_live_inside_the_vault_never_in_clear(tmp_path: Path) 
         # A key is never replaced; a cursor never moves back; a list never gets older.
         assert db.read(sync_keys.epoch_keys) == {e: bytes([e]) * 32 for e in (1, 2, 3)}
         assert db.read(sync_keys.cursors) == {"ab" * 16: (4, b"h" * 32)}
-        assert db.read(sync_keys.revocations) == b"v2"
+        assert db.read(sync_keys.revocations) == v2
+        trust = load_trust(got[0], got[4], [c for _d, c, _s in db.read(sync_keys.devices)],
+                           db.read(sync_keys.revocations))
+        assert trust.certificate(dev.other.device_id) == cert
+        assert trust.revocations.of("cd" * 16) is not None
+        with pytest.raises(SyncRefused):  # a stored row changed behind Kept's back
+            load_trust(got[0], got[4], [cert.to_bytes().replace(b"desktop", b"dasktop")], None)
         with pytest.raises(Exception, match="UNIQUE"):
             db.write_sync(lambda c: sync_keys.put_self(c, dev.vault_id, "x", secret, "again",
                                                        b"", 2.0))
