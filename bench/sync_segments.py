@@ -68,9 +68,10 @@ def main() -> None:
         seg = encode_segment(founder, vault, key, 1, GENESIS, ops)
         out[f"ops_{n}"] = {
             "payload_bytes": len(encode_ops(ops)), "wire_bytes": len(seg),
-            "encode_ms": _median_ms(lambda: encode_segment(founder, vault, key, 1, GENESIS, ops),
-                                    args.repeat),
-            "decode_ms": _median_ms(lambda: decode_segment(seg, trust, keys), args.repeat)}
+            "encode_ms": _median_ms(
+                lambda ops=ops: encode_segment(founder, vault, key, 1, GENESIS, ops), args.repeat),
+            "decode_ms": _median_ms(lambda seg=seg: decode_segment(seg, trust, keys),
+                                    args.repeat)}
     print(json.dumps(out, indent=2))
 
 
