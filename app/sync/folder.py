@@ -315,8 +315,10 @@ class FolderReader:
         self.base = folder / fmt
         self.cursors: dict[str, Cursor] = dict(cursors)
         self.stopped: dict[str, Finding] = {}
+        self._checked: set[str] = set()  # conflict copies already looked at
 
-    def _names(self, path: Path, pattern: re.Pattern[str], scan: Scan) -> Iterator[str]:
+    def _names(self, path: Path, pattern: re.Pattern[str], scan: Scan,
+               conflicts: list[str] | None = None) -> Iterator[str]:
         try:
             entries = sorted(os.listdir(path))
         except FileNotFoundError:
@@ -324,8 +326,11 @@ class FolderReader:
         for name in entries:
             if pattern.match(name):
                 yield name
-            else:
-                scan.ignored[classify(name)] += 1
+                continue
+            why = classify(name)
+            scan.ignored[why] += 1
+            if why == "conflict" and conflicts is not None:
+                conflicts.append(name)
 
     def devices(self, scan: Scan) -> list[str]:
         return [d for d in self._names(self.base / "log", _DEVICE, scan) if d != self.me]
@@ -341,12 +346,14 @@ class FolderReader:
 
     def _scan_device(self, device: str, scan: Scan) -> None:
         where = self.base / "log" / device
-        present = {int(n) for n in self._names(where, _SEQ, scan)}
+        conflicts: list[str] = []
+        present = {int(n) for n in self._names(where, _SEQ, scan, conflicts)}
         cursor = self.cursors.get(device, Cursor(device))
         if cursor.last_seq in present:
             self._recheck_last(where, cursor, scan)
-            if device in self.stopped:
-                return
+        self._check_conflicts(where, cursor, conflicts, scan)
+        if device in self.stopped:
+            return
         seq = cursor.last_seq + 1
         while True:
             if seq not in present:
@@ -370,6 +377,29 @@ class FolderReader:
             self.cursors[device] = cursor
             scan.segments.append(seg)
             seq += 1
+        self._check_conflicts(where, cursor, conflicts, scan)
+
+    def _check_conflicts(self, where: Path, cursor: Cursor, names: list[str],
+                         scan: Scan) -> None:
+        """A sync tool keeps a conflict copy when one file had two versions: never applied,
+        but a valid segment of an applied sequence that differs from the file applied there is
+        proof of equivocation. Each copy is checked once."""
+        for name in names:
+            if name in self._checked or not name[:SEQ_DIGITS].isdigit():
+                continue
+            seq = int(name[:SEQ_DIGITS])
+            if seq > cursor.last_seq:
+                continue  # checked once that sequence is applied
+            self._checked.add(name)
+            try:
+                seg = decode_segment((where / name).read_bytes(), self.trust, self.keys)
+                applied = hashlib.sha256((where / seq_name(seq)).read_bytes()).digest()
+            except (SyncRefused, OSError):
+                continue
+            if seg.device_id == cursor.device_id and seg.seq == seq and seg.hash != applied:
+                self._stop(Finding(Verdict.EQUIVOCATION.value, cursor.device_id, seq,
+                                   "conflict copy"), scan)
+                return
 
     def _recheck_last(self, where: Path, cursor: Cursor, scan: Scan) -> None:
         """The file of the last applied sequence must still be the one applied: a different

@@ -363,3 +363,26 @@ def test_snapshots_and_acknowledgements_are_read_only_when_they_verify(tmp_path:
     old_only = FolderReader(tmp_path, dev.other.device_id, dev.trust(), dev.keys, {})
     assert [s.epoch for s in old_only.snapshots()] == [1]
     assert old_only.acks()[dev.other.device_id].ops == [{"epoch": 1}]
+
+
+def test_a_conflict_copy_holding_another_valid_segment_is_equivocation(tmp_path: Path) -> None:
+    dev = two_devices()
+    w = _writer(dev, tmp_path)
+    w.append([{"n": 1}], dev.key)
+    second = w.append([{"n": 2}], dev.key)
+    folder = (tmp_path / _log(dev, 2)).parent
+    reader = _reader(dev, tmp_path)
+    # A copy of the same bytes, and garbage, under conflict names: nothing to report.
+    (folder / f"{seq_name(2)}.sync-conflict-20261126-101010-ABCDEF7").write_bytes(
+        (tmp_path / _log(dev, 2)).read_bytes())
+    (folder / f"{seq_name(1)} (conflicted copy 2026-11-26 101010)").write_bytes(b"x" * 1024)
+    assert _ops(reader) == [1, 2]
+    assert reader.scan().findings == []
+    # Another segment 2, signed by the founder, kept by the sync tool as a conflict copy.
+    other = encode_segment(dev.founder, dev.vault_id, dev.key, 2, second.prev, [{"n": 22}])
+    (folder / f"{seq_name(2)} (Sam's conflicted copy 2026-11-26)").write_bytes(other)
+    w.append([{"n": 3}], dev.key)
+    scan = reader.scan()
+    assert [(f.what, f.seq, f.reason) for f in scan.findings] == [
+        ("equivocation", 2, "conflict copy")]
+    assert scan.segments == []
