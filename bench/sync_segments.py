@@ -22,6 +22,7 @@ import statistics
 import time
 from typing import Any
 
+import storage  # noqa: F401  (first: onnxruntime telemetry off, as in every bench script)
 from app.sync.keys import DeviceSecret, EpochKey, Trust, issue_certificate, new_vault_id
 from app.sync.segments import GENESIS, decode_segment, encode_ops, encode_segment
 
