@@ -1,0 +1,1 @@
+"""Sync: one memory on every device (issue 29)."""
