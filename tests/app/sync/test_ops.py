@@ -3,6 +3,7 @@ carry content."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -58,7 +59,7 @@ def test_a_missing_or_unknown_field_is_an_error_naming_it(kind: str) -> None:
 
 def test_every_schema_lists_exactly_the_fields_of_its_body() -> None:
     for kind, body in BODIES.items():
-        assert set(body.SCHEMA) == set(body.__dataclass_fields__) - {"KIND", "SCHEMA"}, kind
+        assert set(body.SCHEMA) == {f.name for f in dataclasses.fields(body)}, kind  # type: ignore[arg-type]
 
 
 def test_a_forget_carries_global_ids_and_nothing_else() -> None:
