@@ -203,9 +203,12 @@ def build_item(gid: Gid, home_ops: Iterable[Op], successor_ops: Iterable[Op]) ->
             versions.append(Version(o.id, o.id, v.hlc, (gid,), v.text, v.confidence,
                                     v.user_validated))
     versions += [_version_of(o) for o in ops if isinstance(o.body, MemoryEdit)]
-    based = {b for v in versions for b in v.bases}
+    based = {b for v in versions for b in v.bases if b != v.id}
     order = {v.id: (v.hlc, v.op) for v in versions}
-    leaves = sorted((v for v in versions if v.id not in based), key=lambda v: order[v.id])
+    # A cycle of bases (only a device that lies can write one: a base names an op it saw)
+    # leaves no unedited version: then every version counts as one, and the person chooses.
+    leaves = sorted((v for v in versions if v.id not in based), key=lambda v: order[v.id]) \
+        or sorted(versions, key=lambda v: order[v.id])
     head = leaves[-1]
     history = tuple(sorted((v for v in versions if v is not head), key=lambda v: order[v.id]))
     retracts = [o.body for o in ops if isinstance(o.body, FactRetract)]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.sync.merge import Replica, State, fold, state_hash
-from app.sync.ops import Gid, Op, canonical, new_gid
+from app.sync.ops import Gid, Op, canonical, new_gid, op_id
 from tests.app.sync.op_samples import (
     Device,
     decide,
@@ -313,3 +313,18 @@ def test_any_order_duplication_or_batching_gives_one_state(
 def test_any_order_duplication_or_batching_gives_one_state_long(
         data: st.DataObject, plan: list[Any], skew: int) -> None:
     _check(data, plan, skew)
+
+
+def test_a_cycle_of_bases_from_a_lying_device_still_folds_the_same_everywhere() -> None:
+    a = Device("a", Wall(T0))
+    g = new_gid()
+    made = a.write(memory(g, "Water the plants"))
+    x = a.one(edit(g, (g,), "Water the plants on Sunday"))
+    # Ops naming each other (and themselves) as bases: written by hand, no honest writer can.
+    y = Op(op_id("a", 90, 0), a.clock.tick(), edit(g, ("a:91:0", "a:90:0"), "cycle one"))
+    z = Op(op_id("a", 91, 0), a.clock.tick(), edit(g, ("a:90:0", x.id), "cycle two"))
+    state = _same_everywhere([*made, x, y, z])
+    item = state.items[g]
+    assert set(item.leaves) == {g, x.id, y.id, z.id}  # no way out of the cycle: all count
+    assert item.head.text == "cycle two"
+    assert [q.kind for q in state.open_questions()] == ["edit_conflict"]
