@@ -14,6 +14,7 @@ points (edits, facts, Inbox) are named in docs/sync_ops.md.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -30,9 +31,12 @@ from app.sync.ops import (
     InboxDecide,
     MemoryCreate,
     Op,
+    OpInvalid,
     OpWriter,
     new_gid,
 )
+
+log = logging.getLogger(__name__)
 
 
 class JournalRows(Protocol):
@@ -60,7 +64,7 @@ def create_body(m: Memory, gid: Gid, sources: Sequence[Gid] = ()) -> MemoryCreat
     side: dict[str, Any] = {}
     for k in SIDE.get(m.store.value, {}):
         v = m.extra.get(k)
-        if v is None:
+        if v is None or v == "":
             continue
         if k in ("actors", "actions") and isinstance(v, str):
             try:
@@ -120,8 +124,17 @@ class Journal:
             if self._rows.forgotten(conn, sources):
                 return None
             gid = new_gid()
+            try:
+                body = create_body(memory, gid, sources)
+            except OpInvalid as exc:
+                # The memory is saved; a column the op schema bounds tighter than the vault
+                # (a 2,000-character trigger) must not fail the remember. Logged without
+                # content; the snapshot carries it instead.
+                log.warning("sync journal: memory %s not journaled (%s)", int(memory.id),
+                            exc.user_message.split(":")[0])
+                return None
             self._rows.name(conn, int(memory.id), gid)
-            return self._write_ops(conn, [create_body(memory, gid, sources)])[0]
+            return self._write_ops(conn, [body])[0]
         return self._db.write_sync(run)
 
     def gids_of(self, memory_ids: Sequence[int]) -> dict[int, Gid]:

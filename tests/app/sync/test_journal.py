@@ -96,3 +96,14 @@ def test_a_memory_derived_from_a_forgotten_one_is_not_journaled(vault: Vault) ->
     assert journal.record_create(vault.get(derived), (src,)) is None
     # The unsent create of the source went with the forget; only the forget is left.
     assert [o.kind for o in parse_ops(journal.unsent())] == ["forget"]
+
+
+def test_a_memory_the_op_schema_cannot_carry_is_still_remembered(
+        vault: Vault, caplog: Any) -> None:
+    vault.set_setting("sync.journal", True)
+    trigger = "when " + "the kettle boils " * 100  # longer than an op's label allows
+    mid = vault.remember(Draft(text="Make green tea", store=Store.PROCEDURAL,
+                               extra={"kind": "procedure", "trigger": trigger})).value
+    assert vault.get(mid).extra["trigger"] == trigger  # saved, and no error
+    assert _journal(vault).unsent() == [] and _journal(vault).gids_of([mid]) == {}
+    assert "not journaled" in caplog.text and "kettle" not in caplog.text
