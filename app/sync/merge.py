@@ -447,7 +447,9 @@ class Replica:
     def _kill_question(self, item: Gid) -> None:
         """A question about a forgotten memory: it and every decision on it go for good."""
         self._dead.add(item)
-        self._decisions.pop(item, None)
+        for oid in self._decisions.pop(item, ()):
+            self._ops.pop(oid, None)  # a decision's text may quote what went
+            self._dropped.add(oid)
 
     def state(self) -> State:
         home_waiting = {i for g, ids in self._home.items() if g not in self._items for i in ids}
