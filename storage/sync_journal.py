@@ -8,15 +8,11 @@ these through ``app.bootstrap.sync_journal_rows``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from storage.batching import chunks, marks
 from storage.sqlcipher import Connection
-
-
-def _chunks(values: Sequence[Any], n: int = 500) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(values), n):
-        yield values[i:i + n]
 
 
 class SyncJournalRows:
@@ -35,18 +31,18 @@ class SyncJournalRows:
 
     def gids(self, conn: Connection, memory_ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
-        for part in _chunks(list(memory_ids)):
-            marks = ",".join("?" * len(part))
+        for part in chunks(list(memory_ids)):
+            qs = marks(len(part))
             out.update((int(m), str(g)) for m, g in conn.execute(
-                f"SELECT memory_id, gid FROM sync_gids WHERE memory_id IN ({marks})", part))
+                f"SELECT memory_id, gid FROM sync_gids WHERE memory_id IN ({qs})", part))
         return out
 
     def memory_ids(self, conn: Connection, gids: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for part in _chunks(list(gids)):
-            marks = ",".join("?" * len(part))
+        for part in chunks(list(gids)):
+            qs = marks(len(part))
             out.update((str(g), int(m)) for g, m in conn.execute(
-                f"SELECT gid, memory_id FROM sync_gids WHERE gid IN ({marks})", part))
+                f"SELECT gid, memory_id FROM sync_gids WHERE gid IN ({qs})", part))
         return out
 
     def name(self, conn: Connection, memory_id: int, gid: str) -> None:
@@ -68,9 +64,9 @@ class SyncJournalRows:
         return [json.loads(r[0]) for r in rows]
 
     def sent(self, conn: Connection, op_ids: Sequence[str]) -> None:
-        for part in _chunks(list(op_ids)):
-            marks = ",".join("?" * len(part))
-            conn.execute(f"DELETE FROM sync_ops WHERE id IN ({marks})", part)
+        for part in chunks(list(op_ids)):
+            qs = marks(len(part))
+            conn.execute(f"DELETE FROM sync_ops WHERE id IN ({qs})", part)
 
     def forget(self, conn: Connection, gids: Sequence[str], keep: str | None) -> int:
         """Record ``gids`` as forgotten for good and delete every unsent op about one of them
@@ -88,8 +84,8 @@ class SyncJournalRows:
         if gids is None:
             return {str(r[0]) for r in conn.execute("SELECT gid FROM sync_forgotten")}
         out: set[str] = set()
-        for part in _chunks(list(gids)):
-            marks = ",".join("?" * len(part))
+        for part in chunks(list(gids)):
+            qs = marks(len(part))
             out.update(str(r[0]) for r in conn.execute(
-                f"SELECT gid FROM sync_forgotten WHERE gid IN ({marks})", part))
+                f"SELECT gid FROM sync_forgotten WHERE gid IN ({qs})", part))
         return out
