@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, as every bench script)
 from app.sync.hlc import HybridClock  # noqa: E402
 from app.sync.merge import Replica, fold, state_hash  # noqa: E402
 from app.sync.ops import (  # noqa: E402
