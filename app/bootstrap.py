@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.api import BackupCheck
     from app.parts import Parts
     from app.ports import Embedder, KeySession
+    from app.sync.journal import JournalRows
     from storage.crypto import KdfParams
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,12 @@ def backup_store(opened: KeySession) -> ports.Backups:
     """The backups of one unlocked vault (issue 16; ``storage/backup.py``)."""
     from storage.backup import VaultBackups
     return VaultBackups(opened)
+
+
+def sync_journal_rows() -> JournalRows:
+    """The sync journal's rows (issue 29; ``storage/sync_journal.py``, migration 0030)."""
+    from storage.sync_journal import SyncJournalRows as Rows
+    return Rows()
 
 
 def verify_backup(path: Path, password: str) -> BackupCheck:

@@ -78,6 +78,8 @@ if TYPE_CHECKING:
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
+    from app.sync.journal import Journal
+    from app.sync.ops import Gid
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,7 @@ class Vault:
         self._agents.on_reads_written = lambda: self._emit(Changes(agents=True))
         self._agents.request_days = self._forget_request_days
         self._backups: BackupService | None = None  # built on first use (issue 16)
+        self._sync: Journal | None = None  # built on first use while sync.journal is on
         self._learn_owner()
 
     def _learn_owner(self) -> None:
@@ -344,6 +347,7 @@ class Vault:
         mid, saved = self._ingest.remember_once(d)
         if not saved:  # its (session, ref) was saved already: no change (issue 26)
             return Result(mid, Changes())
+        self._sync_remembered(mid, d)
         self._emit(MEMORY_CHANGES)
         return Result(mid, MEMORY_CHANGES)
 
@@ -500,7 +504,9 @@ class Vault:
     def forget(self, plan: ForgetPlan) -> Result[ForgetReport]:
         """Step 2: delete exactly the plan, in one transaction. Cannot be undone."""
         self._check_unlocked()
+        gids = self._sync_gids(plan.memory_ids)  # read first: the map rows go with the memories
         report = self._forget.forget(plan)
+        self._sync_forgotten(gids)
         if report.memories:
             # Implicit statistics are recomputed from what is left (their text may name
             # what was forgotten).
@@ -1055,6 +1061,32 @@ class Vault:
         """``WrongPassword`` unless ``password`` opens this vault (one KDF derive)."""
         self._check_unlocked()
         self._opened.verify_password(password)
+
+    # --- sync journal (issue 29; docs/sync_ops.md): nothing at all while sync.journal is off --
+    def _sync_journal(self) -> Journal | None:
+        if not self.setting("sync.journal"):
+            return None
+        if self._sync is None:
+            from app import bootstrap
+            from app.sync.journal import Journal
+            clock = self._clock
+            self._sync = Journal(self._db, bootstrap.sync_journal_rows(),
+                                 lambda: int(clock.now() * 1000))
+        return self._sync
+
+    def _sync_remembered(self, mid: MemoryId, d: Draft) -> None:
+        journal = self._sync_journal()
+        if journal is not None:
+            journal.record_create(self.get(mid), d.derived_from)
+
+    def _sync_gids(self, ids: Sequence[int]) -> list[Gid]:
+        journal = self._sync_journal()
+        return [] if journal is None else list(journal.gids_of(ids).values())
+
+    def _sync_forgotten(self, gids: Sequence[Gid]) -> None:
+        journal = self._sync_journal()
+        if journal is not None and gids:
+            journal.record_forget(gids)
 
     # --- backups (issue 16) ----------------------------------------------------------------
     def _backup_service(self) -> BackupService:

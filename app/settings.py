@@ -51,6 +51,8 @@ SETTINGS: tuple[Setting, ...] = (
             "An assistant's forget request expires after this many days unanswered"),
     Setting("recall.context_budget", int, policy.DEFAULT_CONTEXT_BUDGET,
             "Context budget (tokens)"),
+    Setting("sync.journal", bool, False,
+            "Sync: record this device's remembers and forgets as operations for other devices"),
 )
 
 BY_KEY = {s.key: s for s in SETTINGS}
