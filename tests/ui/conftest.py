@@ -6,7 +6,7 @@ of one made per session) and its own window (no session-wide app window, STYLE B
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,14 @@ def unlock_dialog(qtbot: Any, tmp_path: Path, fast_kdf: Any
     qtbot.addWidget(dlg)
     dlg.show()
     return dlg, folder, before
+
+
+def try_wrong_password(qtbot: Any, dlg: Any, submit: Callable[[], None]) -> None:
+    """Type a wrong password into ``unlock_dialog``'s dialog, submit it with ``submit`` (a
+    key or a click) and wait until the dialog says what went wrong."""
+    qtbot.keyClicks(dlg.password, "not the password")
+    submit()
+    qtbot.waitUntil(lambda: dlg.ok.isEnabled() and dlg.error.text() != "", timeout=15_000)
 
 
 def answer_confirm(qtbot: Any, *, accept: bool, timeout: int = 15_000) -> str:

@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from tests.ui.conftest import try_wrong_password
 from tests.ui.test_flows import PASSWORD, WAIT, close_vault, file_hashes
 
 pytestmark = pytest.mark.gui
@@ -23,9 +24,7 @@ def test_enter_in_the_password_field_unlocks_and_never_opens_the_recovery_page(
         qtbot: Any, unlock_dialog: tuple[Any, Path, dict[str, str]]) -> None:
     from app.errors import WrongKey
     dlg, folder, before = unlock_dialog
-    qtbot.keyClicks(dlg.password, "not the password")
-    qtbot.keyClick(dlg.password, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: dlg.ok.isEnabled() and dlg.error.text() != "", timeout=WAIT)
+    try_wrong_password(qtbot, dlg, lambda: qtbot.keyClick(dlg.password, Qt.Key.Key_Return))
     assert dlg.error.text() == WrongKey.user_message
     assert not dlg.recovering and not dlg.recovery_page.isVisibleTo(dlg)
     assert dlg.isVisible() and file_hashes(folder) == before

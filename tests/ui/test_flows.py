@@ -300,10 +300,9 @@ def find_fact(vault: Any, text: str) -> int:
 def test_unlock_wrong_then_right_password(
         qtbot: Any, unlock_dialog: tuple[Any, Path, dict[str, str]]) -> None:
     from app.errors import WrongKey
+    from tests.ui.conftest import try_wrong_password
     dlg, folder, before = unlock_dialog
-    qtbot.keyClicks(dlg.password, "not the password")
-    qtbot.mouseClick(dlg.ok, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dlg.ok.isEnabled() and dlg.error.text() != "", timeout=WAIT)
+    try_wrong_password(qtbot, dlg, lambda: qtbot.mouseClick(dlg.ok, Qt.MouseButton.LeftButton))
     assert dlg.error.text() == WrongKey.user_message
     assert dlg.isVisible() and dlg.result() == 0
     assert file_hashes(folder) == before, "a wrong password changed a vault file"
