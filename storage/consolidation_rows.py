@@ -41,6 +41,7 @@ from app.ports import (
 from storage import lifecycle, repo
 from storage import scores as _scores
 from storage.batching import chunks, marks
+from storage.browse import listed_clause
 from storage.sqlcipher import Connection
 
 # This module's part of the port lives in storage/scores.py (issue 27).
@@ -441,6 +442,24 @@ def summary_turns(conn: Connection) -> list[SessionTurn]:
         "ORDER BY m.session, m.agent, coalesce(m.context, ''), m.seq, m.occurred_at, m.id")]
 
 
+def turn_event_vectors(conn: Connection, turns: Sequence[int], model: str
+                       ) -> dict[int, bytes]:
+    """Turn id -> the stored vector (``model``'s, float32 bytes) of the event kept from it
+    (the event's DERIVED_FROM link to its turn; summaries are not such events): what the
+    summaries step ranks a turn's sentences by instead of embedding them again."""
+    out: dict[int, bytes] = {}
+    for part in chunks(list(turns)):
+        for turn, vec in conn.execute(
+                "SELECT l.dst, v.vec FROM link l CROSS JOIN memory e ON e.id = l.src "
+                "JOIN vector v ON v.memory_id = e.id "
+                f"WHERE l.dst IN ({marks(len(part))}) AND l.kind = 'DERIVED_FROM' "
+                "AND e.store = 'episodic' AND v.model = ? AND NOT EXISTS (SELECT 1 FROM "
+                "episode ep WHERE ep.memory_id = e.id AND ep.event_type = 'summary') "
+                "ORDER BY l.dst, l.src", [*part, model]):
+            out.setdefault(int(turn), bytes(vec))
+    return out
+
+
 def route_by_llm(conn: Connection, episode: int, score: float, stores: Sequence[str],
                  reason: str) -> tuple[int, dict[str, Json]] | None:
     """The LLM's routing decision for the turn ``episode`` was made from: (turn id, the
@@ -471,11 +490,17 @@ def episode_signals(conn: Connection) -> Iterator[EpisodeSignal]:
 
 
 def top_person(conn: Connection, scope: Scope) -> tuple[str, int] | None:
-    """The person entity of ``scope`` with the most mentions, and their count."""
+    """The person entity of ``scope`` with the most memories, and their count: the memories
+    their list shows (``storage.browse.listed_clause``, as People & Projects and the entity
+    card count them; every mention made Insights say "Sam (21 memories)" beside a list of
+    20, issue 25). Ties go to the name first in order, as in People & Projects."""
+    listed, params = listed_clause()
     row = conn.execute(
-        "SELECT e.name, count(*) FROM entity e JOIN entity_mention em ON "
-        "em.entity_id = e.id WHERE e.kind = 'person' AND e.agent = ? AND "
-        "e.context IS ? AND e.status != 'merged' GROUP BY e.id ORDER BY count(*) DESC LIMIT 1", scope).fetchone()
+        "SELECT e.name, count(m.id) AS n FROM entity e JOIN entity_mention em ON "
+        f"em.entity_id = e.id JOIN memory m ON m.id = em.memory_id AND {listed} "
+        "WHERE e.kind = 'person' AND e.agent = ? AND "
+        "e.context IS ? AND e.status != 'merged' GROUP BY e.id ORDER BY n DESC, e.name "
+        "LIMIT 1", [*params, *scope]).fetchone()
     return None if row is None else (row[0], int(row[1]))
 
 

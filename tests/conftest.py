@@ -7,6 +7,7 @@ raises, so any test that would phone home fails loudly.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
@@ -81,19 +82,28 @@ def pytest_configure(config: pytest.Config) -> None:
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
 
+@contextlib.contextmanager
+def time_zone(name: str) -> Iterator[None]:
+    """The process's local time zone is ``name`` (``TZ``) inside the block, as before after."""
+    import time
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = name
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
 @pytest.fixture
 def tokyo_time() -> Iterator[None]:
     """The process's local time zone is Asia/Tokyo (UTC+9, no summer time) for one test."""
-    import time
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Tokyo"
-    time.tzset()
-    yield
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
+    with time_zone("Asia/Tokyo"):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -189,17 +199,20 @@ def shared_model(session_embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def turns_vault(folder: Path, kdf: Any, password: str,
-                turns: Sequence[tuple[str, str, str, str]], *, load_model: bool = True) -> Any:
+                turns: Sequence[tuple[str, str, str, str]], *, load_model: bool = True,
+                clock: Any = None) -> Any:
     """A vault (no Chroma, not threaded) holding ``turns``, each (session, ISO time, speaker,
-    text), imported as ``kept import`` would, with refs ``session-n``."""
+    text), imported as ``kept import`` would, with refs ``session-n``; ``clock``: the
+    vault's (the real one by default)."""
     from app.api import Turn
     from app.clock import parse_iso
     from app.facade import Vault
     if (kdf.m, kdf.t, kdf.p) == (65_536, 3, 4):  # fast_kdf's: a copy of an empty vault serves
-        v = new_vault(folder, password, threaded=False, use_chroma=False, load_model=load_model)
+        v = new_vault(folder, password, threaded=False, use_chroma=False, load_model=load_model,
+                      clock=clock)
     else:
         v = Vault.create(folder, password, kdf=kdf, threaded=False, use_chroma=False,
-                         load_model=load_model).vault
+                         load_model=load_model, clock=clock).vault
     v.import_turns([Turn(s, who, text, parse_iso(at), f"{s}-{n}")
                     for n, (s, at, who, text) in enumerate(turns)])
     return v

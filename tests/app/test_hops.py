@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.facade import Vault
 from app.services import hops
-from tests.conftest import new_vault
+from tests.conftest import turns_vault
 from tests.inside import inside
 
 NOW = parse_iso("2026-09-16T00:00:00Z")
@@ -22,18 +21,14 @@ NOW = parse_iso("2026-09-16T00:00:00Z")
 
 @pytest.fixture
 def falcon(vault_dir: Path, fast_kdf: object) -> Any:
-    v = new_vault(vault_dir, "pw-hops", threaded=False, load_model=False,
-                  clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")), use_chroma=False)
-
-    def turn(session: str, at: str, text: str, n: int) -> Turn:
-        return Turn(session, "Maya", text, parse_iso(at), f"{session}-{n}")
-    v.import_turns([
-        turn("s1", "2026-09-01T10:00:00Z", "We kicked off Project Falcon at work today.", 1),
-        turn("s1", "2026-09-01T10:01:00Z", "Lunch was a sad sandwich.", 2),
-        turn("s2", "2026-09-08T09:00:00Z", "Coffee first, then the standup.", 1),
-        turn("s2", "2026-09-08T09:05:00Z", "Project Falcon slipped a week, again.", 2),
-        turn("s3", "2026-09-15T09:00:00Z", "Project Falcon shipped to customers!", 1),
-        turn("s3", "2026-09-15T09:01:00Z", "The customers loved the new dashboard.", 2)])
+    v = turns_vault(vault_dir, fast_kdf, "pw-hops", [
+        ("s1", "2026-09-01T10:00:00Z", "Maya", "We kicked off Project Falcon at work today."),
+        ("s1", "2026-09-01T10:01:00Z", "Maya", "Lunch was a sad sandwich."),
+        ("s2", "2026-09-08T09:00:00Z", "Maya", "Coffee first, then the standup."),
+        ("s2", "2026-09-08T09:05:00Z", "Maya", "Project Falcon slipped a week, again."),
+        ("s3", "2026-09-15T09:00:00Z", "Maya", "Project Falcon shipped to customers!"),
+        ("s3", "2026-09-15T09:01:00Z", "Maya", "The customers loved the new dashboard.")],
+        load_model=False, clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")))
     v.consolidate(now=NOW)
     try:
         yield v

@@ -6,7 +6,7 @@ of one made per session) and its own window (no session-wide app window, STYLE B
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,35 @@ def main_window(qtbot: Any, vault: Any) -> Any:
     return win
 
 
+def shown_window(qtbot: Any, vault: Any) -> Any:
+    """``main_window`` on ``vault``, shown and exposed."""
+    win = main_window(qtbot, vault)
+    win.show()
+    qtbot.waitExposed(win)
+    return win
+
+
+def maya_said(folder: Path, password: str, said: Sequence[str], first_at: float,
+              now: float) -> Iterator[Any]:
+    """For a fixture to ``yield from``: a threaded vault without the model, its clock at
+    ``now``, where Maya said each of ``said`` (episodes ten minutes apart from ``first_at``),
+    consolidated once; locked after the test."""
+    from PySide6.QtCore import QThreadPool
+
+    from app.clock import FixedClock
+    from app.domain.memory import Draft, Store
+    from tests.conftest import new_vault
+    v = new_vault(folder, password, load_model=False, use_chroma=False, clock=FixedClock(now))
+    for n, text in enumerate(said):
+        v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
+                         occurred_at=first_at + n * 600))
+    v.consolidate()
+    yield v
+    QThreadPool.globalInstance().waitForDone(15_000)
+    if not v.locked:
+        v.lock()
+
+
 @pytest.fixture
 def window(qtbot: Any, demo_vault: Any) -> Iterator[Any]:
     win = main_window(qtbot, demo_vault)
@@ -84,6 +113,31 @@ def open_page(qtbot: Any, window: Any) -> Any:
         assert window.stack.currentWidget() is page
         return page
     return open_
+
+
+@pytest.fixture
+def unlock_dialog(qtbot: Any, tmp_path: Path, fast_kdf: Any
+                  ) -> tuple[Any, Path, dict[str, str]]:
+    """The unlock dialog, shown, on a closed vault (``test_flows.PASSWORD``) holding one
+    fact, with the hashes of the vault's files before any password is tried: (dialog,
+    folder, hashes)."""
+    from tests.ui.test_flows import close_vault, file_hashes, make_vault
+    from ui.dialogs.unlock import UnlockDialog
+    folder = tmp_path / "vault"
+    close_vault(make_vault(folder, fast_kdf, facts=("Sam likes green tea.",)))
+    before = file_hashes(folder)
+    dlg = UnlockDialog(folder)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    return dlg, folder, before
+
+
+def try_wrong_password(qtbot: Any, dlg: Any, submit: Callable[[], None]) -> None:
+    """Type a wrong password into ``unlock_dialog``'s dialog, submit it with ``submit`` (a
+    key or a click) and wait until the dialog says what went wrong."""
+    qtbot.keyClicks(dlg.password, "not the password")
+    submit()
+    qtbot.waitUntil(lambda: dlg.ok.isEnabled() and dlg.error.text() != "", timeout=15_000)
 
 
 def answer_confirm(qtbot: Any, *, accept: bool, timeout: int = 15_000) -> str:

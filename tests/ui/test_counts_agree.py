@@ -68,6 +68,9 @@ def test_people_insights_and_status_bar_count_what_the_lists_show(
     listed = window.vault.count_memories(ALL_MEMORIES)
     assert window.memory_figure.startswith(words.count(listed, "memory", "memories"))
     nav.expandItem(people)
+    said_n = {m.group(1): int(m.group(3)) for m in (  # each person's entry: name -> N
+        re.fullmatch(r"(.+) \((.+), (\d+)\)", people.child(i).text(0))
+        for i in range(people.childCount())) if m and m.group(2) == "person"}
     for i in range(min(3, people.childCount())):
         item = people.child(i)
         said = re.fullmatch(r"(.+) \((.+), (\d+)\)", item.text(0))
@@ -88,3 +91,10 @@ def test_people_insights_and_status_bar_count_what_the_lists_show(
     strong = page.metric_labels["quality_ratio"][1]
     qtbot.waitUntil(lambda: "in your lists" in strong.text(), timeout=WAIT)
     assert f" of {listed:,} in your lists)" in strong.text()
+    # The behaviour statistic names the person with the count of their entry and list (it
+    # counted every mention: "Most mentioned person: Sam (21 memories)" beside "Sam (person,
+    # 20)").
+    top = [m for m in (re.search(r"Most mentioned person: (.+) \((\d+) memor", lbl.text())
+                       for lbl in page.stat_labels) if m]
+    assert len(top) == 1, [lbl.text() for lbl in page.stat_labels]
+    assert said_n[top[0].group(1)] == int(top[0].group(2)) == max(said_n.values())

@@ -14,24 +14,17 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.test_flows import PASSWORD, WAIT, close_vault, file_hashes, make_vault
+from tests.ui.conftest import try_wrong_password
+from tests.ui.test_flows import PASSWORD, WAIT, close_vault, file_hashes
 
 pytestmark = pytest.mark.gui
 
 
 def test_enter_in_the_password_field_unlocks_and_never_opens_the_recovery_page(
-        qtbot: Any, tmp_path: Path, fast_kdf: Any) -> None:
+        qtbot: Any, unlock_dialog: tuple[Any, Path, dict[str, str]]) -> None:
     from app.errors import WrongKey
-    from ui.dialogs.unlock import UnlockDialog
-    folder = tmp_path / "vault"
-    close_vault(make_vault(folder, fast_kdf, facts=("Sam likes green tea.",)))
-    before = file_hashes(folder)
-    dlg = UnlockDialog(folder)
-    qtbot.addWidget(dlg)
-    dlg.show()
-    qtbot.keyClicks(dlg.password, "not the password")
-    qtbot.keyClick(dlg.password, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: dlg.ok.isEnabled() and dlg.error.text() != "", timeout=WAIT)
+    dlg, folder, before = unlock_dialog
+    try_wrong_password(qtbot, dlg, lambda: qtbot.keyClick(dlg.password, Qt.Key.Key_Return))
     assert dlg.error.text() == WrongKey.user_message
     assert not dlg.recovering and not dlg.recovery_page.isVisibleTo(dlg)
     assert dlg.isVisible() and file_hashes(folder) == before

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QThreadPool
 
-from tests.conftest import new_vault
-from tests.ui.conftest import main_window
+from tests.ui.conftest import maya_said, shown_window
 
 pytestmark = pytest.mark.gui
 
@@ -27,25 +26,13 @@ SAID = ["I've been reading Atomic Habits lately.",
 
 @pytest.fixture
 def vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
-    from app.clock import FixedClock
-    from app.domain.memory import Draft, Store
-    v = new_vault(tmp_path / "v", PASSWORD, load_model=False, use_chroma=False,
-                  clock=FixedClock(NOW))
-    for n, text in enumerate(SAID):  # said in May, learned today
-        v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
-                         occurred_at=NOW - 60 * 86_400 + n * 600))
-    v.consolidate()
-    yield v
-    QThreadPool.globalInstance().waitForDone(WAIT)
-    if not v.locked:
-        v.lock()
+    # said in May, learned today
+    yield from maya_said(tmp_path / "v", PASSWORD, SAID, NOW - 60 * 86_400, NOW)
 
 
 @pytest.fixture
 def window(qtbot: Any, vault: Any) -> Iterator[Any]:
-    win = main_window(qtbot, vault)
-    win.show()
-    qtbot.waitExposed(win)
+    win = shown_window(qtbot, vault)
     yield win
     QThreadPool.globalInstance().waitForDone(WAIT)
 
@@ -96,26 +83,13 @@ SPANISH = ["I've been learning Spanish for a year.", "My Spanish teacher is call
 def merged_vault(tmp_path: Path, fast_kdf: Any) -> Iterator[Any]:
     """"Spanish" said as a capitalised name (a person) and as what Maya learns (a resource):
     consolidation makes one entity of the two (issue 27 item 3)."""
-    from app.clock import FixedClock
-    from app.domain.memory import Draft, Store
-    v = new_vault(tmp_path / "v", PASSWORD, load_model=False, use_chroma=False,
-                  clock=FixedClock(NOW))
-    for n, text in enumerate(SPANISH):
-        v.remember(Draft(text=text, store=Store.EPISODIC, speaker="Maya",
-                         occurred_at=NOW - 86_400 + n * 600))
-    v.consolidate()
-    yield v
-    QThreadPool.globalInstance().waitForDone(WAIT)
-    if not v.locked:
-        v.lock()
+    yield from maya_said(tmp_path / "v", PASSWORD, SPANISH, NOW - 86_400, NOW)
 
 
 def test_the_person_says_a_merge_joined_different_things(qtbot: Any, merged_vault: Any
                                                          ) -> None:
     from PySide6.QtCore import Qt
-    window = main_window(qtbot, merged_vault)
-    window.show()
-    qtbot.waitExposed(window)
+    window = shown_window(qtbot, merged_vault)
     card = window.browse.entity
     item = entity_item(qtbot, window, "Spanish")
     assert "(resource," in item.text(0)
@@ -144,9 +118,7 @@ def test_the_person_says_a_merge_joined_different_things(qtbot: Any, merged_vaul
 def test_undo_merge_by_keyboard_lets_a_later_run_merge_again(qtbot: Any, merged_vault: Any
                                                              ) -> None:
     from PySide6.QtCore import Qt
-    window = main_window(qtbot, merged_vault)
-    window.show()
-    qtbot.waitExposed(window)
+    window = shown_window(qtbot, merged_vault)
     card = window.browse.entity
     window.nav.setCurrentItem(entity_item(qtbot, window, "Spanish"))
     qtbot.waitUntil(lambda: card.merge_row.isVisible(), timeout=WAIT)

@@ -52,8 +52,13 @@ def make_vault(folder: Path, kdf: Any, *, turns: int = 0, facts: tuple[str, ...]
     from app.clock import FixedClock
     from app.domain.memory import Draft, Store
     from app.facade import Vault
-    vault = Vault.create(folder, PASSWORD, kdf=kdf, load_model=False, use_chroma=False,
-                         clock=FixedClock(T0)).vault
+    if (kdf.m, kdf.t, kdf.p) == (65_536, 3, 4):  # fast_kdf's: a copy of an empty vault
+        from tests.conftest import new_vault
+        vault = new_vault(folder, PASSWORD, load_model=False, use_chroma=False,
+                          clock=FixedClock(T0))
+    else:
+        vault = Vault.create(folder, PASSWORD, kdf=kdf, load_model=False, use_chroma=False,
+                             clock=FixedClock(T0)).vault
     if turns:
         vault.import_turns([
             Turn(session=f"s{n // 10}", speaker="Sam", ref=f"s{n // 10}:{n}",
@@ -292,18 +297,12 @@ def find_fact(vault: Any, text: str) -> int:
 
 
 # --- unlock and create ----------------------------------------------------------------------
-def test_unlock_wrong_then_right_password(qtbot: Any, tmp_path: Path, fast_kdf: Any) -> None:
+def test_unlock_wrong_then_right_password(
+        qtbot: Any, unlock_dialog: tuple[Any, Path, dict[str, str]]) -> None:
     from app.errors import WrongKey
-    from ui.dialogs.unlock import UnlockDialog
-    folder = tmp_path / "vault"
-    close_vault(make_vault(folder, fast_kdf, facts=("Sam likes green tea.",)))
-    before = file_hashes(folder)
-    dlg = UnlockDialog(folder)
-    qtbot.addWidget(dlg)
-    dlg.show()
-    qtbot.keyClicks(dlg.password, "not the password")
-    qtbot.mouseClick(dlg.ok, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dlg.ok.isEnabled() and dlg.error.text() != "", timeout=WAIT)
+    from tests.ui.conftest import try_wrong_password
+    dlg, folder, before = unlock_dialog
+    try_wrong_password(qtbot, dlg, lambda: qtbot.mouseClick(dlg.ok, Qt.MouseButton.LeftButton))
     assert dlg.error.text() == WrongKey.user_message
     assert dlg.isVisible() and dlg.result() == 0
     assert file_hashes(folder) == before, "a wrong password changed a vault file"

@@ -43,12 +43,7 @@ def test_a_turn_says_what_came_before_and_after_and_opens_them(
     before, mid, after = _between(demo_vault)
     window.show()
     qtbot.waitExposed(window)
-    browse, detail = window.browse, window.browse.detail
-    qtbot.waitUntil(lambda: any(int(r.id) == mid for r in browse.model.rows), timeout=WAIT)
-    row = next(n for n, r in enumerate(browse.model.rows) if int(r.id) == mid)
-    rect = browse.table.visualRect(browse.model.index(row, Column.TEXT))
-    qtbot.mouseClick(browse.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    qtbot.waitUntil(lambda: detail.memory_id == mid and detail.links.count() > 0, timeout=WAIT)
+    detail = _open(qtbot, window, mid)
     lines = _lines(detail)
     came_after = [t for t, target in lines.items() if target == before]
     followed = [t for t, target in lines.items() if target == after]

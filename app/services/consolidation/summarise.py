@@ -80,7 +80,8 @@ def _summarise(p: Pipeline, rl: RunLog, now: float, session: str, scope: Scope,
                         type(exc).__name__)
             rl.llm_fallbacks[type(exc).__name__] += 1
     if not text:
-        text, _used = summaries.extractive(turns, _embedder(p))
+        text, _used = summaries.extractive(turns, _embedder(p),
+                                           turn_vecs=_turn_vectors(p, group))
     if not text:
         return  # nothing but small talk: nothing to summarise, the turns fade as they are
     day = datetime.fromtimestamp(turns[0].occurred_at, UTC)
@@ -100,6 +101,34 @@ def _summarise(p: Pipeline, rl: RunLog, now: float, session: str, scope: Scope,
     p.ingest.store_vectors([mid], vecs)
     rl.ids["summaries"].append(mid)
     rl.counts["sessions_summarised"] += 1
+
+
+def _turn_vectors(p: Pipeline, group: list[SessionTurn]) -> np.ndarray | None:
+    """One vector per turn, in order: its event's stored vector (``turn_event_vectors``),
+    embedded as that event's is (``embed_text``: time, speaker and text) only for a turn kept
+    as no event that has a sentence worth summarising (zeros for the others: never read). Re-embedding every sentence of every conversation was over half of
+    consolidation's time (10k chat turns, README); None without a model."""
+    if p.ingest.embedder is None:
+        return None
+    model = p.ingest.model_name
+    stored = p.db.read(lambda c: p.rows.turn_event_vectors(c, [t.id for t in group], model))
+    # Only turns with a sentence that could be picked need one (small talk never does).
+    said = {s.turn for s in summaries.sentences(
+        [SummaryTurn(t.id, t.speaker, t.text, t.occurred_at) for t in group])}
+    missing = [i for i, t in enumerate(group) if t.id not in stored and i in said]
+    fresh = p.ingest.embed([p.ingest.embed_text(Draft(
+        text=group[i].text, store=Store.EPISODIC, occurred_at=group[i].occurred_at,
+        speaker=group[i].speaker)) for i in missing]) if missing else None
+    if missing and fresh is None:
+        return None
+    made = dict(zip(missing, [] if fresh is None else list(fresh), strict=True))
+    size = next(iter(made.values())).shape[0] if made else \
+        len(next(iter(stored.values()))) // 4 if stored else 0
+    if not size:
+        return None
+    none = np.zeros(size, dtype=np.float32)  # a turn with nothing to pick: never read
+    return np.stack([made[i] if i in made else np.frombuffer(stored[t.id], dtype=np.float32)
+                     if t.id in stored else none for i, t in enumerate(group)])
 
 
 def _embedder(p: Pipeline) -> Callable[[list[str]], np.ndarray | None] | None:

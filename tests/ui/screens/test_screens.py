@@ -21,6 +21,7 @@ import pytest
 from PySide6.QtCore import QEvent, QSize, QThreadPool
 from PySide6.QtWidgets import QApplication
 
+from tests.conftest import time_zone
 from tests.ui.screens.look import (
     baseline_image,
     compare_images,
@@ -57,20 +58,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # whether the model is installed.
     # Times are shown in the local zone (app/words.py): the pictures are taken in UTC
     # wherever the tests run.
-    import time
-    old_tz = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    vault = fixed_demo_vault(tmp_path_factory.mktemp("screens") / "demo", load_model=False)
-    yield vault
-    QThreadPool.globalInstance().waitForDone(WAIT)
-    vault.lock()
-    release_words_clock()
-    if old_tz is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = old_tz
-    time.tzset()
+    with time_zone("UTC"):
+        vault = fixed_demo_vault(tmp_path_factory.mktemp("screens") / "demo", load_model=False)
+        yield vault
+        QThreadPool.globalInstance().waitForDone(WAIT)
+        vault.lock()
+        release_words_clock()
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,7 @@ each in the light and dark themes, compared as ``test_screens`` compares (its ``
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QSize, Qt, QThreadPool
 
+from tests.conftest import time_zone
 from tests.ui.screens.look import find_memory, fixed_demo_vault, release_words_clock
 from tests.ui.screens.test_screens import WAIT, check, look, settle
 
@@ -26,16 +25,9 @@ pytestmark = [pytest.mark.screenshot, pytest.mark.gui,
 
 @pytest.fixture
 def utc() -> Iterator[None]:
-    old_tz = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield
-    release_words_clock()
-    if old_tz is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = old_tz
-    time.tzset()
+    with time_zone("UTC"):
+        yield
+        release_words_clock()
 
 
 def test_empty_vault_greeting(qtbot: Any, look: str, tmp_path: Path, utc: None) -> None:

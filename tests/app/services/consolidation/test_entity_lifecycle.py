@@ -7,40 +7,22 @@ SQLCipher vault, real ONNX model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.clock import FixedClock, parse_iso
-from app.domain.memory import Draft, Store
+from app.clock import parse_iso
 from app.facade import Vault
 from app.policy import DAY, PROJECT_IDLE_D
 from app.services.entity_merge import Named, name_variant
 from app.services.project_end import ends
-from tests.conftest import new_vault
+from tests.app.services.consolidation.conftest import NOW, rows, said
 from tests.inside import inside
-
-NOW = parse_iso("2026-07-02T00:00:00Z")
-PW = "pw-lifecycle"
 
 
 @pytest.fixture
-def vault(vault_dir: Path, fast_kdf: object, shared_model: None) -> Iterator[Vault]:
-    v = new_vault(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False)
-    yield v
-    if not v.locked:
-        v.lock()
-
-
-def said(v: Vault, text: str, at: str = "2026-06-30T10:00:00Z") -> int:
-    return int(v.remember(Draft(text=text, store=Store.EPISODIC, occurred_at=parse_iso(at),
-                                speaker="Maya")).value)
-
-
-def rows(v: Vault, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in inside(v).db.read(lambda c: c.execute(sql, params).fetchall())]
+def vault(maya_vault: Vault) -> Vault:
+    return maya_vault
 
 
 def entity_table(v: Vault) -> list[tuple[Any, ...]]:

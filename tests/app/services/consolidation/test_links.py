@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.api import Turn
 from app.clock import FixedClock, parse_iso
 from app.facade import Vault
+from tests.conftest import turns_vault
 from tests.inside import inside
 
 
@@ -19,22 +19,17 @@ def links(v: Vault, kind: str) -> set[tuple[str, str]]:
 
 
 def test_links_between_turns_topics_and_facts(vault_dir: Path, fast_kdf: object) -> None:
-    v = Vault.create(vault_dir, "pw-links", kdf=fast_kdf, threaded=False, load_model=False,
-                     clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")),
-                     use_chroma=False).vault
-
-    def turn(session: str, at: str, text: str, n: int) -> Turn:
-        return Turn(session, "Maya", text, parse_iso(at), f"{session}-{n}")
+    v = turns_vault(vault_dir, fast_kdf, "pw-links", [
+        ("s1", "2026-09-01T10:00:00Z", "Maya", "We kicked off Project Falcon at work today."),
+        ("s1", "2026-09-01T10:01:00Z", "Maya", "My sister Ana lives in Porto."),
+        ("s1", "2026-09-01T10:02:00Z", "Maya", "Anyway, lunch was good."),
+        ("s2", "2026-09-08T09:00:00Z", "Maya", "Coffee first."),
+        ("s2", "2026-09-08T09:05:00Z", "Maya", "Project Falcon slipped a week, again."),
+        ("s2", "2026-09-08T09:06:00Z", "Maya", "Ana works at Fabrikam as a nurse."),
+        ("s3", "2026-09-15T09:00:00Z", "Maya", "Project Falcon shipped!"),
+        ("s3", "2026-09-15T09:01:00Z", "Maya", "My sister Ana lives in Porto.")],
+        load_model=False, clock=FixedClock(parse_iso("2026-10-01T00:00:00Z")))
     try:
-        v.import_turns([
-            turn("s1", "2026-09-01T10:00:00Z", "We kicked off Project Falcon at work today.", 1),
-            turn("s1", "2026-09-01T10:01:00Z", "My sister Ana lives in Porto.", 2),
-            turn("s1", "2026-09-01T10:02:00Z", "Anyway, lunch was good.", 3),
-            turn("s2", "2026-09-08T09:00:00Z", "Coffee first.", 1),
-            turn("s2", "2026-09-08T09:05:00Z", "Project Falcon slipped a week, again.", 2),
-            turn("s2", "2026-09-08T09:06:00Z", "Ana works at Fabrikam as a nurse.", 3),
-            turn("s3", "2026-09-15T09:00:00Z", "Project Falcon shipped!", 1),
-            turn("s3", "2026-09-15T09:01:00Z", "My sister Ana lives in Porto.", 2)])
         run = v.consolidate(now=parse_iso("2026-09-16T00:00:00Z")).value
         before = links(v, "PRECEDED_BY")
         # Within each conversation, each turn after the one before it.

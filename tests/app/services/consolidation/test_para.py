@@ -6,40 +6,18 @@ towards, an entity of another scope. Real SQLCipher vault, real ONNX model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from app.api import MemoryQuery
-from app.clock import FixedClock, parse_iso
-from app.domain.memory import Draft, Store
 from app.facade import Vault
-from tests.conftest import new_vault
-from tests.inside import inside
+from tests.app.services.consolidation.conftest import NOW, rows, said
 
-NOW = parse_iso("2026-07-02T00:00:00Z")
 DAY = 86400.0
-PW = "pw-para"
 
 
 @pytest.fixture
-def vault(vault_dir: Path, fast_kdf: object, shared_model: None) -> Iterator[Vault]:
-    v = new_vault(vault_dir, PW, threaded=False, clock=FixedClock(NOW), use_chroma=False)
-    yield v
-    if not v.locked:
-        v.lock()
-
-
-def said(v: Vault, text: str, at: str = "2026-06-30T10:00:00Z", *, agent: str = "global",
-         speaker: str = "Maya", context: str | None = None) -> int:
-    return int(v.remember(Draft(text=text, store=Store.EPISODIC, occurred_at=parse_iso(at),
-                                speaker=speaker, agent=agent, context=context)).value)
-
-
-def rows(v: Vault, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in inside(v).db.read(lambda c: c.execute(sql, params).fetchall())]
+def vault(maya_vault: Vault) -> Vault:
+    return maya_vault
 
 
 def entities(v: Vault) -> dict[tuple[str, str, str], int]:

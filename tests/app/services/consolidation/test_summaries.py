@@ -140,3 +140,43 @@ def test_long_locomo_dev_sessions_summarise_within_budget(embedder: Any) -> None
         text, used = summaries.extractive(turns, embedder.embed)
         assert 0 < len(text) <= policy.SUMMARY_MAX_CHARS and n >= policy.SUMMARY_MIN_TURNS
         assert len(used) >= 3 and len({t.speaker for t in turns if t.id in used}) == 2
+
+
+def test_the_step_ranks_by_the_vectors_the_vault_holds(vault: Vault) -> None:
+    """Each turn kept as an event is ranked by that event's stored vector (issue 28: the
+    step embedded every sentence of every conversation again); a turn kept as no event that
+    has something worth summarising is embedded as its event would be; small talk needs
+    none. The summary keeps what was said, in time order."""
+    import numpy as np
+
+    from app.domain.memory import Draft, Store
+    from app.services.consolidation import summarise
+    from app.services.ingest import embed_text
+    vault.import_turns(_turns())
+    pipeline = inside(vault).consolidation.pipeline
+    group = inside(vault).db.read(pipeline.rows.summary_turns)
+    vecs = summarise._turn_vectors(pipeline, group)
+    assert vecs is not None and vecs.shape[0] == len(group) == len(SAID)
+    events = dict(inside(vault).db.read(lambda c: c.execute(
+        "SELECT l.dst, l.src FROM link l JOIN memory e ON e.id = l.src "
+        "WHERE l.kind = 'DERIVED_FROM' AND e.store = 'episodic'").fetchall()))
+    said = {s.turn for s in summaries.sentences(
+        [SummaryTurn(t.id, t.speaker, t.text, t.occurred_at) for t in group])}
+    embedder = inside(vault).embedder
+    assert embedder is not None and events and len(events) < len(group)
+    for i, t in enumerate(group):
+        if t.id in events:  # the event's own vector, read, not made again
+            stored = inside(vault).index.vector(events[t.id])
+            assert stored is not None and np.array_equal(vecs[i], stored)
+        elif i in said:  # made as the event's would be: time, speaker and text
+            want = embedder.embed([embed_text(Draft(text=t.text, store=Store.EPISODIC,
+                                                    occurred_at=t.occurred_at,
+                                                    speaker=t.speaker))])[0]
+            assert float(np.dot(vecs[i], want)) > 0.999
+        else:  # nothing in it could be picked
+            assert not vecs[i].any()
+    text, used = summaries.extractive(
+        [SummaryTurn(t.id, t.speaker, t.text, t.occurred_at) for t in group],
+        embedder.embed, turn_vecs=vecs)
+    assert sum(k in text for k in KEY) >= 3 and "lol" not in text
+    assert used == sorted(used) and text.index("Kitewood") < text.index("Portuguese")
