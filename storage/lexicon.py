@@ -49,9 +49,6 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"  # as in migrations/0001_i
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 _WORD = re.compile(r"[^\W_]+")
 _BATCH = 2_000
-# A recall that finds the saved mirror loading waits this long for it rather than pay FTS5's
-# scoring (the load takes a fraction of a second; FTS5 at 100k memories 50-300 ms a query).
-LOAD_WAIT_S = 3.0
 _FTS_STATE = ("(SELECT block FROM memory_fts_data WHERE id = 10), "  # FTS5's structure record
               "(SELECT block FROM memory_fts_data WHERE id = 1)")    # ... and its averages
 
@@ -143,7 +140,7 @@ class Lexicon:
         self._pending: set[int] = set()
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
-        self._loading = threading.Event()  # a saved mirror is being read (recall waits)
+        self._loading = threading.Event()  # a saved mirror is being read
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -450,8 +447,7 @@ class Lexicon:
     def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]] | None:
         """BM25 hits for the OR of ``tokens`` (one FTS5 phrase each), best first, as
         (rowid, positive score), or None while not built (the caller asks FTS5)."""
-        if not self._ready.is_set() and not (self._loading.is_set()
-                                              and self._ready.wait(LOAD_WAIT_S)):
+        if not self._ready.is_set():
             return None
         with self._lock:
             if not self._ready.is_set() or self._tok is None:
