@@ -201,6 +201,7 @@ class Vault:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
             self._agents.flush_reads()  # what assistants read goes in before the keys go
+            self._save_lexicon()
             self._lexicon.clear()  # first: its thread may start the Chroma build when done
             self._index.close()
             self._opened.lock()
@@ -209,6 +210,17 @@ class Vault:
         changes = Changes(lock=True)
         self._emit(changes)
         return Result(None, changes)
+
+    def _save_lexicon(self) -> None:
+        """The RAM lexicon into the vault, so the next unlock loads it instead of building it
+        for seconds while recall waits on FTS5 (issue 28; storage/lexicon.py, migration 0032).
+        Only when it is built and changed since last saved; a failure costs only that."""
+        if not self._lexicon.ready:
+            return
+        try:
+            self._opened.db.write_sync(self._lexicon.save_snapshot)
+        except Exception:
+            log.warning("the full-text mirror was not saved; the next unlock builds it again")
 
     # --- keys --------------------------------------------------------------------------
     def change_password(self, old: str, new: str) -> Result[None]:

@@ -49,6 +49,8 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"  # as in migrations/0001_i
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 _WORD = re.compile(r"[^\W_]+")
 _BATCH = 2_000
+_FTS_STATE = ("(SELECT block FROM memory_fts_data WHERE id = 10), "  # FTS5's structure record
+              "(SELECT block FROM memory_fts_data WHERE id = 1)")    # ... and its averages
 
 # --- which rowids a write touched (per writing connection) ----------------------------------
 _dirty: dict[int, set[int]] = {}
@@ -56,9 +58,26 @@ _dirty_lock = threading.Lock()
 
 
 def mark_fts(conn: Connection, rowids: Iterable[int]) -> None:
-    """Record that ``memory_fts`` rows were written on ``conn`` (call next to the write)."""
+    """Record that ``memory_fts`` rows were written on ``conn`` (call next to the write). The
+    saved mirror (``save_snapshot``) stops being valid in the same transaction."""
     with _dirty_lock:
         _dirty.setdefault(id(conn), set()).update(int(r) for r in rowids)
+    _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_state")
+
+
+def drop_snapshot(conn: Connection) -> None:
+    """Delete the saved mirror itself, in the transaction that forgets or rewrites a memory:
+    its terms must not outlive the memory (secure_delete zeroes the pages)."""
+    _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_state")
+    _snapshot_sql(conn, "DELETE FROM lexicon_snapshot")
+
+
+def _snapshot_sql(conn: Connection, sql: str) -> None:
+    try:
+        conn.execute(sql)
+    except sqlcipher.OperationalError as e:  # a vault before migration 0032
+        if "no such table" not in str(e):
+            raise
 
 
 def take_fts_marks(conn: Connection) -> set[int]:
@@ -121,6 +140,7 @@ class Lexicon:
         self._pending: set[int] = set()
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._loading = threading.Event()  # a saved mirror is being read
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -146,11 +166,12 @@ class Lexicon:
             self._building = True
 
         def run() -> None:
-            if self._cancel.wait(delay):
+            loaded = self._try_load(read)  # at once: reading is mostly I/O and numpy
+            if not loaded and self._cancel.wait(delay):
                 with self._lock:
                     self._building = False
                 return
-            self._build(read)
+            self._build(read, scan=not loaded)
             if then is not None and not self._cancel.is_set():
                 then()
         self._thread = threading.Thread(target=run, name="lexicon", daemon=True)
@@ -159,11 +180,11 @@ class Lexicon:
     def build(self, read: Reader) -> None:
         with self._lock:
             self._building = True
-        self._build(read)
+        self._build(read, scan=not self._try_load(read))
 
-    def _build(self, read: Reader) -> None:
+    def _build(self, read: Reader, scan: bool = True) -> None:
         try:
-            def scan(conn: Connection) -> None:
+            def scan_rows(conn: Connection) -> None:
                 last = 0
                 while not self._cancel.is_set():
                     rows = conn.execute(
@@ -176,7 +197,8 @@ class Lexicon:
                             return
                         self._add_rows(rows)
                     last = rows[-1][0]
-            read(scan)
+            if scan:
+                read(scan_rows)
             # Writes that committed while the scan ran: re-read them now, until none are left.
             while not self._cancel.is_set():
                 with self._lock:
@@ -184,12 +206,105 @@ class Lexicon:
                     if not todo:
                         self._building = False
                         self._ready.set()
+                        self._loading.clear()
                         return
                 read(functools.partial(self.refresh, rowids=todo))
         except Exception:  # the mirror is an accelerator: FTS5 keeps serving without it
             log.exception("lexicon build failed; full-text search stays on FTS5")
             with self._lock:
                 self._building = False
+            self._loading.clear()
+
+    # --- the saved mirror (migration 0032) -----------------------------------------------
+    def save_snapshot(self, conn: Connection) -> bool:
+        """Write the mirror into the vault, inside the caller's write transaction on the
+        writer (where it matches the committed ``memory_fts``: ``on_write`` refreshed it after
+        every earlier transaction). Nothing when it is not ready or the saved one is still
+        valid. True when written."""
+        with self._lock:
+            if not self._ready.is_set() or self._building or self._tok is None:
+                return False
+            state = _fts_state(conn.execute(f"SELECT {_FTS_STATE}").fetchone())
+            row = conn.execute("SELECT fts_state FROM lexicon_snapshot_state").fetchone()
+            if row is not None and bytes(row[0]) == state and conn.execute(
+                    "SELECT 1 FROM lexicon_snapshot").fetchone():
+                return False
+            posts = [self._post.get(t) for t in self._terms]
+            counts = np.array([0 if p is None else len(p[0]) for p in posts], dtype=np.int64)
+            data = ("\x00".join(self._terms).encode(), counts.tobytes(),
+                    b"".join(p[0].tobytes() for p in posts if p is not None),
+                    b"".join(p[1].tobytes() for p in posts if p is not None),
+                    self._slot_rowid.tobytes(), self._slot_len.tobytes(), bytes(self._alive),
+                    self._n_alive, self._tokens_alive)
+        conn.execute("DELETE FROM lexicon_snapshot")
+        conn.execute("DELETE FROM lexicon_snapshot_state")
+        conn.execute("INSERT INTO lexicon_snapshot (id, terms, counts, slots, freqs, rowids, "
+                     "lens, alive, n_alive, tokens) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)", data)
+        conn.execute("INSERT INTO lexicon_snapshot_state (id, fts_state) VALUES (1, ?)",
+                     (state,))
+        return True
+
+    def _try_load(self, read: Reader) -> bool:
+        """Load the saved mirror when it is valid for ``memory_fts`` as it is now (one
+        statement, one read snapshot); False (and nothing changed) otherwise."""
+        done: list[bool] = []
+        self._loading.set()
+        try:
+            read(lambda conn: done.append(self._load(conn)))
+        except Exception:  # a damaged or missing snapshot: build as before
+            log.warning("the saved full-text mirror could not be read; building it")
+        if not done or not done[0]:
+            self._loading.clear()
+            return False
+        return True
+
+    def _load(self, conn: Connection) -> bool:
+        try:
+            row = conn.execute(
+                "SELECT s.terms, s.counts, s.slots, s.freqs, s.rowids, s.lens, s.alive, "
+                f"s.n_alive, s.tokens, v.fts_state, {_FTS_STATE} FROM lexicon_snapshot s "
+                "JOIN lexicon_snapshot_state v ON v.id = s.id").fetchone()
+        except sqlcipher.OperationalError as e:  # a vault before migration 0032
+            if "no such table" in str(e):
+                return False
+            raise
+        if row is None or bytes(row[9]) != _fts_state(row[10:12]):
+            return False  # memory_fts changed since it was saved
+        terms = bytes(row[0]).decode().split("\x00") if row[0] else []
+        counts = np.frombuffer(row[1], dtype=np.int64)
+        slots, freqs = memoryview(row[2]), memoryview(row[3])
+        rowids = np.frombuffer(row[4], dtype=np.int64)
+        n_slots = len(rowids)
+        if (len(counts) != len(terms) or not int(counts.sum()) * 4 == len(slots) == len(freqs)
+                or len(row[5]) != 8 * n_slots or len(row[6]) != n_slots):
+            log.warning("the saved full-text mirror is inconsistent; building it")
+            return False
+        ends = np.cumsum(counts) * 4
+        post: dict[str, tuple[array[int], array[float]]] = {}
+        for t, c, end in zip(terms, counts.tolist(), ends.tolist(), strict=True):
+            if c:
+                s_a, f_a = array("i"), array("f")
+                s_a.frombytes(slots[end - 4 * c:end])
+                f_a.frombytes(freqs[end - 4 * c:end])
+                post[t] = (s_a, f_a)
+        alive = bytearray(row[6])
+        live = np.flatnonzero(np.frombuffer(alive, dtype=np.uint8))
+        with self._lock:
+            if self._cancel.is_set() or self._tok is None:
+                return False
+            self._terms = terms
+            self._term_id = {t: i for i, t in enumerate(terms)}
+            self._wids = {}
+            self._post = post
+            self._slot_rowid = array("q")
+            self._slot_rowid.frombytes(row[4])
+            self._slot_len = array("d")
+            self._slot_len.frombytes(row[5])
+            self._alive = alive
+            self._slot_of = dict(zip(rowids[live].tolist(), live.tolist(), strict=True))
+            self._n_alive = int(row[7])
+            self._tokens_alive = float(row[8])
+        return True
 
     # --- updates ------------------------------------------------------------------------
     def on_write(self, conn: Connection) -> None:
@@ -386,6 +501,7 @@ class Lexicon:
         """Drop everything (on lock). A running build stops at its next batch."""
         self._cancel.set()
         self._ready.clear()
+        self._loading.clear()
         with self._lock:
             self._post = {}
             self._terms, self._term_id, self._wids = [], {}, {}
@@ -403,4 +519,11 @@ class Lexicon:
             self._thread.join(timeout=30)
 
 
-__all__ = ["MIN_ROWS", "Lexicon", "mark_fts", "take_fts_marks"]
+def _fts_state(records: Sequence[Any]) -> bytes:
+    """FTS5's structure and averages records as one value (any write to the index changes
+    them: a new segment, a row count or a token total)."""
+    structure, averages = (bytes(r or b"") for r in records)
+    return len(structure).to_bytes(4, "little") + structure + averages
+
+
+__all__ = ["MIN_ROWS", "Lexicon", "drop_snapshot", "mark_fts", "take_fts_marks"]

@@ -16,7 +16,7 @@ from app.api import HistoryEntry, Version
 from app.domain.memory import MemoryId, Status
 from app.ports import MemoryBrief
 from storage.batching import SQL_VARIABLES
-from storage.lexicon import mark_fts
+from storage.lexicon import drop_snapshot, mark_fts
 from storage.sqlcipher import Connection
 
 # Tables whose rows go with a memory through ON DELETE CASCADE, with the column that refers
@@ -381,6 +381,7 @@ def execute_forget(conn: Connection, ids: set[int], entity_ids: set[int]) -> dic
         m = _marks(len(chunk))
         conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({m})", chunk)
         mark_fts(conn, chunk)
+        drop_snapshot(conn)  # the saved RAM lexicon holds its terms (migration 0032)
         # Versions that stay must not point at a deleted one.
         conn.execute(f"UPDATE memory SET superseded_by = NULL WHERE superseded_by IN ({m})",
                      chunk)

@@ -20,7 +20,7 @@ from storage.batching import SQL_VARIABLES
 from storage.embedder import EMBED_DIM
 from storage.hops import linked as linked  # recall's second hop (re-exported)
 from storage.hops import sharing_entities as sharing_entities
-from storage.lexicon import mark_fts
+from storage.lexicon import drop_snapshot, mark_fts
 from storage.sqlcipher import Connection
 
 log = logging.getLogger(__name__)
@@ -161,6 +161,7 @@ def replace_fts_row(conn: Connection, mid: int, text: str, keys: str = "", ctx: 
     conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, ?, ?)",
                  (mid, text, keys, ctx))
     mark_fts(conn, (mid,))
+    drop_snapshot(conn)  # the old words leave the saved RAM lexicon too (migration 0032)
 
 
 def _side_value(value: object) -> object:

@@ -1,0 +1,147 @@
+"""The RAM lexicon saved inside the vault (issue 28, migration 0032): lock writes it, the next
+unlock loads it instead of building it (no scan, no seconds of FTS5), and it is never loaded
+over rows it does not hold: a write through ``mark_fts`` invalidates it in its own transaction,
+a write that bypasses that still changes FTS5's records (checked at load), forget and a text
+rewrite delete it, a damaged one is rebuilt. Real vault, fake embedder (lexical only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app import bootstrap
+from app.domain.memory import Draft, Store
+from app.facade import Vault
+from app.services.importer import parse_import
+from storage import lexicon
+from tests.conftest import new_vault
+from tests.fake_embedder import use_fake_embedder
+from tests.inside import inside
+
+from .conftest import PW
+from .test_lexicon import assert_same, turns
+
+
+def _rows(v: Vault, table: str) -> int:
+    return int(inside(v).db.read(
+        lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
+
+
+class Scans:
+    """Counts the rows the mirror tokenizes (a scan or a refresh); a load tokenizes none."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.rows = 0
+        real = lexicon.Lexicon._add_rows
+
+        def add_rows(lex: lexicon.Lexicon, rows: Any) -> None:
+            self.rows += len(rows)
+            real(lex, rows)
+        monkeypatch.setattr(lexicon.Lexicon, "_add_rows", add_rows)
+
+
+@pytest.fixture
+def saved(vault_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A vault of 40 full-text rows whose mirror was built and then saved by lock."""
+    use_fake_embedder(monkeypatch)
+    monkeypatch.setattr(lexicon, "MIN_ROWS", 10)
+    monkeypatch.setattr(bootstrap, "BACKGROUND_GRACE_S", 0.0)
+    v = new_vault(vault_dir, PW, threaded=True, use_chroma=False)
+    assert v.import_turns(parse_import([json.dumps(t) for t in turns(2, 10)])).value.added == 20
+    v.lock()
+    v = Vault.open(vault_dir, PW, use_chroma=False)
+    assert inside(v).lexicon.wait_ready(60)
+    assert _rows(v, "lexicon_snapshot") == 0  # built by a scan: nothing saved yet
+    v.lock()
+    yield vault_dir
+
+
+def _open(folder: Path) -> Vault:
+    v = Vault.open(folder, PW, use_chroma=False)
+    assert inside(v).lexicon.wait_ready(60)
+    return v
+
+
+def test_unlock_loads_the_saved_mirror_without_a_scan(saved: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    scans = Scans(monkeypatch)
+    v = _open(saved)
+    try:
+        assert scans.rows == 0  # loaded, not tokenized again
+        assert len(inside(v).lexicon) == 40
+        assert_same(v)  # FTS5's own scores, as a built mirror gives
+        # It keeps working as a mirror: a new memory is found and a second lock saves again.
+        v.remember(Draft(text="The axolotl in Porto waved", store=Store.EPISODIC))
+        assert scans.rows == 1
+        assert _rows(v, "lexicon_snapshot_state") == 0  # that write invalidated the saved one
+        assert [i for i, _ in inside(v).lexicon.search(["axolotl"], 5) or []]
+    finally:
+        v.lock()
+    scans.rows = 0
+    v = _open(saved)
+    try:
+        assert scans.rows == 0 and len(inside(v).lexicon) == 41
+        assert_same(v, ["axolotl Porto", "Caroline support group"])
+    finally:
+        v.lock()
+
+
+def test_a_write_that_skips_mark_fts_is_still_caught(saved: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    v = Vault.open(saved, PW, use_chroma=False)
+    inside(v).lexicon.wait_ready(60)
+
+    def raw(conn: Any) -> None:  # as a writer that forgot mark_fts would
+        conn.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) "
+                     "VALUES (424242, 'the okapi', '', '')")
+    inside(v).db.write_sync(raw)
+    assert _rows(v, "lexicon_snapshot_state") == 1  # the state row says valid ...
+    inside(v).lexicon.clear()  # ... so lock must not save over it: drop the mirror first
+    v.lock()
+    scans = Scans(monkeypatch)
+    v = _open(saved)
+    try:
+        assert scans.rows == 41  # FTS5's records changed: rebuilt, not loaded
+        assert [i for i, _ in inside(v).lexicon.search(["okapi"], 5) or []] == [424242]
+    finally:
+        v.lock()
+
+
+def test_forget_and_rewrites_delete_the_saved_mirror(saved: Path) -> None:
+    v = _open(saved)
+    try:
+        assert _rows(v, "lexicon_snapshot") == 1
+        plan = v.forget_plan(query="dinosaurs")
+        assert plan.memory_ids
+        v.forget(plan)
+        # Its terms are gone from the vault with the memory, not only made unreachable.
+        assert _rows(v, "lexicon_snapshot") == _rows(v, "lexicon_snapshot_state") == 0
+        assert inside(v).lexicon.search(["dinosaur"], 5) == []
+    finally:
+        v.lock()
+    v = _open(saved)  # lock saved the mirror without them
+    try:
+        assert _rows(v, "lexicon_snapshot") == 1
+        assert inside(v).lexicon.search(["dinosaur"], 5) == []
+        assert_same(v)
+    finally:
+        v.lock()
+
+
+def test_a_damaged_saved_mirror_is_rebuilt(saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = _open(saved)
+    inside(v).lexicon.clear()  # lock then saves nothing over the damage below
+    inside(v).db.write_sync(lambda c: c.execute(
+        "UPDATE lexicon_snapshot SET counts = substr(counts, 9)"))
+    v.lock()
+    scans = Scans(monkeypatch)
+    v = _open(saved)
+    try:
+        assert scans.rows == 40
+        assert_same(v)
+    finally:
+        v.lock()
