@@ -146,3 +146,27 @@ def test_the_window_searches_during_an_import_and_cancel_keeps_what_it_imported(
     assert kept == 40  # the call under way when Cancel was clicked, whole
     assert "40 turns imported and kept" in window.statusBar().currentMessage()
     assert not window.cancel_button.isVisible() and window.import_action.isEnabled()
+
+
+def test_the_import_bar_says_the_rate_and_the_time_left(qtbot: Any, window: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window's wiring of ``app.eta``: the status bar says the rate and the time left, the
+    bar the time left, once the rate has settled (a fake clock: nothing waits for real)."""
+    from app.eta import Rate
+    box, _cancel = window._begin_import_work()
+    try:
+        now = [0.0]
+        window._work.rate = Rate(lambda: now[0])
+        for done in (0, 400, 800, 1200):  # 200 turns/s, 2 s apart
+            if done:
+                now[0] += 2.0
+            box.report(done, 5000)
+            said = f"{done:,} of 5,000"
+            qtbot.waitUntil(lambda said=said: said in window.statusBar().currentMessage(),
+                            timeout=WAIT)
+        message = window.statusBar().currentMessage()
+        assert message == "Importing… 1,200 of 5,000 turns · 200 turns/s · about 20 s left"
+        assert window.progress_bar.format() == "%p% · about 20 s left"
+    finally:
+        window._end_work()
+    assert window.progress_bar.format() == "%p%" and not window.cancel_button.isVisible()
