@@ -176,7 +176,9 @@ class MainWindow(WorkWindow):
                                       "rest.")
         self.cancel_button.hide()
         self.cancel_button.clicked.connect(self._on_cancel_button_clicked)
-        self.statusBar().addPermanentWidget(self.cancel_button)
+        # In the status bar only while an import runs: even hidden, it would make the bar
+        # 1 px taller and every page shorter.
+        self._cancel_in_bar = False
         # What is still being prepared after unlock (self-test, text index, vector index).
         self._status_base = ""
         self.memory_figure = ""  # "23 memories (+2 archived or earlier versions)", as shown
@@ -475,6 +477,9 @@ class MainWindow(WorkWindow):
         self.progress.stop()
         self._work = None
         self._update_run_actions()
+        if self._cancel_in_bar:
+            self.statusBar().removeWidget(self.cancel_button)  # hides it
+            self._cancel_in_bar = False
         self.cancel_button.hide()
         self.progress_bar.setFormat("%p%")
 
@@ -485,6 +490,9 @@ class MainWindow(WorkWindow):
         self._work.rate, self._work.cancel = Rate(), CancelToken()
         self.cancel_button.setText("Cancel import")
         self.cancel_button.setEnabled(True)
+        if not self._cancel_in_bar:
+            self.statusBar().addPermanentWidget(self.cancel_button)
+            self._cancel_in_bar = True
         self.cancel_button.show()
         return box, self._work.cancel
 
