@@ -18,6 +18,14 @@ Each part runs in its own subprocess, so its peak RSS (``ru_maxrss``) is its own
 The export: conversations of 40 turns (user and assistant in turn) of about 60 words, in the
 shape of ``tests/data/import/chatgpt_conversations.json`` (``write_chatgpt_export`` in
 tests/app/cli/test_import_formats.py).
+
+``--realistic`` (issue 28) writes turns of the lengths people and assistants write instead:
+conversations of 2-30 messages, a person's message ~25 words (log-normal, up to 600), an
+assistant's ~220 words (up to 1,500: many pass the model's 256-token input and are cut there),
+English words, and message metadata of the size a real export carries. Beside the import it
+prints ``embed_by_length``: the embedder alone on 512 of the person's and 512 of the
+assistant's turns (turns/s, tokens a turn, and the tokenizer's share), i.e. what long turns
+cost. Generated in a temporary folder, never in git.
 """
 
 from __future__ import annotations
@@ -71,6 +79,105 @@ print(json.dumps({"code": code, "report": out.getvalue().strip(), "seconds": rou
 """
 
 
+_EMBED = """
+import json, sys, time
+from pathlib import Path
+from app.services.import_formats import iter_turns, scan
+from storage.embedder import Embedder, find_model_dir
+path = Path(sys.argv[1])
+short, long_ = [], []
+for t in iter_turns(path, scan(path).format):
+    (short if t.speaker == "user" else long_).append(t.text)
+    if len(short) >= 512 and len(long_) >= 512:
+        break
+emb = Embedder(find_model_dir())
+emb.embed(short[:32])  # warm
+out = {}
+for name, texts in (("person", short[:512]), ("assistant", long_[:512])):
+    t0, c0 = time.perf_counter(), time.process_time()
+    tok = emb._tokenizer.encode_batch(texts)
+    t_tok = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    emb.embed(texts)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out[name] = {"turns": len(texts), "turns_per_s": round(len(texts) / dt, 1),
+                 "cpu_ms_per_turn": round(1000 * cpu / len(texts), 2),
+                 "tokens_per_turn_mean": round(sum(len(e.ids) for e in tok) / len(tok), 1),
+                 "words_per_turn_mean": round(sum(len(x.split()) for x in texts) / len(texts), 1),
+                 "tokenizer_share": round(t_tok / dt, 3)}
+print(json.dumps(out))
+"""
+
+WORDS = ("the a to of and in that is for it you with on this be are as can your have or not "
+         "will if at by from about but so what more when which one all they we there would "
+         "time like just how some use make need also should first data code function garden "
+         "trip plan budget recipe sister doctor meeting project deadline email python error "
+         "question answer example value list change good better help think know want work "
+         "week morning evening weekend family friend house car train flight hotel museum book "
+         "read write test result problem step option file server user model training running "
+         "knee appointment birthday present dinner lunch coffee kitchen window summer winter "
+         "because however therefore instance approach consider important different similar "
+         "following include provide create update remove install configure explain describe "
+         "Lisbon Porto Berlin Madrid Anna Marco Priya Tom Sam Kim January March May October").split()
+
+
+def write_realistic_export(path: Path, megabytes: float, seed: int = 28) -> tuple[int, int]:
+    """A ChatGPT export of about ``megabytes`` with realistic turn lengths; (turns, conversations)."""
+    import random
+    rng = random.Random(seed)
+    target = int(megabytes * 1024 * 1024)
+    n = written = c = 0
+
+    def text(median: float, cap: int) -> str:
+        k = max(1, min(cap, round(rng.lognormvariate(0, 0.8) * median)))
+        words = [rng.choice(WORDS) for _ in range(k)]
+        for i in range(0, k, rng.randint(8, 20)):  # sentences
+            words[i] = words[i].capitalize()
+            if i:
+                words[i - 1] += "."
+        return " ".join(words) + "."
+
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("[")
+        while written < target:
+            mapping: dict[str, object] = {"root": {"id": "root", "message": None,
+                                                   "parent": None, "children": ["m0"]}}
+            parent, turns = "root", rng.randint(1, 15) * 2
+            for k in range(turns):
+                mid = f"m{k}"
+                role = ("user", "assistant")[k % 2]
+                body = text(25, 600) if role == "user" else text(220, 1500)
+                meta = ({"model_slug": "gpt-4o", "finish_details": {"type": "stop"},
+                         "citations": [], "request_id": f"{rng.getrandbits(64):016x}",
+                         "message_type": None, "default_model_slug": "gpt-4o",
+                         "parent_id": parent, "timestamp_": "absolute"}
+                        if role == "assistant" else {"request_id": f"{rng.getrandbits(64):016x}",
+                                                     "message_source": None,
+                                                     "timestamp_": "absolute"})
+                mapping[mid] = {"id": mid, "parent": parent,
+                                "children": [f"m{k + 1}"] if k + 1 < turns else [],
+                                "message": {"id": mid, "author": {"role": role, "name": None,
+                                                                  "metadata": {}},
+                                            "create_time": 1.7e9 + c * 1000 + k,
+                                            "update_time": None,
+                                            "content": {"content_type": "text", "parts": [body]},
+                                            "status": "finished_successfully", "end_turn": True,
+                                            "weight": 1.0, "metadata": meta, "recipient": "all",
+                                            "channel": None}}
+                parent = mid
+            conv = {"title": f"Chat {c}", "create_time": 1.7e9 + c * 1000,
+                    "update_time": 1.7e9 + c * 1000 + turns, "mapping": mapping,
+                    "moderation_results": [], "current_node": parent, "plugin_ids": None,
+                    "conversation_id": f"conv-{c}", "id": f"conv-{c}", "is_archived": False}
+            chunk = ("," if c else "") + json.dumps(conv)
+            fh.write(chunk)
+            written += len(chunk)
+            n += turns
+            c += 1
+        fh.write("]")
+    return n, c
+
+
 def _child(code: str, *args: str, env: dict[str, str]) -> dict[str, object]:
     r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                        cwd=ROOT, env=env)
@@ -84,6 +191,8 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=100.0)
     ap.add_argument("--model", action="store_true",
                     help="embed every turn (KEPT_MODEL_DIR); default: lexical only")
+    ap.add_argument("--realistic", action="store_true",
+                    help="turns of realistic lengths (long assistant turns), see above")
     args = ap.parse_args()
     from tests.app.cli.test_import_formats import write_chatgpt_export
     env = {**os.environ, "KEPT_PASSWORD": "bench password", "ORT_DISABLE_TELEMETRY": "1"}
@@ -92,17 +201,25 @@ def main() -> None:
             env["KEPT_MODEL_DIR"] = str(Path(tmp) / "no-model")
         export = Path(tmp) / "conversations.json"
         t0 = time.perf_counter()
-        turns = write_chatgpt_export(export, args.mb)
+        if args.realistic:
+            turns, convs = write_realistic_export(export, args.mb)
+        else:
+            turns = write_chatgpt_export(export, args.mb)
+            convs = turns // 40
         size = export.stat().st_size
         result: dict[str, object] = {
             "export": {"mb": round(size / 2**20, 1), "turns": turns,
-                       "conversations": turns // 40,
+                       "conversations": convs, "realistic": bool(args.realistic),
                        "generate_s": round(time.perf_counter() - t0, 1)},
+            "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
             "read": _child(_READ, str(export), env=env)}
+        if args.model:
+            result["embed_by_length"] = _child(_EMBED, str(export), env=env)
         imp = _child(_IMPORT, str(Path(tmp) / "vault"), str(export), env=env)
         imp["turns_per_s"] = round(turns / float(imp["seconds"]))  # type: ignore[arg-type]
         imp["model"] = bool(args.model)
         result["import"] = imp
+        result["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
 
 

@@ -300,6 +300,10 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
     row = {int(i): r for r, i in enumerate(ids)}
     np.save(cdir / "turn_vectors.npy", mat[[row[i] for i in order]])
     alone = embedder_alone(inner.embedder, embedded.calls)
+    # The same texts in calls of 256 (one import batch a call, as before the import handed the
+    # embedder 64 texts a call so that recall can get in between): what the split costs.
+    flat = [t for c in embedded.calls for t in c]
+    alone_256 = embedder_alone(inner.embedder, [flat[i:i + 256] for i in range(0, len(flat), 256)])
     vault.lock()
     n_embedded = sum(len(c) for c in embedded.calls)
     out = {
@@ -310,6 +314,9 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
         "embedded_turns": n_embedded,
         "embedded_turns_per_s": round(n_embedded / seconds, 1),
         "embedder_alone": alone,
+        "embedder_alone_calls_of_256": alone_256,
+        "ingest_over_embedder_alone_calls_of_256": ratio(
+            round(n_embedded / seconds, 1), alone_256["turns_per_s"] if alone_256 else None),
         "ingest_over_embedder_alone": ratio(round(n_embedded / seconds, 1),
                                             alone["turns_per_s"] if alone else None),
         # Per CPU second: the ratio that holds when other processes share the cores.

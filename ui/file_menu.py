@@ -166,15 +166,21 @@ class FileMenu(QObject):
         progress; turns show up in the list while it runs."""
         from app.transfer import import_file
         vault = self.window.vault
-        box = self.window._begin_work("Importing", "turns")
+        box, cancel = self.window._begin_import_work()
 
         def run() -> Result[FileImport]:
             # An import's outcome as a ``Result``: ``run_op`` broadcasts its changes.
-            return Result(import_file(vault, path, progress=box.report), Changes(memories=True))
+            return Result(import_file(vault, path, progress=box.report, cancel=cancel),
+                          Changes(memories=True))
 
         def done(result: Result[FileImport]) -> None:
             self.window._end_work()
             r, fmt = result.value.report, result.value.format_name
+            if result.value.cancelled:
+                self._say(f"Import cancelled: {words.count(r.added, 'turn', 'turns')} imported "
+                          f"and kept ({r.turns:,} of the {result.value.total:,} in {path.name} "
+                          "read); import the same file again to add the rest")
+                return
             self._say(f"Imported {words.count(r.added, 'turn', 'turns')} of "
                       f"{words.count(r.sessions, 'conversation', 'conversations')} from "
                       f"{path.name} (read as {fmt})"

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QLabel,
     QProgressBar,
+    QPushButton,
     QSplitter,
     QStackedWidget,
     QTreeWidget,
@@ -32,6 +33,7 @@ from app import words
 from app.api import (
     ALL_MEMORIES,
     LIVE,
+    CancelToken,
     EntityRow,
     MemoryQuery,
     Result,
@@ -43,6 +45,7 @@ from app.api import (
     VaultStatus,
 )
 from app.changes import Changes
+from app.eta import Rate, duration_words, progress_words
 from ui import access, errors, icons, theme
 from ui.bridge import CoreBridge
 from ui.progress import DelayedProgress, ProgressBox
@@ -166,6 +169,16 @@ class MainWindow(WorkWindow):
         self.progress = DelayedProgress(self.progress_bar, self)  # hides the bar
         self.statusBar().addPermanentWidget(self.progress_bar)
         self.progress.polled.connect(self._on_progress_polled)
+        # An import can be stopped; what it imported stays (issue 28).
+        self.cancel_button = QPushButton("Cancel import")
+        self.cancel_button.setToolTip("Stop after the batch under way. The turns already "
+                                      "imported stay; importing the same file again adds the "
+                                      "rest.")
+        self.cancel_button.hide()
+        self.cancel_button.clicked.connect(self._on_cancel_button_clicked)
+        # In the status bar only while an import runs: even hidden, it would make the bar
+        # 1 px taller and every page shorter.
+        self._cancel_in_bar = False
         # What is still being prepared after unlock (self-test, text index, vector index).
         self._status_base = ""
         self.memory_figure = ""  # "23 memories (+2 archived or earlier versions)", as shown
@@ -464,6 +477,34 @@ class MainWindow(WorkWindow):
         self.progress.stop()
         self._work = None
         self._update_run_actions()
+        if self._cancel_in_bar:
+            self.statusBar().removeWidget(self.cancel_button)  # hides it
+            self._cancel_in_bar = False
+        self.cancel_button.hide()
+        self.progress_bar.setFormat("%p%")
+
+    def _begin_import_work(self) -> tuple[ProgressBox, CancelToken]:
+        """An import's work: turns with a rate and a time estimate, and a Cancel."""
+        box = self._begin_work("Importing", "turns")
+        assert self._work is not None
+        self._work.rate, self._work.cancel = Rate(), CancelToken()
+        self.cancel_button.setText("Cancel import")
+        self.cancel_button.setEnabled(True)
+        if not self._cancel_in_bar:
+            self.statusBar().addPermanentWidget(self.cancel_button)
+            self._cancel_in_bar = True
+        self.cancel_button.show()
+        return box, self._work.cancel
+
+    @Slot()
+    def _on_cancel_button_clicked(self) -> None:
+        work = self._work
+        if work is None or work.cancel is None:
+            return
+        work.cancel.cancel()
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setText("Cancelling…")
+        work.label = "Stopping after the batch under way (what is imported stays)"
 
     @Slot(int, int, bool)
     def _on_progress_polled(self, done: int, total: int, changed: bool) -> None:
@@ -473,6 +514,11 @@ class MainWindow(WorkWindow):
         if total and work.unit == "MB":  # progress in bytes
             self.statusBar().showMessage(
                 f"{work.label}… {done / 1e6:,.1f} of {total / 1e6:,.1f} MB")
+        elif total and work.rate is not None:  # an import: with its rate and time left
+            estimate = work.rate.update(done, total)
+            self.statusBar().showMessage(f"{work.label}… {progress_words(estimate, work.unit)}")
+            if estimate.left_s is not None and done < total:
+                self.progress_bar.setFormat(f"%p% · {duration_words(estimate.left_s)} left")
         elif total:
             self.statusBar().showMessage(f"{work.label}… {done:,} of {total:,} {work.unit}")
         # Imported turns show up while the import runs, at most once a second.
@@ -583,6 +629,8 @@ class _Work:
     unit: str
     refreshed: float = 0.0  # when imported turns were last shown (time.monotonic)
     job: str | None = None  # a scheduled job's name when the work is that job's
+    rate: Rate | None = None  # an import's rate and time left (app.eta)
+    cancel: CancelToken | None = None  # an import's Cancel
 
 
 def _nav_day(day: str) -> str:

@@ -3,7 +3,7 @@
 ``ui.file_menu.FileMenu`` runs its work (import, export, backup, restore) with the window's
 vault, bridge and progress bar; it is typed with this base class rather than with
 ``ui.main_window.MainWindow``, which builds the menu, so the two modules do not import each
-other. ``MainWindow`` implements both methods.
+other. ``MainWindow`` implements the methods.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QMainWindow
 
 if TYPE_CHECKING:
-    from app.api import VaultAPI
+    from app.api import CancelToken, VaultAPI
     from ui.bridge import CoreBridge
     from ui.progress import ProgressBox
 
@@ -28,4 +28,8 @@ class WorkWindow(QMainWindow):
         raise NotImplementedError
 
     def _end_work(self) -> None:
+        raise NotImplementedError
+
+    def _begin_import_work(self) -> tuple[ProgressBox, CancelToken]:
+        """``_begin_work`` for an import: its rate, time left and a Cancel button."""
         raise NotImplementedError

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
 from app.errors import ValidationError
 
@@ -144,6 +144,40 @@ def progress(label: str) -> Callable[[int, int], None] | None:
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
+    return show
+
+
+PLAIN_EVERY_S = 10.0  # without a terminal: one progress line at most this often
+
+
+def estimated_progress(label: str, unit: str, *, stream: TextIO | None = None,
+                       clock: Callable[[], float] | None = None) -> Callable[[int, int], None]:
+    """Progress with the rate and the time left (``app.eta``, issue 28), on ``stream``
+    (stderr): on a terminal one line that updates in place; otherwise a plain line at most
+    every ``PLAIN_EVERY_S`` seconds (a log stays readable, and a short import's stderr holds
+    nothing but a possible error line) and one at the end."""
+    import time
+
+    from app.eta import Rate, progress_words
+    out = stream if stream is not None else sys.stderr
+    tick = clock if clock is not None else time.monotonic
+    rate = Rate(tick)
+    tty = out.isatty()
+    last: list[float | None] = [None]  # when the last plain line was written
+
+    def show(done: int, total: int) -> None:
+        line = f"{label} {progress_words(rate.update(done, total), unit)}"
+        finished = done >= total
+        if tty:
+            out.write(f"\r\x1b[K{line}" + ("\n" if finished else ""))
+        else:
+            now, before = tick(), last[0]
+            due = now - (before if before is not None else rate.started) >= PLAIN_EVERY_S
+            if not (due or (finished and before is not None)):
+                return
+            out.write(line + "\n")
+            last[0] = now
+        out.flush()
     return show
 
 

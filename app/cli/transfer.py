@@ -16,6 +16,7 @@ from pathlib import Path
 from app import words
 from app.cli.common import (
     Subcommands,
+    estimated_progress,
     open_vault,
     password,
     print_json,
@@ -75,7 +76,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             print("kept: semantic search is off (no model); importing for lexical recall only",
                   file=sys.stderr)
         # Second pass: 1,024 turns a call (256 a transaction), never the whole file in RAM.
-        r = import_scanned(vault, scan, progress=progress("Importing"))
+        # Turns done of all, the rate and the time left (one updating line on a terminal).
+        r = import_scanned(vault, scan, progress=estimated_progress("Importing", "turns"))
     finally:
         vault.lock()
     print(f"Imported {words.count(r.added, 'turn', 'turns')} from "

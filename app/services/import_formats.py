@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from app.api import ImportReport, Skipped, Turn, merge_skipped
+from app.api import CancelToken, ImportReport, Skipped, Turn, merge_skipped
 from app.errors import ValidationError
 from app.services.importer import ImportInvalid, LineError, parse_import, parse_line
 from app.validation import MAX_TEXT, check_time, parse_time, validate_turn
@@ -214,9 +214,12 @@ def read_all(path: Path) -> list[Turn]:
 
 def import_batches(plan: ImportPlan, write: Callable[[Sequence[Turn]], ImportReport], *,
                    batch: int = 256,
-                   progress: Callable[[int, int], None] | None = None) -> ImportReport:
+                   progress: Callable[[int, int], None] | None = None,
+                   cancel: CancelToken | None = None) -> ImportReport:
     """The second pass, ``batch`` turns per ``write`` (``Vault.import_turns``: one
-    transaction a batch, duplicates by (session, ref) skipped), so memory stays one batch."""
+    transaction a batch, duplicates by (session, ref) skipped), so memory stays one batch.
+    ``cancel``: checked after each ``write``; what was written stays (its ``turns`` then
+    count fewer than ``plan.turns``), and importing the file again adds only the rest."""
     seen = added = skipped = 0
     chunk: list[Turn] = []
     left_out: tuple[Skipped, ...] = plan.skipped
@@ -236,8 +239,11 @@ def import_batches(plan: ImportPlan, write: Callable[[Sequence[Turn]], ImportRep
         chunk.append(turn)
         if len(chunk) >= batch:
             flush()
-    if chunk:
-        flush()
+            if cancel is not None and cancel.cancelled:
+                break
+    else:
+        if chunk:
+            flush()
     return ImportReport(turns=seen, added=added, skipped_duplicates=skipped,
                         sessions=plan.sessions, skipped=left_out)
 

@@ -100,3 +100,73 @@ def test_status_bar_says_what_is_being_prepared(qtbot: Any, window: Any) -> None
         inside(vault).lexicon._building = False
     qtbot.waitUntil(lambda: "indexing" not in window.status_label.text(), timeout=WAIT)
     assert not window._bg_timer.isActive()
+
+
+def test_the_window_searches_during_an_import_and_cancel_keeps_what_it_imported(
+        qtbot: Any, window: Any, tmp_path: Path, popups: list[BaseException],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: while an import runs, a search typed in the window answers; Cancel stops the
+    import after the call under way and what it imported stays. The import is held at its
+    first commit by a write task that waits (the vault's one writer), so the search really
+    happens during the import however fast the machine is."""
+    import threading
+
+    from PySide6.QtCore import Qt
+
+    import ui.progress
+    from app import transfer
+    monkeypatch.setattr(ui.progress, "SHOW_AFTER_MS", 0)
+    monkeypatch.setattr(transfer, "IMPORT_CALL", 40)
+    vault = window.vault
+    before = vault.status().totals["short_term"]
+    path = turns_file(tmp_path / "talk.jsonl", 200)
+    gate = threading.Event()
+    held = inside(vault).db.write(lambda _conn: gate.wait(WAIT / 1000))
+    try:
+        window.show()
+        qtbot.waitExposed(window)
+        window.start_import(path)
+        assert window.cancel_button.isVisible() and window.cancel_button.isEnabled()
+        browse = window.browse
+        browse.search.setFocus()
+        qtbot.keyClicks(browse.search, "films")
+        qtbot.keyClick(browse.search, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: "for “films”, best first" in browse.title.text(), timeout=WAIT)
+        assert browse.model.rowCount() > 0
+        assert window.progress.active and not window.import_action.isEnabled()  # still running
+        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+        assert not window.cancel_button.isEnabled()
+    finally:
+        gate.set()
+    held.result(timeout=WAIT / 1000)
+    qtbot.waitUntil(lambda: "Import cancelled" in window.statusBar().currentMessage(),
+                    timeout=WAIT)
+    assert not popups
+    kept = vault.status().totals["short_term"] - before
+    assert kept == 40  # the call under way when Cancel was clicked, whole
+    assert "40 turns imported and kept" in window.statusBar().currentMessage()
+    assert not window.cancel_button.isVisible() and window.import_action.isEnabled()
+
+
+def test_the_import_bar_says_the_rate_and_the_time_left(qtbot: Any, window: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window's wiring of ``app.eta``: the status bar says the rate and the time left, the
+    bar the time left, once the rate has settled (a fake clock: nothing waits for real)."""
+    from app.eta import Rate
+    box, _cancel = window._begin_import_work()
+    try:
+        now = [0.0]
+        window._work.rate = Rate(lambda: now[0])
+        for done in (0, 400, 800, 1200):  # 200 turns/s, 2 s apart
+            if done:
+                now[0] += 2.0
+            box.report(done, 5000)
+            said = f"{done:,} of 5,000"
+            qtbot.waitUntil(lambda said=said: said in window.statusBar().currentMessage(),
+                            timeout=WAIT)
+        message = window.statusBar().currentMessage()
+        assert message == "Importing… 1,200 of 5,000 turns · 200 turns/s · about 20 s left"
+        assert window.progress_bar.format() == "%p% · about 20 s left"
+    finally:
+        window._end_work()
+    assert window.progress_bar.format() == "%p%" and not window.cancel_button.isVisible()
