@@ -198,6 +198,7 @@ class Vault:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
             self._agents.flush_reads()  # what assistants read goes in before the keys go
+            self._ingest.stop_follow()  # vectors not made yet stay pending (issue 28)
             self._lexicon.clear()  # first: its thread may start the Chroma build when done
             self._index.close()
             self._opened.lock()
