@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
+    from app.services.vector_follow import VectorFollower
 
 log = logging.getLogger(__name__)
 
@@ -1129,6 +1130,12 @@ class Internals:
     @property
     def consolidation(self) -> ConsolidationService:
         return self._vault._consolidation_service
+
+    @property
+    def follower(self) -> VectorFollower | None:
+        """Makes remember's vectors after the acknowledgement (issue 28); None without a
+        model."""
+        return self._vault._ingest.follower
 
 
 def internals(vault: Vault) -> Internals:

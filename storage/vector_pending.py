@@ -2,8 +2,9 @@
 Runs on: the db-writer thread (writes) and the vector follower's thread (reads).
 
 ``remember`` commits the memory and its ``vector_pending`` row in one transaction and is
-acknowledged; ``settle_vectors`` writes the vectors and deletes the rows in another. Ids only:
-no text is kept here (docs/security.md#13: a forgotten memory's row goes by ON DELETE CASCADE).
+acknowledged; ``settle_vectors`` writes the vectors and deletes the rows in another. Ids
+only, no text (docs/security.md#13-forget-leaves-no-trace): a forgotten memory's row goes by
+ON DELETE CASCADE.
 """
 
 from __future__ import annotations
