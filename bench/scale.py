@@ -639,7 +639,9 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         out["remember_one_at_a_time"] = {"count": len(texts), "seconds": round(sec, 2),
                                          "memories_per_s": round(len(texts) / sec, 1),
                                          "cpu_ms_per_memory": round(cpu / len(texts) * 1000, 2),
-                                         "note": "one transaction (fsync) per memory"}
+                                         "note": "one caller: one commit (fsync) per memory; "
+                                                 "its vector follows (bench/remember_rate.py: "
+                                                 "old and new paths, concurrent callers)"}
         vault.lock()
         # 4. Unlock again, as a person would the next time: the first unlock above follows a
         # fresh 236 MB copy of the vault, and on this VM the kernel's reclaim (kdamond) then
