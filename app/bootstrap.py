@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.parts import Parts
     from app.ports import Embedder, KeySession
     from app.sync.journal import JournalRows
+    from app.services.ingest import IngestService
     from storage.crypto import KdfParams
 
 log = logging.getLogger(__name__)
@@ -309,8 +310,20 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         browse=BrowseService(db, clock, rows=browse),
         agents=AgentService(db, clock, agents, locked=lambda: opened.locked))
     _load_index(opened, index, embedder, vectors)
+    _start_follower(opened, index, ingest, embedder)
     _start_lexicon(opened, index, lexicon, embedder)
     return parts
+
+
+def _start_follower(opened: KeySession, index: ports.VectorIndex, ingest: IngestService,
+                    embedder: Embedder | None) -> None:
+    """With a model, remember's vectors follow the acknowledgement (issue 28); started once
+    the index is loaded, with what an earlier session left pending."""
+    from app.services.vector_follow import VectorFollower
+    from storage import vector_pending
+    if embedder is not None:
+        ingest.follower = VectorFollower(opened.db, index, embedder, vector_pending)
+        ingest.follower.start()
 
 
 def _seed_settings(opened: KeySession) -> None:

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from app.services.recall import RecallService
     from app.sync.journal import Journal
     from app.sync.ops import Gid
+    from app.services.vector_follow import VectorFollower
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +202,7 @@ class Vault:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
             self._agents.flush_reads()  # what assistants read goes in before the keys go
+            self._ingest.stop_follow()  # vectors not made yet stay pending (issue 28)
             self._save_lexicon()
             self._lexicon.clear()  # first: its thread may start the Chroma build when done
             self._index.close()
@@ -1172,6 +1174,12 @@ class Internals:
     @property
     def consolidation(self) -> ConsolidationService:
         return self._vault._consolidation_service
+
+    @property
+    def follower(self) -> VectorFollower | None:
+        """Makes remember's vectors after the acknowledgement (issue 28); None without a
+        model."""
+        return self._vault._ingest.follower
 
 
 def internals(vault: Vault) -> Internals:

@@ -154,3 +154,13 @@ PROJECT_IDLE_D = 90.0
 # first: .80 is the lowest with no wrong merge (P 1.0, R .70; .75: P .95, R .78; .60: P .92,
 # R .96, merging "Ruby" into "Ruby on Rails" (.73) but also "Spanish on Duolingo" (.63)).
 ENTITY_MERGE_COSINE = 0.8
+
+# Issue 28, one-at-a-time remember: the vector of a remembered memory is made after the call
+# is acknowledged, in batches (app/services/vector_follow.py). A batch of this many texts is one
+# model call and one transaction; a caller waits while this many vectors are still to be made,
+# so a vector follows its memory by at most about FOLLOW_MAX_PENDING / (batched embedding rate)
+# (figures: bench/remember_rate.py, "vector_lag").
+FOLLOW_BATCH = 32
+FOLLOW_MAX_PENDING = 256
+# How long the follower waits for a batch to fill before it embeds what it has.
+FOLLOW_GATHER_S = 0.05

@@ -646,7 +646,9 @@ def role_kept_read(args: argparse.Namespace) -> dict[str, Any]:
         out["remember_one_at_a_time"] = {"count": len(texts), "seconds": round(sec, 2),
                                          "memories_per_s": round(len(texts) / sec, 1),
                                          "cpu_ms_per_memory": round(cpu / len(texts) * 1000, 2),
-                                         "note": "one transaction (fsync) per memory"}
+                                         "note": "one caller: one commit (fsync) per memory; "
+                                                 "its vector follows (bench/remember_rate.py: "
+                                                 "old and new paths, concurrent callers)"}
         t0 = time.perf_counter()
         vault.lock()  # saves the RAM lexicon into the vault (migration 0032): the repeats load it
         out["lock_s"] = round(time.perf_counter() - t0, 3)

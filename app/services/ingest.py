@@ -25,6 +25,7 @@ from app.ports import Clock, Connection, Database, Embedder, Lifecycle, MemoryRo
 from app.services import salience, scoring, slots
 from app.services.salience import Salience
 from app.services.text import date_words, emotional_score, social_score
+from app.services.vector_follow import VectorFollower
 from app.validation import check_string, check_text, check_time
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,9 @@ class IngestService:
         self.clock = clock
         self.rows = rows
         self.lifecycle = lifecycle
+        # Set by the composition when there is a model: remember's vectors follow the
+        # acknowledgement (app/services/vector_follow.py, issue 28).
+        self.follower: VectorFollower | None = None
 
     # --- the parts ---------------------------------------------------------------------
     scores = staticmethod(score)
@@ -187,7 +191,9 @@ class IngestService:
                 return found, False
         now = self.clock.now()
         scores, decay_class, confidence = score(d, now)
-        vec = self.embed([embed_text(d)]) if d.store is not Store.SHORT_TERM else None
+        follower = self.follower if d.store is not Store.SHORT_TERM else None
+        vec = self.embed([embed_text(d)]) if d.store is not Store.SHORT_TERM \
+            and follower is None else None
         keys = fts_keys(d)
         model = self.model_name
 
@@ -200,11 +206,21 @@ class IngestService:
                                           scores=scores, confidence=confidence, fts_keys=keys)
             if vec is not None:
                 self.rows.put_vectors(conn, [mid], vec, model)
+            if follower is not None:
+                follower.rows.mark_pending(conn, mid)
             return mid, True
-        mid, saved = self.db.write_sync(run)
+        # Group commit: remembers of concurrent callers share one transaction and its fsync.
+        mid, saved = self.db.write_group(run).result()
         if vec is not None and saved:
             self.index.add([mid], vec)
+        if follower is not None and saved:
+            follower.submit(mid, embed_text(d))
         return mid, saved
+
+    def stop_follow(self) -> None:
+        """Before the vault locks: the vectors still to be made stay pending in the vault."""
+        if self.follower is not None:
+            self.follower.stop()
 
     # --- correct -----------------------------------------------------------------------
     def get(self, mid: int) -> Memory:

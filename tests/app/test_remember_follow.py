@@ -1,0 +1,92 @@
+"""remember's vector follows the acknowledgement (issue 28): the memory is found lexically at
+once; its vector is made by the follower, or at the next unlock when the session ended first
+(a lock here; a kill -9 in tests/app/test_remember_kill.py); a memory forgotten before its
+vector was made gets none. A threaded vault, the real model, a real SQLCipher file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.domain.memory import Draft, Store
+from app.facade import Vault
+from tests.app.conftest import PW, share_embedder
+from tests.inside import inside
+
+
+@pytest.fixture
+def threaded(vault_dir: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+             ) -> Iterator[Vault]:
+    from tests.conftest import new_vault
+    share_embedder(monkeypatch, embedder)
+    v = new_vault(vault_dir, PW, use_chroma=False)
+    try:
+        yield v
+    finally:
+        v.lock()
+
+
+def _pending(v: Vault) -> list[int]:
+    return [r[0] for r in inside(v).db.read(
+        lambda c: c.execute("SELECT memory_id FROM vector_pending").fetchall())]
+
+
+def _stored_vector(v: Vault, mid: int) -> np.ndarray | None:
+    row = inside(v).db.read(lambda c: c.execute(
+        "SELECT vec FROM vector WHERE memory_id = ?", (mid,)).fetchone())
+    return None if row is None else np.frombuffer(row[0], dtype=np.float32)
+
+
+def test_found_at_once_and_the_vector_follows_even_across_a_lock(
+        threaded: Vault, vault_dir: Path, embedder: Any) -> None:
+    v = threaded
+    follower = inside(v).follower
+    assert follower is not None
+    mid = v.remember(Draft(text="We moved the pottery class to Thursday evenings",
+                           store=Store.EPISODIC, speaker="Me")).value
+    assert follower.wait_idle(30)
+    assert mid in inside(v).index and _pending(v) == []
+    # The session ends before the next one's vector is made: its row stays pending.
+    follower.stop()
+    late = v.remember(Draft(text="Kiri's new bakery opens on the harbour road",
+                            store=Store.EPISODIC, speaker="Me")).value
+    hits = v.recall("when does the bakery on the harbour road open", k=3, touch=False)
+    assert hits and hits[0].id == late, "found lexically before its vector exists"
+    assert late not in inside(v).index and _pending(v) == [late]
+    v.lock()
+    v2 = Vault.open(vault_dir, PW, use_chroma=False, verify="sync")
+    try:
+        assert inside(v2).follower is not None and inside(v2).follower.wait_idle(30)
+        assert _pending(v2) == []
+        made = _stored_vector(v2, late)
+        assert made is not None and late in inside(v2).index
+        want = np.asarray(embedder.embed(["Me: Kiri's new bakery opens on the harbour road"]),
+                          dtype=np.float32)[0]
+        assert float(made @ want) > 0.999, "the same text the inline path embeds"
+        hits = v2.recall("a bakery by the sea opening", k=3, touch=False)
+        assert late in [h.id for h in hits]
+    finally:
+        v2.lock()
+
+
+def test_a_memory_forgotten_before_its_vector_gets_none(
+        threaded: Vault, vault_dir: Path) -> None:
+    v = threaded
+    follower = inside(v).follower
+    assert follower is not None
+    follower.stop()
+    mid = v.remember(Draft(text="My locker code at the climbing gym is 4471",
+                           store=Store.SEMANTIC)).value
+    v.forget(v.forget_plan(ids=[mid]))
+    assert _pending(v) == []  # went with the memory
+    v.lock()
+    v2 = Vault.open(vault_dir, PW, use_chroma=False, verify="sync")
+    try:
+        assert inside(v2).follower is not None and inside(v2).follower.wait_idle(30)
+        assert _stored_vector(v2, mid) is None and mid not in inside(v2).index
+    finally:
+        v2.lock()
