@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.api import BackupCheck
     from app.parts import Parts
     from app.ports import Embedder, KeySession
-    from app.sync.journal import JournalRows
     from app.services.ingest import IngestService
+    from app.sync.journal import JournalRows
     from storage.crypto import KdfParams
 
 log = logging.getLogger(__name__)

@@ -78,9 +78,9 @@ if TYPE_CHECKING:
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
+    from app.services.vector_follow import VectorFollower
     from app.sync.journal import Journal
     from app.sync.ops import Gid
-    from app.services.vector_follow import VectorFollower
 
 log = logging.getLogger(__name__)
 
