@@ -314,9 +314,8 @@ _FACT: dict[str, Check] = {
 
 
 @dataclass(frozen=True, slots=True)
-class FactAssert(Body):
-    KIND: ClassVar[str] = "fact.assert"
-    SCHEMA: ClassVar[dict[str, Check]] = dict(_FACT)
+class _Fact(Body):
+    """What a fact op carries (``_FACT``): the fields of an assert and a supersede."""
     gid: Gid
     subject: str
     predicate: str
@@ -339,25 +338,15 @@ class FactAssert(Body):
 
 
 @dataclass(frozen=True, slots=True)
-class FactSupersede(Body):
+class FactAssert(_Fact):
+    KIND: ClassVar[str] = "fact.assert"
+    SCHEMA: ClassVar[dict[str, Check]] = dict(_FACT)
+
+
+@dataclass(frozen=True, slots=True)
+class FactSupersede(_Fact):
     KIND: ClassVar[str] = "fact.supersede"
     SCHEMA: ClassVar[dict[str, Check]] = {**_FACT, "replaces": _gid}
-    gid: Gid
-    subject: str
-    predicate: str
-    object: str
-    statement: str
-    category: str
-    occurred_at: float
-    learned_at: float
-    agent: str
-    context: str | None
-    written_by: str
-    confidence: float | None
-    user_validated: bool
-    valid_from: float | None
-    valid_to: float | None
-    sources: tuple[Gid, ...]
     replaces: Gid
 
     def __post_init__(self) -> None:
