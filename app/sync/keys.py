@@ -65,8 +65,8 @@ class SyncRefused(AppError):
         return f"{self.user_message} ({self.reason})"
 
 
-def canonical(obj: Mapping[str, Any]) -> bytes:
-    """The one byte form that is signed: sorted keys, no spaces, UTF-8."""
+def canonical(obj: Mapping[str, Any] | list[Any]) -> bytes:
+    """The one byte form that is signed or sealed: sorted keys, no spaces, UTF-8."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

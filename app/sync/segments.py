@@ -37,7 +37,14 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from app.sync.keys import DeviceSecret, EpochKey, SyncRefused, Trust, verify_signature
+from app.sync.keys import (
+    DeviceSecret,
+    EpochKey,
+    SyncRefused,
+    Trust,
+    canonical,
+    verify_signature,
+)
 
 MAGIC = b"KSEG"
 VERSION = 1
@@ -70,8 +77,7 @@ def bucket(n: int) -> int:
 
 
 def encode_ops(ops: list[dict[str, Any]]) -> bytes:
-    return json.dumps(ops, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
+    return canonical(ops)
 
 
 @dataclass(frozen=True)
