@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 
 from app.clock import local_time
 from app.domain.memory import LinkKind, Store, Tier
@@ -143,13 +143,22 @@ def when_iso(text: str | None, *, now: float | None = None, tz: tzinfo | None = 
     return when(ts, now=now, tz=tz)
 
 
+def iso_day(text: str) -> date | None:
+    """The day of ``text`` written exactly YYYY-MM-DD (a Timeline day), else None. Not
+    ``strptime``: its first call costs milliseconds of the window's first paint (its module and
+    regular expressions), and the navigation parses a day per Timeline item."""
+    if len(text) != 10 or text[4] != "-" or text[7] != "-" or not text.replace("-", "").isdigit():
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
 def calendar_day(text: str) -> str:
     """A day written YYYY-MM-DD (a Timeline day) as people write it: "Saturday 11 July 2026"."""
-    try:
-        d = datetime.strptime(text, "%Y-%m-%d")
-    except ValueError:
-        return text
-    return f"{d:%A} {d.day} {d:%B %Y}"
+    d = iso_day(text)
+    return text if d is None else f"{d:%A} {d.day} {d:%B %Y}"
 
 
 def hour_text(hour: int) -> str:

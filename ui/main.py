@@ -63,7 +63,9 @@ def harden_process() -> None:
 # first import of these took ~370 ms of the GUI thread right after unlock (APScheduler alone
 # ~250 ms, scanning entry points), the longest stall of opening a vault (bench/ui_walkthrough.py).
 WARM = ("apscheduler.schedulers.background", "app.jobs", "app.owner", "ui.main_window",
-        "ui.menus", "ui.dialogs.add_memory", "ui.dialogs.forget")
+        "ui.menus", "ui.file_menu", "ui.status_bar", "ui.choosers", "ui.dialogs.confirm",
+        "app.model_words", "app.prefs", "app.settings", "ui.dialogs.add_memory",
+        "ui.dialogs.forget")
 _warmed = False
 
 
@@ -144,6 +146,10 @@ class Controller:
         self.dialog.unlocked.connect(self.show_main)
         self.dialog.rejected.connect(self._on_dialog_rejected)
         self.dialog.show()
+        from PySide6.QtCore import QTimer
+
+        from ui.warm import warm_widgets
+        QTimer.singleShot(200, warm_widgets)  # while the person types (ui/warm.py)
 
     def _on_dialog_rejected(self) -> None:
         back, self._return_to = self._return_to, None

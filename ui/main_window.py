@@ -636,9 +636,5 @@ class _Work:
 def _nav_day(day: str) -> str:
     """A Timeline day as the navigation shows it, short enough for its width with its count:
     "Sat 11 Jul 2026" (the whole day in the item's tooltip and the page's title)."""
-    from datetime import datetime
-    try:
-        d = datetime.strptime(day, "%Y-%m-%d")
-    except ValueError:
-        return day
-    return f"{d:%a} {d.day} {d:%b %Y}"
+    d = words.iso_day(day)
+    return day if d is None else f"{d:%a} {d.day} {d:%b %Y}"

@@ -141,3 +141,17 @@ def test_shared_name_finds_whom_two_memories_are_about(a: str, b: str, skip: lis
                                                        name: str | None) -> None:
     assert words.shared_name(a, b, skip=skip) == name
     assert words.shared_name(b, a, skip=skip) == name  # either way round
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("2026-07-11", "Saturday 11 July 2026"),
+    ("2024-02-29", "Thursday 29 February 2024"),
+    ("2026-02-30", "2026-02-30"),   # no such day: the text as it came
+    ("20260711", "20260711"),       # fromisoformat takes it; a Timeline day is never written so
+    ("2026-7-11", "2026-7-11"),
+    ("2026-07-1x", "2026-07-1x"),
+    ("", ""),
+])
+def test_calendar_day_reads_only_a_whole_iso_day(text: str, shown: str) -> None:
+    assert words.calendar_day(text) == shown
+    assert (words.iso_day(text) is None) == (text == shown)
