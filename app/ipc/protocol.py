@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Union
 
+import orjson
+
 from app import api
 from app.changes import Changes, Result
 from app.errors import AppError
@@ -125,40 +127,48 @@ def read_frame(recv: Callable[[int], bytes]) -> bytes | None:
     return body
 
 
-def _reject_constant(name: str) -> object:
-    raise ProtocolError(f"{name} is not allowed.")
-
-
 def _json(payload: bytes) -> dict[str, object]:
+    """A frame's JSON object. Read by orjson (twice as fast as ``json`` on a recall's reply,
+    issue 26 item 9), which is stricter than the standard library where it matters here:
+    it refuses NaN and infinities, lone surrogates (``"\\ud800"``) and bytes that are not
+    UTF-8, so every string it returns can be encoded again. One difference: an integer
+    beyond 64 bits becomes a float, which every integer argument then refuses."""
     if len(payload) > MAX_FRAME:
         raise ProtocolError("The message is too large.")
     try:
-        text = payload.decode("utf-8")
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except ProtocolError:
-        raise
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ProtocolError(f"The message is not UTF-8 JSON ({type(exc).__name__}).") from None
+        obj = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"The message is not UTF-8 JSON ({_reason(exc)}).") from None
     if not isinstance(obj, dict):
         raise ProtocolError("A message is a JSON object.")
     _check_depth(obj, 0)
     return obj
 
 
+def _reason(exc: Exception) -> str:
+    """orjson's reason without its position ("unexpected character")."""
+    return str(exc).split(":", 1)[0][:80] or type(exc).__name__
+
+
 def _check_depth(obj: object, depth: int) -> None:
+    """No value deeper than ``MAX_DEPTH``: a container at ``depth`` holds values at
+    ``depth + 1``. Only containers are walked (scalars are most of a reply's values)."""
     if depth > MAX_DEPTH:
         raise ProtocolError("The message is nested too deeply.")
-    if isinstance(obj, dict):
-        for v in obj.values():
+    t = type(obj)
+    values: Iterable[object]
+    if t is dict:
+        values = obj.values()  # type: ignore[attr-defined]
+    elif t is list:
+        values = obj  # type: ignore[assignment]
+    else:
+        return
+    if depth >= MAX_DEPTH and values:
+        raise ProtocolError("The message is nested too deeply.")
+    for v in values:
+        tv = type(v)
+        if tv is dict or tv is list:
             _check_depth(v, depth + 1)
-    elif isinstance(obj, list):
-        for v in obj:
-            _check_depth(v, depth + 1)
-    elif isinstance(obj, str):
-        try:
-            obj.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ProtocolError("A string holds a lone surrogate.") from None
 
 
 # --- the codec -------------------------------------------------------------------------------
@@ -562,11 +572,11 @@ def _envelope(obj: dict[str, object], keys: set[str]) -> int:
 def request_id(payload: bytes) -> int:
     """The id of a request, if it can be read (so an error reply can carry it), else 0."""
     try:
-        obj = json.loads(payload.decode("utf-8"))
+        obj = orjson.loads(payload)
         mid = obj.get("id") if isinstance(obj, dict) else 0
         return mid if isinstance(mid, int) and not isinstance(mid, bool) \
             and 0 <= mid < _MAX_ID else 0
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except orjson.JSONDecodeError:
         return 0
 
 
@@ -604,7 +614,19 @@ def encode_request(mid: int, method: str, args: Mapping[str, object]) -> bytes:
 
 
 def encode_result(mid: int, method: str, value: object) -> bytes:
-    return frame({"v": VERSION, "id": mid, "ok": True, "result": to_wire(value)})
+    """A result frame. ``to_wire`` has refused what JSON cannot say (a NaN, a type it does
+    not know), so orjson writes it (a quarter of ``json.dumps``'s time on a recall); what
+    orjson itself refuses (a lone surrogate, an integer beyond 64 bits) goes through
+    ``frame`` and its errors as before."""
+    obj = {"v": VERSION, "id": mid, "ok": True, "result": to_wire(value)}
+    try:
+        data = orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return frame(obj)
+    if len(data) > MAX_FRAME:
+        raise ProtocolError(f"The message is too large ({len(data):,} bytes; at most "
+                            f"{MAX_FRAME:,}).")
+    return _HEADER.pack(len(data)) + data
 
 
 def encode_error(mid: int, kind: str, message: str, hint: str | None = None,

@@ -112,3 +112,49 @@ def test_every_vaultapi_member_is_served_or_refused() -> None:
 _P2_PENDING = {"pair_agent", "revoke_agent", "agents", "verify_agent", "remember_fact",
                "request_forget", "pending_forgets", "pending_forget_plan",
                "close_pending_forget"}
+
+
+def _nested(depth: int) -> bytes:
+    """A request whose deepest value sits at ``depth`` (the envelope object is depth 0)."""
+    inner = "1"
+    for _ in range(depth - 2):  # args (1) holds the query list (2) ...
+        inner = f"[{inner}]"
+    return ('{"v":1,"id":1,"method":"recall","args":{"query":' + inner + "}}").encode()
+
+
+def test_depth_limit_counts_the_scalars_too() -> None:
+    """A scalar at MAX_DEPTH is read (and then refused as a wrong type); one level deeper is
+    refused as too deep, before any argument is decoded."""
+    with pytest.raises(p.ProtocolError, match="expected str"):
+        p.decode_request(_nested(p.MAX_DEPTH))
+    with pytest.raises(p.ProtocolError, match="nested too deeply"):
+        p.decode_request(_nested(p.MAX_DEPTH + 1))
+    with pytest.raises(p.ProtocolError, match="nested too deeply"):
+        p.decode_request(_nested(p.MAX_DEPTH + 1).replace(b"1]", b"[]]", 1))
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"v":1,"id":1,"method":"explain","args":{"memory_id":123456789012345678901234567890}}',
+    b'{"v":1,"id":1,"method":"recall","args":{"query":"a","k":1e400}}',
+    b'{"v":1,"id":1,"method":"recall","args":{"query":"a\\udc00b"}}',
+    b'\xef\xbb\xbf{"v":1,"id":1,"method":"ping","args":{}}',
+])
+def test_numbers_and_strings_json_cannot_carry_back_are_refused(payload: bytes) -> None:
+    with pytest.raises(p.ProtocolError):
+        p.decode_request(payload)
+
+
+def test_a_result_frame_reads_back_as_written() -> None:
+    """The fast writer and the reader agree, and what orjson refuses to write falls back to
+    ``frame`` and its errors."""
+    from app.api import Currency, Hit
+    from app.domain.memory import MemoryId
+    hit = Hit(id=MemoryId(7), store="semantic", text="Ana moved to Lisbon — in May 😀",
+              score=0.5, refs=("s1:2",), occurred_at=1.5e9, speaker=None, breakdown={},
+              currency=Currency(state="earlier", later_id=MemoryId(9), later_at=1.6e9))
+    data = p.encode_result(3, "recall", [hit])
+    reply = p.decode_reply(data[4:])
+    assert reply.id == 3 and p.decode_result("recall", reply.result) == [hit]
+    with pytest.raises(UnicodeEncodeError):
+        p.encode_result(4, "ping", {"a": "\ud800"})
+    assert p.decode_reply(p.encode_result(5, "ping", {"n": 2 ** 70})[4:]).result == {"n": 2 ** 70}
