@@ -300,7 +300,7 @@ def _compile(tp: object) -> Decoder:  # noqa: C901 - one branch per kind of type
         return null
     supertype = getattr(tp, "__supertype__", None)  # NewType: MemoryId and friends
     if supertype is not None:
-        return _decoder(supertype)
+        return _decoder_of(supertype)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is Union or origin is types.UnionType:
         # bool before int before float: a JSON true is never a number.
@@ -319,9 +319,14 @@ def _compile(tp: object) -> Decoder:  # noqa: C901 - one branch per kind of type
             _fail(what, tp, obj)
         return union
     if origin is Literal:
+        allowed = frozenset((type(a), a) for a in args)
+
         def literal(obj: object, what: str) -> object:
-            if any(obj == a and type(obj) is type(a) for a in args):
-                return obj
+            try:
+                if (type(obj), obj) in allowed:
+                    return obj
+            except TypeError:  # a list or an object: unhashable, and no literal
+                pass
             raise ProtocolError(f"{what}: not one of {', '.join(map(repr, args))}.")
         return literal
     if tp is Path:
@@ -412,23 +417,45 @@ def _union_rank(tp: object) -> int:
     return ranks.get(tp, 3)
 
 
-# Per dataclass, read once: its init fields as (name, decoder, type, required), and their
-# names. The decoder is looked up lazily, so a dataclass may hold itself.
-_PLANS: dict[type, tuple[tuple[tuple[str, Decoder, object, bool], ...], frozenset[str]]] = {}
+# Per dataclass, read once: its init fields as (name, decoder, type, required, nullable), and
+# their names.
+Plan = tuple[tuple[tuple[str, Decoder, object, bool, bool], ...], frozenset[str]]
+_PLANS: dict[type, Plan] = {}
+_ABSENT = object()
 # Types whose JSON value is the Python value itself, checked inline (no call, no path string).
 _EXACT = {str: str, int: int, float: float}
 
 
-def _plan(cls: type) -> tuple[tuple[tuple[str, Decoder, object, bool], ...], frozenset[str]]:
+def _inline(tp: object) -> tuple[object, bool]:
+    """The type the inline check compares a value's type with, and whether null is allowed:
+    a NewType (``MemoryId``) as its base and ``X | None`` as ``X``, so an id or an optional
+    text skips the decoder's call."""
+    nullable = False
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(tp))
+        if len(args) != 1:
+            return tp, nullable
+        tp = args[0]
+    return getattr(tp, "__supertype__", tp), nullable
+
+
+def _plan(cls: type) -> Plan:
     try:
         return _PLANS[cls]
     except KeyError:
         hints = _hints(cls)
-        plan = tuple((f.name, _decoder(hints[f.name]), hints[f.name],
-                      f.default is dataclasses.MISSING
-                      and f.default_factory is dataclasses.MISSING)
-                     for f in dataclasses.fields(cls) if f.init)
-        _PLANS[cls] = plan, frozenset(name for name, _, _, _ in plan)
+        # The field's decoder itself: compiling a dataclass's decoder never compiles its
+        # fields, so a class that holds itself compiles.
+        fields = []
+        for f in dataclasses.fields(cls):
+            if f.init:
+                tp, nullable = _inline(hints[f.name])
+                required = f.default is dataclasses.MISSING \
+                    and f.default_factory is dataclasses.MISSING
+                fields.append((f.name, _decoder_of(hints[f.name]), tp, required, nullable))
+        plan = tuple(fields)
+        _PLANS[cls] = plan, frozenset(name for name, *_ in plan)
         return _PLANS[cls]
 
 
@@ -441,15 +468,15 @@ def _dataclass(cls: type, obj: object, what: str) -> object:
         raise ProtocolError(f"{what}: unknown field(s) of {cls.__name__}: "
                             f"{', '.join(sorted(unknown)[:5])}.")
     kwargs = {}
-    for name, decode, tp, required in plan:
-        if name in obj:
-            value = obj[name]
-            if _EXACT.get(type(value)) is tp:  # a str for str, an int (not a bool) for int
-                kwargs[name] = value
-            else:
-                kwargs[name] = decode(value, f"{what}.{name}")
-        elif required:
-            raise ProtocolError(f"{what}: {cls.__name__}.{name} is missing.")
+    for name, decode, tp, required, nullable in plan:
+        value = obj.get(name, _ABSENT)
+        if value is _ABSENT:
+            if required:
+                raise ProtocolError(f"{what}: {cls.__name__}.{name} is missing.")
+        elif _EXACT.get(type(value)) is tp or value is None and nullable:
+            kwargs[name] = value  # a str for str, an int (not a bool) for int, a null
+        else:
+            kwargs[name] = decode(value, f"{what}.{name}")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
