@@ -173,47 +173,75 @@ def _check_depth(obj: object, depth: int) -> None:
 
 # --- the codec -------------------------------------------------------------------------------
 
-# A dataclass's field names, read once per class (a recall reply holds dozens of them).
-_WIRE_NAMES: dict[type, tuple[str, ...]] = {}
+Encoder = Callable[[object], object]
+# One encoder per exact type, chosen on first use by ``_encoder_for`` (every choice depends on
+# the type alone): a recall reply holds a few hundred values, and asking each of them the same
+# dozen isinstance questions was most of the owner's encoding (issue 26, item 9).
+_ENCODERS: dict[type, Encoder] = {}
 
 
 def to_wire(value: object) -> object:
     """A value of an ``app.api`` type as JSON-ready data."""
-    t = type(value)  # the exact common types first: a reply is mostly these
-    if t is str or t is int or t is bool or value is None:
-        return value
-    if t is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]
-            raise ProtocolError("A number is not finite.")
-        return value
-    if t is dict and all(type(k) is str for k in value):  # type: ignore[attr-defined]
+    t = type(value)
+    enc = _ENCODERS.get(t)
+    if enc is None:
+        enc = _ENCODERS.setdefault(t, _encoder_for(t))
+    return enc(value)
+
+
+def _same(value: object) -> object:
+    return value
+
+
+def _finite(value: object) -> object:
+    if not math.isfinite(value):  # type: ignore[arg-type]
+        raise ProtocolError("A number is not finite.")
+    return value
+
+
+def _mapping(value: object) -> object:
+    items = value.items()  # type: ignore[attr-defined]
+    if all(isinstance(k, str) for k in value):  # type: ignore[attr-defined]
+        return {str(k): to_wire(v) for k, v in items}
+    return [[to_wire(k), to_wire(v)] for k, v in items]
+
+
+def _plain_dict(value: object) -> object:
+    if all(type(k) is str for k in value):  # type: ignore[attr-defined]
         return {k: to_wire(v) for k, v in value.items()}  # type: ignore[attr-defined]
-    if isinstance(value, bool | str):
-        return value
-    if isinstance(value, enum.Enum):
-        return to_wire(value.value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ProtocolError("A number is not finite.")
-        return value
-    if isinstance(value, Path):
-        return str(value)
-    names = _WIRE_NAMES.get(type(value))
-    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _WIRE_NAMES[type(value)] = tuple(f.name for f in dataclasses.fields(value))
-    if names is not None:
-        return {n: to_wire(getattr(value, n)) for n in names}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
-        return {name: to_wire(getattr(value, name)) for name in value._fields}
-    if isinstance(value, Mapping):
-        if all(isinstance(k, str) for k in value):
-            return {str(k): to_wire(v) for k, v in value.items()}
-        return [[to_wire(k), to_wire(v)] for k, v in value.items()]
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_wire(v) for v in value]
-    raise ProtocolError(f"A {type(value).__name__} cannot be sent.")
+    return _mapping(value)
+
+
+def _encoder_for(t: type) -> Encoder:  # noqa: C901 - one branch per kind of type, in order
+    if t is str or t is int or t is bool or t is type(None):
+        return _same
+    if t is float:
+        return _finite
+    if t is dict:
+        return _plain_dict
+    if issubclass(t, bool | str):
+        return _same
+    if issubclass(t, enum.Enum):
+        return lambda v: to_wire(v.value)  # type: ignore[attr-defined]
+    if issubclass(t, int):
+        return lambda v: int(v)  # type: ignore[call-overload]
+    if issubclass(t, float):
+        return _finite
+    if issubclass(t, Path):
+        return str
+    if dataclasses.is_dataclass(t):
+        names = tuple(f.name for f in dataclasses.fields(t))
+        return lambda v: {n: to_wire(getattr(v, n)) for n in names}
+    if issubclass(t, tuple) and hasattr(t, "_fields"):  # a NamedTuple
+        return lambda v: {n: to_wire(getattr(v, n)) for n in v._fields}  # type: ignore[attr-defined]
+    if issubclass(t, Mapping):
+        return _mapping
+    if issubclass(t, list | tuple | set | frozenset):
+        return lambda v: [to_wire(x) for x in v]  # type: ignore[attr-defined]
+
+    def cannot(value: object) -> object:
+        raise ProtocolError(f"A {t.__name__} cannot be sent.")
+    return cannot
 
 
 def _fail(what: str, tp: object, obj: object) -> typing.NoReturn:
