@@ -362,8 +362,7 @@ def network_calls(trace: str) -> NetworkCalls:
         for m in _ADDR.finditer(line):
             host = m.group(2) or m.group(3)
             where = f"{call} {host}:{m.group(1)}"
+            # A wildcard bind (0.0.0.0, ::) listens on every interface: not loopback.
             is_loop = ipaddress.ip_address(host).is_loopback
-            if not is_loop and call == "bind" and ipaddress.ip_address(host).is_unspecified:
-                is_loop = False  # a wildcard bind would listen on every interface
             (out.loopback if is_loop else out.outside).append(where)
     return out

@@ -1,5 +1,5 @@
 """The sync folder contract over two real Syncthing instances on 127.0.0.1 (issue 29, "Tests
-and targets", the loopback group; slow: each test starts its own pair, ~5-40 s).
+and targets", the loopback group; slow: each test starts its own instances, ~5-15 s).
 
 Device A's copy of the folder is written by ``FolderWriter`` and device B's is read by
 ``FolderReader`` with real segments (real keys, certificates, AEAD); Syncthing moves the files
@@ -10,8 +10,11 @@ reporting and upgrades off, REST on 127.0.0.1 with an API key, a scan after each
   does leaves 127.0.0.1 (every socket call under strace, and the sockets it holds);
 - a partition (one side pauses the other) then heal: nothing crosses while paused, all of it
   after, in order;
-- kill -9 of the receiving Syncthing mid-transfer: its partial ``.syncthing.*.tmp`` is
-  ignored, the segment is applied once the restarted instance completes it;
+- kill -9 of the receiving (or the sending) Syncthing mid-transfer: the partial
+  ``.syncthing.*.tmp`` is ignored, the segment is applied once the restarted instance
+  completes it;
+- three instances, the writer and one reader cut off from each other: the segments reach the
+  reader through the third, once and in order;
 - a conflict copy made for real by two writers of one name (a device cloned from a backup) is
   never applied, and it proves the equivocation the reader then reports;
 - ``.stversions`` (simple versioning on) holds a segment deleted on the other side, and the
@@ -125,6 +128,7 @@ def test_every_segment_arrives_once_in_order_and_nothing_leaves_loopback(
         at_b.scan()
         at_a.scan()
         outside = {node.name: _all_loopback(node) for node in (a, b)}
+        loaded = [node.get("/rest/config") for node in (a, b)]
     assert at_b.numbers() == list(range(n))
     assert at_a.numbers() == [x for i in range(n) for x in (i, i + 0.5)]
     for got in (at_b, at_a):
@@ -133,6 +137,16 @@ def test_every_segment_arrives_once_in_order_and_nothing_leaves_loopback(
         # Syncthing pulls in random order, so a reader may wait at a gap; never anything else.
         assert set(got.findings) <= {"gap"}
     assert outside == {"a": [], "b": []}
+    for config, node in zip(loaded, (a, b), strict=True):   # as Syncthing itself read it
+        opts = config["options"]
+        assert opts["listenAddresses"] == [f"tcp://127.0.0.1:{node.listen_port}"]
+        assert not any(opts[k] for k in ("globalAnnounceEnabled", "localAnnounceEnabled",
+                                         "relaysEnabled", "natEnabled",
+                                         "crashReportingEnabled", "autoUpgradeIntervalH"))
+        assert opts["urAccepted"] == -1
+        assert config["gui"]["address"] == f"127.0.0.1:{node.api_port}"
+        assert [d["addresses"] for d in config["devices"] if d["deviceID"] != node.device_id] \
+            == [[f"tcp://127.0.0.1:{(b if node is a else a).listen_port}"]]
     if traced:
         for node in (a, b):
             assert node.trace is not None
@@ -171,7 +185,8 @@ def test_a_partition_then_heal(tmp_path: Path) -> None:
     assert set(at_b.findings) | set(at_a.findings) <= {"gap"}
 
 
-def test_kill_9_of_syncthing_mid_transfer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("victim", ["receiver", "sender"])
+def test_kill_9_of_syncthing_mid_transfer(tmp_path: Path, victim: str) -> None:
     dev = two_devices()
     slow = {"maxRecvKbps": "256", "limitBandwidthInLan": "true"}  # KiB/s: a 1 MiB file ~4 s
     with loopback(tmp_path, options={"b": slow}) as (a, b):
@@ -187,12 +202,13 @@ def test_kill_9_of_syncthing_mid_transfer(tmp_path: Path) -> None:
             return [p for p in where.iterdir() if p.name.startswith(".syncthing.")]
 
         wait_for("a partial download on B", lambda: bool(partial()), ARRIVE_S, 0.02)
-        b.kill()
+        killed = b if victim == "receiver" else a
+        killed.kill()
         temps = partial()
         assert temps and not (where / seq_name(2)).exists()
         assert at_b.scan() == 1 and at_b.last.ignored["temp"] == len(temps)
         assert at_b.last.findings == []
-        b.start()
+        killed.start()
         wait_connected([a, b])
         at_b.until(2)
         wait_synced([a, b])
@@ -268,3 +284,25 @@ def test_stversions_is_never_read(tmp_path: Path) -> None:
     assert [op["n"] for s in fresh.segments for op in s.ops] == [0]
     assert [(f.what, f.seq) for f in fresh.findings] == [("gap", 2)]
     assert again.segments == [] and again.findings == []
+
+
+def test_a_device_cut_off_from_the_writer_gets_its_segments_through_a_third(
+        tmp_path: Path) -> None:
+    """Three instances: A and C cannot see each other (each paused the other); B sees both.
+    Syncthing hands A's files to C from B's copy, and C's reader still gets each once, in
+    order."""
+    dev = two_devices()
+    with loopback(tmp_path, names=("a", "b", "c")) as (a, b, c):
+        a.pause(c)
+        c.pause(a)
+        wait_for("A and C apart", lambda: not a.connected(c) and not c.connected(a), ARRIVE_S)
+        wa = FolderWriter(a.folder, dev.founder, dev.vault_id, Cursor(dev.founder.device_id))
+        at_c = Collected(_reader(dev, c, dev.other))
+        for i in range(8):
+            _write(a, wa, [_op(i)], dev)
+            at_c.scan()
+        at_c.until(8)
+        apart = not a.connected(c) and not c.connected(a)
+    assert apart
+    assert at_c.numbers() == list(range(8))
+    assert set(at_c.findings) <= {"gap"}
