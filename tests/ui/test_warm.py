@@ -16,6 +16,7 @@ def _alive() -> int:
 def test_warm_widgets_build_once_and_leave_nothing(qtbot: Any, monkeypatch: Any) -> None:
     from ui import warm
     monkeypatch.setattr(warm, "_done", False)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # earlier tests' own
     before = _alive()
     warm.warm_widgets()
     assert _alive() > before  # it did build something
