@@ -29,7 +29,7 @@ CI = (ROOT / ".ci" / "run").read_text("utf-8")
 
 
 def _readme_test_command() -> str:
-    m = re.search(r"^    (python3 -m venv \.venv .*-m pytest -q)$", README, re.M)
+    m = re.search(r"^    (python3 -m venv \.venv .*-m pytest -q( -n 2)?)$", README, re.M)
     assert m, "README's test command not found"
     return m.group(1)
 
