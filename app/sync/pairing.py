@@ -34,14 +34,14 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from spake2 import SPAKE2_A, SPAKE2_B  # type: ignore[import-untyped]
-from spake2.spake2 import SPAKEError  # type: ignore[import-untyped]
+from spake2 import SPAKE2_A, SPAKE2_B
+from spake2.spake2 import SPAKEError
 
 from app import policy
 from app.errors import AppError, ValidationError
@@ -260,7 +260,7 @@ class Inviter:
             if len(sign) != 32 or len(box) != 32:
                 raise SyncRefused("bad pairing keys")
         except (SyncRefused, KeyError, ValueError):
-            return self._refuse()
+            self._refuse()
         cert = admit(sign, box, name)
         write_once(self.dir / f"welcome-{self.n}", canonical(
             {"kind": "kept-sync.pair-welcome", "tag": self.code.tag, "try": self.n,
@@ -270,7 +270,7 @@ class Inviter:
         self.closed = "joined"
         return Joined(cert)
 
-    def _refuse(self) -> None:
+    def _refuse(self) -> NoReturn:
         left = self.tries - self.n
         write_once(self.dir / f"refused-{self.n}", canonical(
             {"kind": "kept-sync.pair-refused", "tag": self.code.tag, "try": self.n,
