@@ -269,7 +269,7 @@ class SyncDevices:
 
     def _step_joiner(self, joiner: Joiner) -> PairStep:
         try:
-            welcome = joiner.poll()
+            welcome = joiner.poll(self._now())
         except WrongCode as e:
             self._joiner = None
             if e.tries_left == 0:

@@ -334,6 +334,7 @@ class Joiner:
             verify_signature(self.root.founder_key, sig, canonical(offer), "offer signature")
             self._offer_pake = offer["pake"]
             expires = int(offer["expires_at"])
+            self.expires_at = float(expires)
         except (SyncRefused, KeyError, TypeError, ValueError):
             raise PairingFailed("The pairing file in the sync folder is damaged or not from "
                                 "the device that set up sync. Nothing was changed.") from None
@@ -363,9 +364,10 @@ class Joiner:
                                 "Wait a minute and try again.") from None
         return key
 
-    def poll(self) -> Welcome | None:
+    def poll(self, now: float | None = None) -> Welcome | None:
         """None while the founder has not answered; the ``Welcome`` once it has; raises
-        ``WrongCode`` when it refused this try."""
+        ``WrongCode`` when it refused this try, ``PairingFailed`` when no answer came before
+        the offer expired (and a minute for the sync tool: the founder may have quit)."""
         try:
             refused = _read_json(self.dir / f"refused-{self.n}", "kept-sync.pair-refused")
         except SyncRefused:
@@ -376,6 +378,10 @@ class Joiner:
         try:
             d = _read_json(self.dir / f"welcome-{self.n}", "kept-sync.pair-welcome")
             if d is None:
+                if now is not None and now > self.expires_at + 60:
+                    raise PairingFailed("No answer came before the code expired. Is Kept "
+                                        "open on the other device, and is the folder syncing? "
+                                        "Start pairing again there for a new code.")
                 return None
             body = _open(self._key, "welcome", _aad(
                 "welcome", self.root.vault_id, self.root.founder_key, self.code.tag, self.n), d)

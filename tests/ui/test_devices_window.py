@@ -135,6 +135,8 @@ def test_join_with_a_mistyped_code_then_the_right_one(qtbot: Any, vaults: Any) -
     qtbot.waitUntil(lambda: panel.status is not None and panel.status.set_up, timeout=WAIT)
     assert [d.name for d in panel.status.devices] == ["desktop", "laptop"]
     assert panel.status.vault_id == a.sync_status().vault_id
+    qtbot.waitUntil(lambda: "paired from laptop" in panel.state.text(), timeout=WAIT)
+    assert not panel.pair_btn.isVisibleTo(panel) and not panel.join_btn.isVisibleTo(panel)
 
 
 def test_the_status_bar_says_sync_only_once_it_is_set_up(qtbot: Any, vaults: Any) -> None:

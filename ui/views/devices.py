@@ -111,9 +111,12 @@ class DevicesPanel(Page):
                                "vault, or join a vault another device shares.")
         else:
             where = fit.breakable(st.folder)
+            founder = next((d.name for d in st.devices if d.founder), "")
             self.state.setText(f"Sync folder: {where}" + (
                 "" if st.folder_found else ". The folder is missing or holds another vault: "
-                "check that your sync tool still shares it."))
+                "check that your sync tool still shares it.") + (
+                "" if st.founder or not founder else
+                f". New devices are paired from {founder}, the device that set sync up."))
         for col, text in enumerate(HEADERS):
             if text:
                 self.grid.addWidget(QLabel(f"<b>{text}</b>"), 0, col)

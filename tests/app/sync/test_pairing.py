@@ -181,3 +181,14 @@ def test_set_up_refuses_twice_a_taken_folder_and_no_folder(two: Any, tmp_path: P
     with pytest.raises(SyncNotSetUp):
         b.sync_invite()
     assert sorted(p.name for p in (shared / FORMAT).iterdir()) == ["certs"]
+
+
+def test_a_joiner_stops_waiting_once_the_offer_expired_unanswered(tmp_path: Path) -> None:
+    founder, vault_id = DeviceSecret.generate(), new_vault_id()
+    from app.sync.folder import FolderWriter
+    FolderWriter(tmp_path, founder, vault_id, Cursor(founder.device_id)).write_root(1)
+    inv = Inviter(tmp_path, founder, vault_id, 0.0, minutes=1)
+    joiner = Joiner(tmp_path, inv.code, "phone", 10.0)
+    assert joiner.poll(30.0) is None  # the founder has not looked yet
+    with pytest.raises(PairingFailed, match="No answer came"):
+        joiner.poll(60.0 + 61.0)
