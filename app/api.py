@@ -433,6 +433,57 @@ class BackupRemade:
     vault_password: bool = False
 
 
+PairState = Literal["waiting", "joined", "refused", "closed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncDeviceRow:
+    """One device of the synced vault (issue 29, Settings > Devices, ``kept sync status``).
+    ``last_seen``: when the newest file it wrote in the sync folder was written (None: none
+    yet); ``waiting``: its changes in the folder not applied here yet (for this device: its
+    own changes not written to the folder yet)."""
+    device_id: str
+    name: str
+    this_device: bool
+    founder: bool
+    revoked: bool
+    last_seen: float | None
+    waiting: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncStatus:
+    """Sync on this device. ``set_up`` False: this device does not sync (every other field is
+    empty). ``folder_found``: the folder is there and holds this vault's root file."""
+    set_up: bool
+    folder: str = ""
+    folder_found: bool = False
+    vault_id: str = ""
+    device_id: str = ""
+    founder: bool = False
+    devices: tuple[SyncDeviceRow, ...] = ()
+    pairing: str = ""          # an open pairing, in words ("" when none)
+
+
+@dataclass(frozen=True, slots=True)
+class PairInvite:
+    """A pairing opened on the device that set up sync: the code to type on the new device
+    (also as the QR code's text), until ``expires_at``, ``tries`` attempts."""
+    code: str
+    qr_text: str
+    expires_at: float
+    tries: int
+
+
+@dataclass(frozen=True, slots=True)
+class PairStep:
+    """Where an open pairing stands, on either device; ``message`` says it in words."""
+    state: PairState
+    message: str
+    device_name: str = ""
+    tries_left: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ForgetPlan:
     items: tuple[PlanItem, ...]
@@ -1113,3 +1164,19 @@ class VaultAPI(Protocol):
     @op(Access.PERSON, slow=True)
     def remake_backups(self, ids: Sequence[int], *, progress: Progress | None = None
                        ) -> Result[tuple[BackupRemade, ...]]: ...
+
+    # --- devices (issue 29, items 5-6: app/sync/devices.py, app/sync/pairing.py) ---------------
+    @op(Access.READ)
+    def sync_status(self) -> SyncStatus: ...
+    @op(Access.PERSON)
+    def sync_set_up(self, folder: Path, name: str = "") -> Result[SyncStatus]: ...
+    @op(Access.PERSON)
+    def sync_invite(self) -> Result[PairInvite]: ...
+    @op(Access.PERSON)
+    def sync_join(self, folder: Path, code: str, name: str = "") -> Result[PairStep]: ...
+    @op(Access.PERSON)
+    def sync_pair_step(self) -> Result[PairStep]: ...
+    @op(Access.PERSON)
+    def sync_pair_cancel(self) -> Result[None]: ...
+    @op(Access.PERSON)
+    def sync_revoke(self, device_id: str) -> Result[SyncStatus]: ...

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.parts import Parts
     from app.ports import Embedder, KeySession
     from app.services.ingest import IngestService
+    from app.sync.devices import KeyRows
     from app.sync.journal import JournalRows
     from storage.crypto import KdfParams
 
@@ -126,6 +127,13 @@ def sync_journal_rows() -> JournalRows:
     """The sync journal's rows (issue 29; ``storage/sync_journal.py``, migration 0030)."""
     from storage.sync_journal import SyncJournalRows as Rows
     return Rows()
+
+
+def sync_key_rows() -> KeyRows:
+    """This device's sync keys and devices (issue 29; ``storage/sync_keys.py``, migration
+    0029): the module is the port."""
+    import storage.sync_keys as rows
+    return rows
 
 
 def verify_backup(path: Path, password: str) -> BackupCheck:

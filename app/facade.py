@@ -51,6 +51,8 @@ from app.api import (
     MemoryRecord,
     MemoryRow,
     Page,
+    PairInvite,
+    PairStep,
     PendingForget,
     PendingStatus,
     Progress,
@@ -60,6 +62,7 @@ from app.api import (
     RunSummary,
     SettingValue,
     Skipped,
+    SyncStatus,
     Turn,
     UndoReport,
     VaultAPI,
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
     from app.services.vector_follow import VectorFollower
+    from app.sync.devices import SyncDevices
     from app.sync.journal import Journal
     from app.sync.ops import Gid
 
@@ -122,6 +126,7 @@ class Vault:
         self._agents.request_days = self._forget_request_days
         self._backups: BackupService | None = None  # built on first use (issue 16)
         self._sync: Journal | None = None  # built on first use while sync.journal is on
+        self._devices: SyncDevices | None = None  # built on first use (issue 29, devices)
         self._learn_owner()
 
     def _learn_owner(self) -> None:
@@ -1101,6 +1106,45 @@ class Vault:
         journal = self._sync_journal()
         if journal is not None and gids:
             journal.record_forget(gids)
+
+    # --- devices (issue 29, items 5-6; app/sync/devices.py): set up, pair, status, revoke --
+    def _sync_devices(self) -> SyncDevices:
+        self._check_unlocked()
+        if self._devices is None:
+            from app import bootstrap
+            from app.sync.devices import SyncDevices
+            journal = bootstrap.sync_journal_rows()
+            self._devices = SyncDevices(
+                self._db, bootstrap.sync_key_rows(),
+                folder=lambda: str(self.setting("sync.folder") or ""),
+                save_folder=lambda c, f: self._rows.put_setting(c, "sync.folder", f),
+                unsent=lambda: len(self._db.read(lambda c: journal.unsent(c, 10_000))),
+                now=self._clock.now)
+        return self._devices
+
+    def sync_status(self) -> SyncStatus:
+        return self._sync_devices().status()
+
+    def sync_set_up(self, folder: Path, name: str = "") -> Result[SyncStatus]:
+        return Result(self._sync_devices().set_up(Path(folder), name), Changes(settings=True))
+
+    def sync_invite(self) -> Result[PairInvite]:
+        return Result(self._sync_devices().invite())
+
+    def sync_join(self, folder: Path, code: str, name: str = "") -> Result[PairStep]:
+        step = self._sync_devices().join(Path(folder), code, name)
+        return Result(step, Changes(settings=step.state == "joined"))
+
+    def sync_pair_step(self) -> Result[PairStep]:
+        step = self._sync_devices().step()
+        return Result(step, Changes(settings=step.state == "joined"))
+
+    def sync_pair_cancel(self) -> Result[None]:
+        self._sync_devices().cancel()
+        return Result(None)
+
+    def sync_revoke(self, device_id: str) -> Result[SyncStatus]:
+        return Result(self._sync_devices().revoke(device_id), Changes(settings=True))
 
     # --- backups (issue 16) ----------------------------------------------------------------
     def _backup_service(self) -> BackupService:

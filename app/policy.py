@@ -164,3 +164,13 @@ FOLLOW_BATCH = 32
 FOLLOW_MAX_PENDING = 256
 # How long the follower waits for a batch to fill before it embeds what it has.
 FOLLOW_GATHER_S = 0.05
+
+# Issue 29, joining a device (app/sync/pairing.py): a pairing session allows this many tries of
+# its 8-digit secret, then closes. Each try is one online guess (SPAKE2 gives the folder host no
+# offline test), so a host that writes answers itself wins with odds 3 in 10^8; three leave room
+# for two typing mistakes. Magic Wormhole allows one try of a ~16-bit code; ours has more digits
+# because the person types it, not a machine.
+PAIR_TRIES = 3
+# The offer expires after this many minutes: long enough for a sync tool to move the files both
+# ways a few times (Syncthing rescans every hour unless watching; with watching, seconds).
+PAIR_MINUTES = 10

@@ -53,6 +53,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Context budget (tokens)"),
     Setting("sync.journal", bool, False,
             "Sync: record this device's remembers and forgets as operations for other devices"),
+    Setting("sync.folder", str, "",
+            "Sync: the folder your sync tool shares between your devices (set by pairing)"),
 )
 
 BY_KEY = {s.key: s for s in SETTINGS}

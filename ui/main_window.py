@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NAV_ROLE = Qt.ItemDataRole.UserRole
+SYNC_NOTE_MS = 30_000  # the status bar's sync words follow the folder this often (a few listings)
 # What a navigation item leads to, as its NAV_ROLE data holds it (and as a page's
 # ``navigate_requested`` names an item): ("store", store or None, label), ("entity", id, name),
 # ("day", "YYYY-MM-DD"), ("archive",), ("page", name), or ("none",) for a heading.
@@ -116,6 +117,7 @@ class MainWindow(WorkWindow):
         self.refresh_status()
         self.refresh_runs_note()
         self.refresh_pending_note()
+        self.refresh_sync_note()
         access.tab_between_controls(self)
 
     def _fit_to_screen(self, width: int, height: int) -> None:
@@ -185,6 +187,10 @@ class MainWindow(WorkWindow):
         self._background = ""
         self._runs_note = ""  # "last consolidation had N failed batches", or ""
         self._pending_note = ""  # "N forget requests from assistants wait in the Inbox"
+        self._sync_note = ""  # "Sync: 1 other device, 3 waiting" while this device syncs
+        self._sync_timer = QTimer(self)  # last seen and what waits change with the folder
+        self._sync_timer.setInterval(SYNC_NOTE_MS)
+        self._sync_timer.timeout.connect(self.refresh_sync_note)
         self._bg_timer = QTimer(self)
         self._bg_timer.setInterval(500)
         self._bg_timer.timeout.connect(self._poll_background)
@@ -447,10 +453,30 @@ class MainWindow(WorkWindow):
                               f"wait{'s' if n == 1 else ''} in the Inbox" if n else "")
         self._render_status()
 
+    def refresh_sync_note(self) -> None:
+        """Sync in a few words (issue 29): nothing while this device does not sync."""
+        if self._cleared or self.vault.locked:
+            self._sync_timer.stop()
+            return
+        from app.sync.device_words import summary
+        vault = self.vault
+        run_query(self, lambda: summary(vault.sync_status()), self._show_sync_note,
+                  lambda _exc: self._show_sync_note("Sync: its state cannot be read"))
+
+    def _show_sync_note(self, text: str) -> None:
+        if self._cleared:
+            return
+        if text and not self._sync_timer.isActive():
+            self._sync_timer.start()
+        if text != self._sync_note:
+            self._sync_note = text
+            self._render_status()
+
     def _render_status(self) -> None:
         extra = f" · {self._background}…" if self._background else ""
         extra += f" · {self._runs_note}" if self._runs_note else ""
         extra += f" · {self._pending_note}" if self._pending_note else ""
+        extra += f" · {self._sync_note}" if self._sync_note else ""
         self.status_label.setText(self._status_base + extra)
 
     @Slot()
@@ -542,6 +568,8 @@ class MainWindow(WorkWindow):
             self.refresh_runs_note()
         if changes.agents:
             self.refresh_pending_note()
+        if changes.settings:
+            self.refresh_sync_note()
 
     @Slot(str, object)
     def _on_bridge_job_started(self, job: str, box: ProgressBox) -> None:

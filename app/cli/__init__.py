@@ -4,8 +4,8 @@ One module per command group, each with its parsers (``add_parsers``) beside its
 ``vault`` (init, passwd, recovery-code, rotate-key, status, self-check, demo), ``serve``
 (serve, logout), ``memories`` (remember, recall, context, explain, correct, history, archive,
 restore), ``share`` (share), ``forget`` (forget, pending-forgets), ``consolidation`` (consolidate,
-contradictions, resolve, undo), ``transfer`` (import, export, backup) and ``agents`` (mcp,
-agents). What they share is in ``common``; a group never imports another group.
+contradictions, resolve, undo), ``transfer`` (import, export, backup), ``agents`` (mcp,
+agents) and ``sync`` (sync status, pair, revoke). What they share is in ``common``; a group never imports another group.
 
 Password sources, in order: ``--password-file FILE``, the ``KEPT_PASSWORD`` environment variable
 (for scripts; visible to other processes of the same user on some systems), else a prompt.
@@ -24,12 +24,12 @@ import sys
 from collections.abc import Sequence
 
 from app import __version__
-from app.cli import agents, consolidation, forget, memories, serve, share, transfer, vault
+from app.cli import agents, consolidation, forget, memories, serve, share, sync, transfer, vault
 from app.cli.common import Parser, printable, time_arg
 from app.errors import AppError, ValidationError
 
 log = logging.getLogger(__name__)
-GROUPS = (vault, serve, memories, share, forget, consolidation, transfer, agents)  # as `--help` lists
+GROUPS = (vault, serve, memories, share, forget, consolidation, transfer, agents, sync)  # as `--help` lists
 
 
 def build_parser() -> argparse.ArgumentParser:

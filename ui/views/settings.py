@@ -92,6 +92,9 @@ class SettingsView(Page):
         cl.addWidget(self._build_device())
         self.assistants = AssistantsPanel(vault, bridge)  # follows the bridge itself
         cl.addWidget(self.assistants)
+        from ui.views.devices import DevicesPanel
+        self.devices = DevicesPanel(vault, bridge)  # issue 29; follows the bridge itself
+        cl.addWidget(self.devices)
         cl.addStretch(1)
         content.setMaximumWidth(fit.chars(content, 110))
         self.fill_scrolled(content)
