@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.parts import Parts
     from app.ports import Embedder, KeySession
     from app.services.ingest import IngestService
+    from app.sync.epochs import EpochRows
     from app.sync.journal import JournalRows
     from storage.crypto import KdfParams
 
@@ -126,6 +127,12 @@ def sync_journal_rows() -> JournalRows:
     """The sync journal's rows (issue 29; ``storage/sync_journal.py``, migration 0030)."""
     from storage.sync_journal import SyncJournalRows as Rows
     return Rows()
+
+
+def sync_epoch_rows() -> EpochRows:
+    """The sync epochs' rows (issue 29 item 4; ``storage/sync_epochs.py``, migration 0034)."""
+    from storage.sync_epochs import SyncEpochRows
+    return SyncEpochRows()
 
 
 def verify_backup(path: Path, password: str) -> BackupCheck:
