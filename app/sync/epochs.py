@@ -110,7 +110,7 @@ class Snapshot:
 
     @property
     def total(self) -> int:
-        """How many segments it covers, over all devices (the number in its file name)."""
+        """How many segments it covers, over all devices (its file name holds one more)."""
         return sum(c.last_seq for c in self.covers.values())
 
 
@@ -125,6 +125,8 @@ def parse_snapshot(seg: Segment) -> Snapshot:
     """A snapshot from a verified segment; ``SyncRefused`` if its payload is not one."""
     if seg.kind is not Kind.SNAPSHOT or not seg.ops:
         raise SyncRefused("bad snapshot")
+    if not isinstance(seg.ops[0].get("covers"), dict):
+        raise SyncRefused("bad snapshot")
     head = seg.ops[0]
     try:
         if head.get("kind") != SNAPSHOT_KIND or head.get("epoch") != seg.epoch:
@@ -134,13 +136,16 @@ def parse_snapshot(seg: Segment) -> Snapshot:
         ops = parse_ops(seg.ops[1:])
     except (KeyError, TypeError, ValueError, OpInvalid):
         raise SyncRefused("bad snapshot") from None
-    if any(c.last_seq < 0 or len(c.last_hash) != 32 for c in covers.values()):
+    if (any(c.last_seq < 0 or len(c.last_hash) != 32 for c in covers.values())
+            or sum(c.last_seq for c in covers.values()) + 1 != seg.seq):
         raise SyncRefused("bad snapshot")
     return Snapshot(seg.device_id, seg.epoch, covers, ops)
 
 
 def snapshot_path(folder: Path, device: str, epoch: int, total: int, fmt: str = FORMAT) -> Path:
-    return folder / fmt / "snap" / device / f"{epoch:0{EPOCH_DIGITS}d}-{seq_name(max(1, total))}"
+    """Where a snapshot covering ``total`` segments goes: its number is ``total + 1`` (a
+    sequence starts at 1, and a snapshot of an empty folder covers none)."""
+    return folder / fmt / "snap" / device / f"{epoch:0{EPOCH_DIGITS}d}-{seq_name(total + 1)}"
 
 
 def write_snapshot(folder: Path, me: DeviceSecret, vault_id: str, key: EpochKey,
@@ -153,7 +158,7 @@ def write_snapshot(folder: Path, me: DeviceSecret, vault_id: str, key: EpochKey,
     path = snapshot_path(folder, me.device_id, key.epoch, total, fmt)
     if path.exists():
         return path, False
-    data = encode_segment(me, vault_id, key, max(1, total), GENESIS,
+    data = encode_segment(me, vault_id, key, total + 1, GENESIS,
                           snapshot_payload(key.epoch, covers, ops), Kind.SNAPSHOT)
     try:
         write_once(path, data)
@@ -209,7 +214,8 @@ def parse_ack(seg: Segment) -> Ack:
         raise SyncRefused("bad acknowledgement")
     d = seg.ops[0]
     try:
-        if d.get("kind") != ACK_KIND or d["epoch"] != seg.epoch:
+        if (d.get("kind") != ACK_KIND or d["epoch"] != seg.epoch
+                or not isinstance(d["applied"], dict)):
             raise SyncRefused("bad acknowledgement")
         applied = {str(k): int(v) for k, v in dict(d["applied"]).items()}
         ack = Ack(seg.device_id, seg.seq, int(d["epoch"]), int(d["from_seq"]), applied,
@@ -296,7 +302,7 @@ def forget_progress(trust: Trust, acks: Mapping[str, Ack], me: str, device: str,
         else:
             waiting.append(cert.name)
     closed = not any(e <= epoch for e in held)
-    return ForgetProgress(tuple(done), tuple(waiting), closed)
+    return ForgetProgress(tuple(sorted(done)), tuple(sorted(waiting)), closed)
 
 
 def rotation_due(now: float, last_rotation: float | None, covered: int,
@@ -436,7 +442,8 @@ class EpochKeeper:
             names = os.listdir(where)
         except FileNotFoundError:
             return 0
-        totals = [int(n.split("-")[1]) for n in names if re.fullmatch(r"[0-9]{8}-[0-9]{12}", n)]
+        totals = [int(n.split("-")[1]) - 1 for n in names
+                  if re.fullmatch(r"[0-9]{8}-[0-9]{12}", n)]
         return max(totals, default=0)
 
     def rotate(self, ops: Iterable[Op], covers: Mapping[str, Cursor]) -> Rotation:
