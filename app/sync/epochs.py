@@ -69,11 +69,12 @@ from app.sync.keys import (
 )
 from app.sync.merge import dedupe
 from app.sync.ops import Forget, InboxDecide, InboxPropose, Op, OpInvalid, parse_ops
-from app.sync.segments import GENESIS, Cursor, Kind, Segment, encode_segment
+from app.sync.segments import GENESIS, Cursor, Kind, Segment, decode_segment, encode_segment
 
 SNAPSHOT_KIND = "kept-sync.snapshot"
 ACK_KIND = "kept-sync.ack"
 _SEALED = re.compile(r"^([0-9]{8})-([0-9a-f]{32})$")
+_SNAP = re.compile(r"^([0-9]{8})-([0-9]{12})$")
 _ACK = re.compile(r"^[0-9]{12}$")
 
 
@@ -167,15 +168,27 @@ def write_snapshot(folder: Path, me: DeviceSecret, vault_id: str, key: EpochKey,
     return path, True
 
 
-def latest_snapshot(reader: FolderReader) -> Snapshot | None:
-    """The founder's newest snapshot this device can open (highest epoch, then coverage); a
-    snapshot by any other device is ignored: it could claim ops in another device's name."""
-    for seg in reversed(reader.snapshots()):
-        if seg.device_id != reader.trust.founder_id:
+def latest_snapshot(reader: FolderReader, after: int = 0) -> Snapshot | None:
+    """The founder's newest snapshot this device can open, of an epoch above ``after``
+    (highest epoch, then coverage). Only files of epochs whose key is held are opened, newest
+    first, so old snapshots cost nothing. A snapshot by any other device is ignored: it could
+    claim ops in another device's name."""
+    where = reader.base / "snap" / reader.trust.founder_id
+    try:
+        names = os.listdir(where)
+    except FileNotFoundError:
+        return None
+    found = sorted(((int(m.group(1)), int(m.group(2)), name) for name in names
+                    if (m := _SNAP.match(name)) is not None), reverse=True)
+    for epoch, n, name in found:
+        if epoch <= after or epoch not in reader.keys:
             continue
         try:
+            seg = decode_segment((where / name).read_bytes(), reader.trust, reader.keys)
+            if (seg.device_id, seg.epoch, seg.seq) != (reader.trust.founder_id, epoch, n):
+                continue
             return parse_snapshot(seg)
-        except SyncRefused:
+        except (SyncRefused, OSError):
             continue
     return None
 
@@ -442,8 +455,7 @@ class EpochKeeper:
             names = os.listdir(where)
         except FileNotFoundError:
             return 0
-        totals = [int(n.split("-")[1]) - 1 for n in names
-                  if re.fullmatch(r"[0-9]{8}-[0-9]{12}", n)]
+        totals = [int(m.group(2)) - 1 for n in names if (m := _SNAP.match(n)) is not None]
         return max(totals, default=0)
 
     def rotate(self, ops: Iterable[Op], covers: Mapping[str, Cursor]) -> Rotation:
@@ -512,10 +524,16 @@ class EpochKeeper:
         """The founder's newest snapshot under an epoch newer than the one this device moved
         to: the engine applies its ops (and ``cursors_after``) before ``acknowledge``."""
         moved = self.db.read(self.rows.moved)
-        snap = latest_snapshot(self._reader())
-        if snap is None or (moved is not None and snap.epoch <= moved[0]):
+        return latest_snapshot(self._reader(), 0 if moved is None else moved[0])
+
+    def write_key(self) -> EpochKey | None:
+        """The key this device writes its segments under: the epoch it moved to (None before
+        its first acknowledgement)."""
+        moved = self.db.read(self.rows.moved)
+        held = self.held()
+        if moved is None or moved[0] not in held:
             return None
-        return snap
+        return EpochKey(moved[0], held[moved[0]])
 
     def acknowledge(self, applied: Mapping[str, int], next_seq: int) -> Ack | None:
         """Move to the newest key held if not there yet and say so; else say how far this

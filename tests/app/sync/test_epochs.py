@@ -86,9 +86,9 @@ class Node:
         return self.secret.device_id
 
     def write_key(self) -> EpochKey:
-        moved = self.db.read(SyncEpochRows().moved)
-        assert moved is not None, "a device writes once it moved to an epoch"
-        return EpochKey(moved[0], self.keeper.held()[moved[0]])
+        key = self.keeper.write_key()
+        assert key is not None, "a device writes once it moved to an epoch"
+        return key
 
     def _take(self, ops: list[Op]) -> None:
         self.replica.apply(ops)
