@@ -52,18 +52,27 @@ class SyncEpochRows:
                            ).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
-    def put_moved(self, conn: Connection, epoch: int, from_seq: int, now: float) -> None:
-        """This device writes under ``epoch`` from its sequence ``from_seq`` on (kept once)."""
-        conn.execute("INSERT INTO sync_epoch (epoch, moved_at, from_seq) VALUES (?, ?, ?) "
-                     "ON CONFLICT(epoch) DO UPDATE SET moved_at = excluded.moved_at, "
-                     "from_seq = excluded.from_seq WHERE sync_epoch.moved_at IS NULL",
-                     (epoch, now, from_seq))
+    def put_moved(self, conn: Connection, epoch: int, from_seq: int, now: float,
+                  covers: str) -> None:
+        """This device writes under ``epoch`` from its sequence ``from_seq`` on, having applied
+        a snapshot that covered ``covers`` (JSON); kept once."""
+        conn.execute("INSERT INTO sync_epoch (epoch, moved_at, from_seq, covers) "
+                     "VALUES (?, ?, ?, ?) ON CONFLICT(epoch) DO UPDATE SET "
+                     "moved_at = excluded.moved_at, from_seq = excluded.from_seq, "
+                     "covers = excluded.covers WHERE sync_epoch.moved_at IS NULL",
+                     (epoch, now, from_seq, covers))
 
     def moved(self, conn: Connection) -> tuple[int, int] | None:
         """(epoch, from_seq) of the newest epoch this device moved to, or None."""
         row = conn.execute("SELECT epoch, from_seq FROM sync_epoch WHERE moved_at IS NOT NULL "
                            "ORDER BY epoch DESC LIMIT 1").fetchone()
         return None if row is None else (int(row[0]), int(row[1]))
+
+    def moved_covers(self, conn: Connection) -> dict[int, str]:
+        """Per epoch this device moved to: the JSON of what its snapshot covered."""
+        return {int(e): str(c) for e, c in conn.execute(
+            "SELECT epoch, covers FROM sync_epoch WHERE moved_at IS NOT NULL "
+            "AND covers IS NOT NULL ORDER BY epoch")}
 
     def put_revocations(self, conn: Connection, version: int, body: bytes) -> bool:
         return sync_keys.put_revocations(conn, version, body)

@@ -38,6 +38,7 @@ Nothing here logs; errors are ``SyncRefused`` with a reason code.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -63,6 +64,7 @@ from app.sync.keys import (
     SealedKey,
     SyncRefused,
     Trust,
+    canonical,
     open_sealed,
     seal_epoch_key,
     sign_revocations,
@@ -272,8 +274,7 @@ def destroy_below(trust: Trust, acks: Mapping[str, Ack]) -> int | None:
 @dataclass(frozen=True)
 class ForgetProgress:
     """How far one forget has gone: the devices that applied it, those that have not, and
-    whether the old copies in the folder can still be read (``closed``: this device destroyed
-    every key of an epoch up to the one the forget was written under)."""
+    whether the old copies in the folder can no longer be read (``closed``)."""
 
     done: tuple[str, ...]
     waiting: tuple[str, ...]
@@ -300,11 +301,11 @@ class ForgetProgress:
 
 
 def forget_progress(trust: Trust, acks: Mapping[str, Ack], me: str, device: str, seq: int,
-                    epoch: int, held: Iterable[int]) -> ForgetProgress:
-    """Progress of a forget written in ``device``'s segment ``seq`` under ``epoch``: a device
-    has applied it when it wrote it, when it is this device (the forget erased here first), or
-    when its latest acknowledgement covers that segment. Devices are named by their
-    certificate's name. ``held``: the epochs whose key this device still holds."""
+                    closed: bool) -> ForgetProgress:
+    """Progress of the forget written in ``device``'s segment ``seq``: a device has applied it
+    when it wrote it, when it is this device (the forget erased here first), or when its latest
+    acknowledgement covers that segment. Devices are named by their certificate's name.
+    ``closed``: the old copies can no longer be opened (``EpochKeeper.progress`` knows)."""
     done: list[str] = []
     waiting: list[str] = []
     for cert in trust.active():
@@ -314,7 +315,6 @@ def forget_progress(trust: Trust, acks: Mapping[str, Ack], me: str, device: str,
             done.append(cert.name)
         else:
             waiting.append(cert.name)
-    closed = not any(e <= epoch for e in held)
     return ForgetProgress(tuple(sorted(done)), tuple(sorted(waiting)), closed)
 
 
@@ -368,9 +368,10 @@ class EpochRows(Protocol):
     def put_rotated(self, conn: ports.Connection, epoch: int, now: float) -> None: ...
     def last_rotation(self, conn: ports.Connection) -> float | None: ...
     def rotated_epoch(self, conn: ports.Connection) -> int | None: ...
-    def put_moved(self, conn: ports.Connection, epoch: int, from_seq: int,
-                  now: float) -> None: ...
+    def put_moved(self, conn: ports.Connection, epoch: int, from_seq: int, now: float,
+                  covers: str) -> None: ...
     def moved(self, conn: ports.Connection) -> tuple[int, int] | None: ...
+    def moved_covers(self, conn: ports.Connection) -> dict[int, str]: ...
     def put_ack(self, conn: ports.Connection, n: int, epoch: int, now: float) -> None: ...
     def last_ack(self, conn: ports.Connection) -> tuple[int, int, float] | None: ...
     def put_revocations(self, conn: ports.Connection, version: int, body: bytes) -> bool: ...
@@ -400,6 +401,7 @@ class EpochKeeper:
         self.db, self.rows, self.folder, self.me, self.trust = db, rows, folder, me, trust
         self.clock, self.fmt = clock, fmt
         self._last_applied: dict[str, int] | None = None
+        self._ready: Snapshot | None = None  # the snapshot handed to the engine to apply
 
     @property
     def founder(self) -> bool:
@@ -524,7 +526,9 @@ class EpochKeeper:
         """The founder's newest snapshot under an epoch newer than the one this device moved
         to: the engine applies its ops (and ``cursors_after``) before ``acknowledge``."""
         moved = self.db.read(self.rows.moved)
-        return latest_snapshot(self._reader(), 0 if moved is None else moved[0])
+        snap = latest_snapshot(self._reader(), 0 if moved is None else moved[0])
+        self._ready = snap
+        return snap
 
     def write_key(self) -> EpochKey | None:
         """The key this device writes its segments under: the epoch it moved to (None before
@@ -536,33 +540,54 @@ class EpochKeeper:
         return EpochKey(moved[0], held[moved[0]])
 
     def acknowledge(self, applied: Mapping[str, int], next_seq: int) -> Ack | None:
-        """Move to the newest key held if not there yet and say so; else say how far this
-        device applied, if that changed and the last acknowledgement is a minute old
-        (``policy.SYNC_ACK_EVERY_S``). ``applied``: per device, the last sequence applied
-        (after any snapshot); ``next_seq``: the sequence this device writes next. The caller
-        must have applied ``pending_snapshot`` first. Returns the acknowledgement written."""
-        key = self.current()
-        if key is None:
-            return None
+        """Move to the epoch of the snapshot ``pending_snapshot`` handed out (which the caller
+        applied) and say so; else say how far this device applied, if that changed and the
+        last acknowledgement is a minute old (``policy.SYNC_ACK_EVERY_S``). ``applied``: per
+        device, the last sequence applied (after the snapshot); ``next_seq``: the sequence this
+        device writes next. Returns the acknowledgement written, or None.
+
+        A device never moves to a key alone: the key may arrive before its snapshot, and
+        whatever it wrote under the new key before applying the snapshot's forgets would
+        outlive the old key. Only a vault whose founder never wrote a snapshot (no rotation at
+        all) moves to its first key without one."""
+        held = self.held()
         now = self.clock()
         moved = self.db.read(self.rows.moved)
         last = self.db.read(self.rows.last_ack)
         seen = {d: s for d, s in applied.items() if d != self.me.device_id}
-        if moved is not None and moved[0] >= key.epoch:
+        ready = self._ready
+        covers: dict[str, int] = {}
+        if (ready is not None and ready.epoch in held
+                and (moved is None or ready.epoch > moved[0])):
+            epoch, from_seq = ready.epoch, max(1, next_seq)
+            covers = {d: c.last_seq for d, c in ready.covers.items()}
+        elif moved is None and held and not self._founder_snapshots():
+            epoch, from_seq = min(held), max(1, next_seq)
+        elif moved is not None and moved[0] in held:
             if seen == self._last_applied or (
                     last is not None and now - last[2] < policy.SYNC_ACK_EVERY_S):
                 return None
             epoch, from_seq = moved
         else:
-            epoch, from_seq = key.epoch, max(1, next_seq)
-            self.db.write_sync(lambda c: self.rows.put_moved(c, epoch, from_seq, now))
+            return None
+        if moved is None or epoch != moved[0]:
+            self.db.write_sync(lambda c: self.rows.put_moved(
+                c, epoch, from_seq, now, canonical(dict(sorted(covers.items()))).decode()))
+            self._ready = None
         n = max(last[0] if last else 0, self._last_ack_in_folder()) + 1
         ack = Ack(self.me.device_id, n, epoch, from_seq,
                   {**seen, self.me.device_id: max(0, next_seq - 1)}, int(now))
-        self._publisher().write_ack(n, ack.body(), key)
+        self._publisher().write_ack(n, ack.body(), EpochKey(epoch, held[epoch]))
         self.db.write_sync(lambda c: self.rows.put_ack(c, n, epoch, now))
         self._last_applied = seen
         return ack
+
+    def _founder_snapshots(self) -> bool:
+        try:
+            return any(_SNAP.match(n) for n in os.listdir(
+                self.folder / self.fmt / "snap" / self.trust.founder_id))
+        except FileNotFoundError:
+            return False
 
     def _last_ack_in_folder(self) -> int:
         where = self.folder / self.fmt / "ack" / self.me.device_id
@@ -596,7 +621,14 @@ class EpochKeeper:
             self.db.checkpoint()  # no WAL frame keeps a page that held the old key
         return n
 
-    def progress(self, device: str, seq: int, epoch: int) -> ForgetProgress:
-        """``forget_progress`` of the forget in ``device``'s segment ``seq`` (epoch ``epoch``)."""
-        return forget_progress(self.trust, self.acks(), self.me.device_id, device, seq, epoch,
-                               self.held())
+    def progress(self, device: str, seq: int) -> ForgetProgress:
+        """``forget_progress`` of the forget in ``device``'s segment ``seq``. Its old copies
+        are closed once this device moved to an epoch whose snapshot covered that segment (so
+        the snapshot holds the forget, and nothing about the memory is written under that
+        key by anyone) and holds no key of an older epoch."""
+        held = self.held()
+        low = min(held, default=0)
+        covered = self.db.read(self.rows.moved_covers)
+        closed = bool(held) and any(
+            e <= low and int(json.loads(c).get(device, 0)) >= seq for e, c in covered.items())
+        return forget_progress(self.trust, self.acks(), self.me.device_id, device, seq, closed)

@@ -3,13 +3,15 @@
 -- sync_epoch_key (0029).
 
 -- One row per epoch this device knows of: when this device made it (its rotations; NULL for
--- an epoch another device made), and when this device moved to it and from which of its own
--- log sequences it writes under it (NULL until it moved).
+-- an epoch another device made), when this device moved to it, from which of its own log
+-- sequences it writes under it, and how far the epoch's snapshot it applied covered each
+-- device's log (JSON {device: sequence}; NULL until it moved).
 CREATE TABLE sync_epoch (
     epoch      INTEGER PRIMARY KEY,
     rotated_at REAL,
     moved_at   REAL,
     from_seq   INTEGER,
+    covers     TEXT,
     CHECK ((moved_at IS NULL) = (from_seq IS NULL))
 );
 

@@ -239,7 +239,7 @@ def test_after_a_forget_and_every_ack_no_file_in_the_folder_opens_to_the_text(
     # Each device moves to epoch 2 and says so; until the last one has, no key goes.
     laptop.epoch_tick()
     desktop.epoch_tick()
-    progress = laptop.keeper.progress(phone.me, phone.writer.cursor.last_seq, 1)
+    progress = laptop.keeper.progress(phone.me, phone.writer.cursor.last_seq)
     assert progress.words() == ("Forgotten on all 3 devices; old copies in the sync folder "
                                 "become unreadable at the next key change.")
     for n in nodes:
@@ -253,7 +253,7 @@ def test_after_a_forget_and_every_ack_no_file_in_the_folder_opens_to_the_text(
     for n in nodes:  # every key still held, on every device: no file opens to the text
         assert _hits(folder, n.trust, n.keeper.held(), "4417") == 0
         assert _hits(folder, n.trust, n.keeper.held(), "Sam likes green tea") >= 1
-    assert laptop.keeper.progress(phone.me, phone.writer.cursor.last_seq, 1).words() == (
+    assert laptop.keeper.progress(phone.me, phone.writer.cursor.last_seq).words() == (
         "Forgotten on all 3 devices; old copies in the sync folder can no longer be read.")
     # A key destroyed is never taken back, even though its sealed file is still there.
     assert phone.keeper.receive() == [] and 1 not in phone.keeper.held()
@@ -278,17 +278,17 @@ def test_progress_counts_devices_by_their_acknowledgements(
     _sync_all(nodes)
     laptop.write(forget(g))
     seq = laptop.writer.cursor.last_seq
-    first = laptop.keeper.progress(laptop.me, seq, 1)
+    first = laptop.keeper.progress(laptop.me, seq)
     assert first.words() == "Forgotten on 1 of 3 devices; waiting for desktop, phone."
     assert first.to_dict() == {"done": 1, "total": 3, "waiting": ["desktop", "phone"],
                                "closed": False}
     desktop.sync()
     _tick_all([desktop], clock)
-    assert laptop.keeper.progress(laptop.me, seq, 1).words() == (
+    assert laptop.keeper.progress(laptop.me, seq).words() == (
         "Forgotten on 2 of 3 devices; waiting for phone.")
     phone.sync()
     assert phone.epoch_tick() is not None  # applied more, and its last one is a minute old
-    assert laptop.keeper.progress(laptop.me, seq, 1).waiting == ()
+    assert laptop.keeper.progress(laptop.me, seq).waiting == ()
     # Within a minute of its last acknowledgement a device does not write another; nor when
     # it applied nothing new.
     laptop.write(memory(new_gid(), "Ana plays chess"))
@@ -367,6 +367,33 @@ def test_rotation_writes_each_file_once_and_a_resumed_rotation_only_what_is_miss
     clock.now += policy.SYNC_ROTATION_SLOT_S
     laptop.write(memory(new_gid(), "Sam moved to Porto"))
     assert laptop.keeper.rotate(*laptop.source()).epoch == 3
+
+
+def test_a_device_does_not_move_to_a_key_whose_snapshot_has_not_arrived(
+        world: tuple[list[Node], Clock], tmp_path: Path) -> None:
+    nodes, clock = world
+    laptop, desktop, _phone = nodes
+    folder = laptop.writer.folder
+    g = new_gid()
+    laptop.write(memory(g, SECRET))
+    desktop.sync()
+    laptop.write(forget(g))
+    clock.now += policy.SYNC_ROTATION_SLOT_S
+    rotation = laptop.keeper.rotate(*laptop.source())
+    # The sync tool delivered the sealed key but not the snapshot yet.
+    away = tmp_path / "in transit"
+    rotation.snapshot.rename(away)
+    assert desktop.epoch_tick() is not None  # an acknowledgement of epoch 1 only
+    assert 2 in desktop.keeper.held() and desktop.keeper.write_key() == EpochKey(
+        1, desktop.keeper.held()[1])
+    assert desktop.keeper.acks()[desktop.me].epoch == 1
+    away.rename(rotation.snapshot)
+    clock.now += policy.SYNC_ACK_EVERY_S + 1
+    ack = desktop.epoch_tick()
+    assert ack is not None and ack.epoch == 2
+    assert g not in desktop.replica.state().items  # the snapshot's forget applied first
+    assert g in desktop.replica.state().forgotten
+    assert folder in rotation.snapshot.parents
 
 
 def test_destruction_waits_until_every_reader_applied_each_older_segment() -> None:
