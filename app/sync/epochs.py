@@ -12,15 +12,16 @@ that key any more, those copies are noise. So:
    one epoch; it already is the one authority for certificates and revocations): a new
    ``EpochKey`` is stored in the vault first, then sealed for every certified, not revoked
    device (``v1/keys/<founder>/<epoch>-<device>``), then a **compacted snapshot** of the op set
-   is written under it (``v1/snap/<founder>/<epoch>-<n>``, ``n`` the number of segments it
-   covers): every op the merge keeps, forgets as their gids only, and nothing about a forgotten
-   memory (``compact``: ``fold(compact(ops)) == fold(ops)``). Every file is written once;
-   resuming after a crash writes only what is missing.
-2. **Acknowledgements**: a device that holds the new key and has applied the snapshot moves to
-   the epoch (its writes from then on use it) and writes ``v1/ack/<device>/<n>``, encrypted
-   under that key: which epoch it holds, its first sequence under it, and how far it applied
-   each device's log. It acknowledges again when it applied more (at most once a minute,
-   ``policy.SYNC_ACK_EVERY_S``), so ``forget_progress`` can say "Forgotten on 2 of 3 devices".
+   is written under it (``v1/snap/<founder>/<epoch>-<n>``, ``n`` one more than the number of
+   segments it covers): every op the merge keeps, forgets as their gids only, and nothing
+   about a forgotten memory (``compact``: ``fold(compact(ops)) == fold(ops)``). Every file is
+   written once; resuming after a crash writes only what is missing.
+2. **Acknowledgements**: a device that holds the new key and has applied its snapshot (never
+   the key alone: it may arrive first) moves to the epoch (its writes from then on use it) and
+   writes ``v1/ack/<device>/<n>``, encrypted under that key: which epoch it holds, its first
+   sequence under it, and how far it applied each device's log. It acknowledges again when it
+   applied more (at most once a minute, ``policy.SYNC_ACK_EVERY_S``), so ``forget_progress``
+   can say "Forgotten on 2 of 3 devices".
 3. **Destruction**: when every certified, not revoked device has moved to epoch E and every one
    of them has applied every other one's segments written before it moved, each device deletes
    its keys of epochs below E from the vault (``secure_delete`` overwrites them; the WAL is
