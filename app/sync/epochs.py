@@ -118,7 +118,8 @@ class Snapshot:
         return sum(c.last_seq for c in self.covers.values())
 
 
-def snapshot_payload(epoch: int, covers: Mapping[str, Cursor], ops: Iterable[Op]) -> list[dict[str, Any]]:
+def snapshot_payload(epoch: int, covers: Mapping[str, Cursor],
+                     ops: Iterable[Op]) -> list[dict[str, Any]]:
     """The segment payload of a snapshot: a header object, then the compacted ops."""
     head = {"kind": SNAPSHOT_KIND, "epoch": epoch,
             "covers": {d: [c.last_seq, c.last_hash.hex()] for d, c in sorted(covers.items())}}
