@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.ports import Embedder, KeySession
     from app.services.ingest import IngestService
     from app.sync.devices import KeyRows
+    from app.sync.epochs import EpochRows
     from app.sync.journal import JournalRows
     from storage.crypto import KdfParams
 
@@ -134,6 +135,12 @@ def sync_key_rows() -> KeyRows:
     0029): the module is the port."""
     import storage.sync_keys as rows
     return rows
+
+
+def sync_epoch_rows() -> EpochRows:
+    """The sync epochs' rows (issue 29 item 4; ``storage/sync_epochs.py``, migration 0034)."""
+    from storage.sync_epochs import SyncEpochRows
+    return SyncEpochRows()
 
 
 def verify_backup(path: Path, password: str) -> BackupCheck:

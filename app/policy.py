@@ -174,3 +174,17 @@ PAIR_TRIES = 3
 # The offer expires after this many minutes: long enough for a sync tool to move the files both
 # ways a few times (Syncthing rescans every hour unless watching; with watching, seconds).
 PAIR_MINUTES = 10
+
+# Sync epochs (issue 29 item 4, app/sync/epochs.py, docs/sync.md#epochs). The founding device
+# rotates the shared key when a slot has passed since the last rotation and some device wrote
+# since; a forget does not rotate sooner. So the host sees a rotation after a slot iff it saw log
+# files since the last one (which it sees anyway): a rotation tells it nothing about forgets.
+# A day: the forget's op erases the memory on every online device at once (seconds); the slot
+# only bounds how long the old ciphertext copies (folder, .stversions, cloud trash) stay openable
+# by a device key, and each rotation costs one snapshot file (10k memories: one 8 MiB bucket,
+# bench/sync_rotation.py) per active day.
+SYNC_ROTATION_SLOT_S = DAY
+# A device acknowledges how far it applied at most once a minute (and at once when it moves to a
+# new epoch): "forgotten on 2 of 3 devices" lags by at most this, and the folder gets at most one
+# acknowledgement file per device per minute of activity.
+SYNC_ACK_EVERY_S = 60.0
