@@ -241,7 +241,7 @@ def enlarge_lookaside(conn: Connection, path: Path | None = None) -> bool:
     where the C API is unavailable or SQLite refuses."""
     if _C_API is None:
         return False
-    rc = _C_API.sqlite3_db_config(_db_handle(conn, path), _DBCONFIG_LOOKASIDE,
+    rc: int = _C_API.sqlite3_db_config(_db_handle(conn, path), _DBCONFIG_LOOKASIDE,
                                   ctypes.c_void_p(None), ctypes.c_int(LOOKASIDE_SLOT),
                                   ctypes.c_int(LOOKASIDE_SLOTS))
     if rc != 0:
