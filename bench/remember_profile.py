@@ -118,7 +118,9 @@ def main() -> None:
         conn = db._write_conn
         db._outside_transaction(lambda: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
         db._outside_transaction(lambda: conn.execute("PRAGMA wal_autocheckpoint = 0"))
-        db._outside_transaction(lambda: sqlcipher.lookaside_misses(conn, reset=True))
+        # (getattr: the script also runs on a checkout from before storage/sqlcipher.py had it)
+        misses_of = getattr(sqlcipher, "lookaside_misses", lambda conn, reset=False: None)
+        db._outside_transaction(lambda: misses_of(conn, reset=True))
         timed = _TimedConn(conn)
         db._write_conn = timed
         writer_prof = cProfile.Profile(time.thread_time)
@@ -137,7 +139,7 @@ def main() -> None:
             follower.wait_idle(120)
         proc_cpu = time.process_time() - proc0
         db._write_conn = conn
-        misses = db._outside_transaction(lambda: sqlcipher.lookaside_misses(conn))
+        misses = db._outside_transaction(lambda: misses_of(conn))
         frames = db._outside_transaction(
             lambda: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
         db._outside_transaction(lambda: conn.execute("PRAGMA wal_autocheckpoint = 1000"))
