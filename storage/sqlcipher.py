@@ -68,13 +68,6 @@ def _load_c_api() -> ctypes.CDLL | None:
             fn.restype = ctypes.c_int
         lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.sqlite3_db_filename.restype = ctypes.c_char_p
-        # Variadic: only the fixed arguments are declared, so that ctypes passes the rest as
-        # variadic ones (as Apple's arm64 calling convention needs).
-        lib.sqlite3_db_config.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.sqlite3_db_config.restype = ctypes.c_int
-        lib.sqlite3_db_status.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                                          ctypes.c_void_p, ctypes.c_int]
-        lib.sqlite3_db_status.restype = ctypes.c_int
         return lib
     except (OSError, AttributeError):
         log.warning("sqlite3_key is not exported by the driver: keying through PRAGMA text")
@@ -82,6 +75,28 @@ def _load_c_api() -> ctypes.CDLL | None:
 
 
 _C_API = _load_c_api()
+
+
+def _load_config_api() -> ctypes.CDLL | None:
+    """``sqlite3_db_config`` and ``sqlite3_db_status`` (the lookaside pool, issue 28): apart
+    from the keying functions, so a driver without them still keys through the C API."""
+    if _C_API is None:
+        return None
+    try:
+        # Variadic: only the fixed arguments are declared, so that ctypes passes the rest as
+        # variadic ones (as Apple's arm64 calling convention needs).
+        _C_API.sqlite3_db_config.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        _C_API.sqlite3_db_config.restype = ctypes.c_int
+        _C_API.sqlite3_db_status.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                             ctypes.c_void_p, ctypes.c_int]
+        _C_API.sqlite3_db_status.restype = ctypes.c_int
+        return _C_API
+    except AttributeError:
+        log.warning("sqlite3_db_config is not exported by the driver: default lookaside")
+        return None
+
+
+_CONFIG_API = _load_config_api()
 
 
 def keys_without_text() -> bool:
@@ -239,9 +254,9 @@ def enlarge_lookaside(conn: Connection, path: Path | None = None) -> bool:
     """Give ``conn`` a lookaside pool of ``LOOKASIDE_SLOT * LOOKASIDE_SLOTS`` bytes. Must run
     before the connection's first cached statement; False (and slower writes, nothing else)
     where the C API is unavailable or SQLite refuses."""
-    if _C_API is None:
+    if _C_API is None or _CONFIG_API is None:
         return False
-    rc: int = _C_API.sqlite3_db_config(_db_handle(conn, path), _DBCONFIG_LOOKASIDE,
+    rc: int = _CONFIG_API.sqlite3_db_config(_db_handle(conn, path), _DBCONFIG_LOOKASIDE,
                                   ctypes.c_void_p(None), ctypes.c_int(LOOKASIDE_SLOT),
                                   ctypes.c_int(LOOKASIDE_SLOTS))
     if rc != 0:
@@ -252,10 +267,10 @@ def enlarge_lookaside(conn: Connection, path: Path | None = None) -> bool:
 def lookaside_misses(conn: Connection, reset: bool = False) -> int | None:
     """Allocations since the last reset that found the lookaside pool full (each one an mlock
     and a munlock with memory security on); None without the C API."""
-    if _C_API is None:
+    if _C_API is None or _CONFIG_API is None:
         return None
     cur, high = ctypes.c_int(), ctypes.c_int()
-    _C_API.sqlite3_db_status(_db_handle(conn), _DBSTATUS_LOOKASIDE_MISS_FULL, ctypes.byref(cur),
+    _CONFIG_API.sqlite3_db_status(_db_handle(conn), _DBSTATUS_LOOKASIDE_MISS_FULL, ctypes.byref(cur),
                              ctypes.byref(high), int(reset))
     return high.value
 
