@@ -77,6 +77,28 @@ def _load_c_api() -> ctypes.CDLL | None:
 _C_API = _load_c_api()
 
 
+def _load_config_api() -> ctypes.CDLL | None:
+    """``sqlite3_db_config`` and ``sqlite3_db_status`` (the lookaside pool, issue 28): apart
+    from the keying functions, so a driver without them still keys through the C API."""
+    if _C_API is None:
+        return None
+    try:
+        # Variadic: only the fixed arguments are declared, so that ctypes passes the rest as
+        # variadic ones (as Apple's arm64 calling convention needs).
+        _C_API.sqlite3_db_config.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        _C_API.sqlite3_db_config.restype = ctypes.c_int
+        _C_API.sqlite3_db_status.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                             ctypes.c_void_p, ctypes.c_int]
+        _C_API.sqlite3_db_status.restype = ctypes.c_int
+        return _C_API
+    except AttributeError:
+        log.warning("sqlite3_db_config is not exported by the driver: default lookaside")
+        return None
+
+
+_CONFIG_API = _load_config_api()
+
+
 def keys_without_text() -> bool:
     """True when connections are keyed through the C API (no key text in Python memory)."""
     return _C_API is not None
@@ -185,10 +207,12 @@ def open_connection(path: Path, key: bytes | bytearray, *, create: bool = False,
 
 def prepare(conn: Connection, key: bytes | bytearray, *, query_only: bool = False,
             path: Path | None = None) -> None:
-    conn.execute("PRAGMA cipher_log_level = NONE")
     # docs/security.md#20-auto-lock-and-memory-hygiene: memory security on before the first key is
-    # handed over.
-    conn.execute("PRAGMA cipher_memory_security = ON")
+    # handed over (and before the lookaside below is allocated, so it is locked and wiped too).
+    # executescript: not kept in the statement cache, so no lookaside slot stays in use.
+    conn.executescript("PRAGMA cipher_memory_security = ON")
+    enlarge_lookaside(conn, path)
+    conn.execute("PRAGMA cipher_log_level = NONE")
     key_connection(conn, key, path)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -207,6 +231,48 @@ def prepare(conn: Connection, key: bytes | bytearray, *, query_only: bool = Fals
     if query_only:
         conn.execute("PRAGMA query_only = 1")
     assert_pragmas(conn)
+
+
+# --- Lookaside (issue 28) ----------------------------------------------------------------------
+# With cipher_memory_security on, SQLCipher mlocks every allocation SQLite makes and wipes and
+# munlocks it when freed: two system calls per malloc/free pair. SQLite serves small allocations
+# from the connection's lookaside pool without the allocator, but the default pool (123 slots
+# here) is held for good by the prepared statements Python caches (128 per connection), so
+# every allocation missed it: ~330 mlock + munlock calls per remember, 3.2 ms of CPU of a
+# 4.8 ms transaction (strace/perf and sqlite3_db_status, bench/remember_profile.py, dev). With
+# a pool of LOOKASIDE_SLOT x LOOKASIDE_SLOTS bytes the misses are 0 and the transaction's CPU
+# falls to 1.2 ms. The pool itself is one allocation through the same allocator: locked while
+# the connection lives, wiped when it closes (lock), as every other allocation; a freed slot
+# keeps its bytes until reused or closed, as SQLite's page cache keeps decrypted pages anyway.
+LOOKASIDE_SLOT = 1200     # bytes: SQLite's default slot size (it also carves 128-byte slots)
+LOOKASIDE_SLOTS = 1000    # ~940 in use at most in a remember after the statement cache filled
+_DBCONFIG_LOOKASIDE = 1001
+_DBSTATUS_LOOKASIDE_MISS_FULL = 6
+
+
+def enlarge_lookaside(conn: Connection, path: Path | None = None) -> bool:
+    """Give ``conn`` a lookaside pool of ``LOOKASIDE_SLOT * LOOKASIDE_SLOTS`` bytes. Must run
+    before the connection's first cached statement; False (and slower writes, nothing else)
+    where the C API is unavailable or SQLite refuses."""
+    if _C_API is None or _CONFIG_API is None:
+        return False
+    rc: int = _CONFIG_API.sqlite3_db_config(_db_handle(conn, path), _DBCONFIG_LOOKASIDE,
+                                  ctypes.c_void_p(None), ctypes.c_int(LOOKASIDE_SLOT),
+                                  ctypes.c_int(LOOKASIDE_SLOTS))
+    if rc != 0:
+        log.warning("lookaside not enlarged (SQLite code %d)", rc)
+    return rc == 0
+
+
+def lookaside_misses(conn: Connection, reset: bool = False) -> int | None:
+    """Allocations since the last reset that found the lookaside pool full (each one an mlock
+    and a munlock with memory security on); None without the C API."""
+    if _C_API is None or _CONFIG_API is None:
+        return None
+    cur, high = ctypes.c_int(), ctypes.c_int()
+    _CONFIG_API.sqlite3_db_status(_db_handle(conn), _DBSTATUS_LOOKASIDE_MISS_FULL, ctypes.byref(cur),
+                             ctypes.byref(high), int(reset))
+    return high.value
 
 
 def _one(conn: Connection, sql: str) -> Any:

@@ -67,8 +67,9 @@ def test_queued_writes_share_one_commit_and_a_failing_one_fails_alone(db: Databa
             refused.result(10)
         assert seen.result(10) == [f"note {n}" for n in range(8)]
         assert ids == sorted(ids) and len(set(ids)) == 8
-        # The held write, one transaction for the eight (and the refused one), the plain read.
-        assert len(commits) == 3
+        # The held write; the group's first try, rolled back when the refused one raised; one
+        # transaction for the eight (the refused one undone in its SAVEPOINT); the plain read.
+        assert len(commits) == 4
         assert _count(db, "half-written note") == 0
     finally:
         db.after_write.pop()
@@ -96,3 +97,53 @@ def test_a_group_whose_commit_fails_fails_every_caller(db: Database) -> None:
             fut.result(10)
     assert _count(db, "written first") == 0
     assert db.write_group(_insert("after")).result(10) > 0  # the writer goes on
+
+
+def test_a_group_that_does_not_fail_is_one_transaction_and_each_write_runs_once(
+        db: Database) -> None:
+    """The common case runs without a SAVEPOINT per write: one try, one commit."""
+    commits: list[int] = []
+    runs: list[str] = []
+    db.after_write.append(lambda conn: commits.append(1))
+    try:
+        started, gate = threading.Event(), threading.Event()
+
+        def hold(conn: Connection) -> None:
+            started.set()
+            gate.wait(10)
+        statements: list[str] = []
+        db.write(lambda conn: conn.set_trace_callback(statements.append)).result(10)
+        held = db.write(hold)
+        assert started.wait(10)
+
+        def counted(text: str) -> Callable[[Connection], int]:
+            def run(conn: Connection) -> int:
+                runs.append(text)
+                return _insert(text)(conn)
+            return run
+        futs = [db.write_group(counted(f"together {n}")) for n in range(6)]
+        gate.set()
+        held.result(10)
+        ids = [f.result(10) for f in futs]
+        assert len(set(ids)) == 6
+        assert runs == [f"together {n}" for n in range(6)]
+        db.write(lambda conn: conn.set_trace_callback(None)).result(10)
+        assert len(commits) == 4  # the trace on, the held write, the group, the trace off
+        assert sum(sql.startswith("INSERT INTO memory ") for sql in statements) == 6
+        assert not any("SAVEPOINT" in sql for sql in statements)
+        assert all(_count(db, f"together {n}") == 1 for n in range(6))
+    finally:
+        db.after_write.pop()
+
+
+def test_a_lone_write_that_fails_leaves_nothing_and_runs_once(db: Database) -> None:
+    runs: list[int] = []
+
+    def bad(conn: Connection) -> None:
+        runs.append(1)
+        _insert("a lone half-written note")(conn)
+        raise ValueError("refused alone")
+    with pytest.raises(ValueError, match="refused alone"):
+        db.write_group(bad).result(10)
+    assert runs == [1]
+    assert _count(db, "a lone half-written note") == 0

@@ -332,3 +332,33 @@ def test_text_fallback_still_opens_when_the_c_api_is_missing(tmp_path: Path, key
     conn.close()
     monkeypatch.undo()
     open_connection(path, new).close()
+
+
+def test_writes_find_room_in_the_lookaside_pool_and_memory_security_stays_on(
+        tmp_path: Path, key: bytes) -> None:
+    """Issue 28: with memory security on, an allocation that misses the connection's lookaside
+    pool costs an mlock and a munlock; the factory's connections have a pool large enough that a
+    remember-shaped transaction (memory, full-text, side and history rows) never misses it once
+    the statement cache is warm, and memory security is still on."""
+    db = Database(tmp_path / "l.db", key, create=True, threaded=False)
+    conn = db._write_conn
+    assert conn is not None
+
+    def remember_like(c: sqlcipher3.Connection) -> None:
+        mid = c.execute("INSERT INTO memory (store, text, created_at, occurred_at, decay_class) "
+                        "VALUES ('episodic', 'a walk by the river', 1, 1, 'episodic')").lastrowid
+        c.execute("INSERT INTO memory_fts (rowid, text, keys, ctx) VALUES (?, ?, '', '')",
+                  (mid, "a walk by the river"))
+        c.execute("INSERT INTO episode (memory_id) VALUES (?)", (mid,))
+        c.execute("INSERT INTO history (memory_id, at, action) VALUES (?, 1, 'created')", (mid,))
+    try:
+        for _ in range(5):
+            db.write_sync(remember_like)
+        assert sqlcipher.lookaside_misses(conn, reset=True) is not None
+        for _ in range(20):
+            db.write_sync(remember_like)
+        assert sqlcipher.lookaside_misses(conn) == 0
+        assert conn.execute("PRAGMA cipher_memory_security").fetchone()[0] in (1, "1")
+        assert conn.execute("SELECT count(*) FROM memory").fetchone()[0] == 25
+    finally:
+        db.close()

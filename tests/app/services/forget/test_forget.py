@@ -200,6 +200,26 @@ def test_keep_sources_and_outdated_plan(vault: Vault) -> None:
         vault.forget(plan)
 
 
+def test_a_vector_made_after_the_plan_does_not_outdate_it(vault: Vault) -> None:
+    """Issue 28: a remembered memory's vector follows the acknowledgement; a plan made in
+    between still runs, and the vector that arrived goes with the memory."""
+    ids = seed(vault)
+    mid = ids["other"]
+    db = inside(vault).db
+    row = db.read(lambda c: c.execute("SELECT memory_id, model, dim, vec FROM vector "
+                                      "WHERE memory_id = ?", (mid,)).fetchone())
+    assert row is not None
+    db.write_sync(lambda c: c.execute("DELETE FROM vector WHERE memory_id = ?", (mid,)))
+    plan = vault.forget_plan(ids=[mid])
+    db.write_sync(lambda c: c.execute(  # what the vector follower writes a moment later
+        "INSERT INTO vector (memory_id, model, dim, vec) VALUES (?, ?, ?, ?)", row))
+    vault.forget(plan)
+    assert db.read(lambda c: c.execute("SELECT count(*) FROM vector WHERE memory_id = ?",
+                                       (mid,)).fetchone()[0]) == 0
+    assert db.read(lambda c: c.execute("SELECT count(*) FROM memory WHERE id = ?",
+                                       (mid,)).fetchone()[0]) == 0
+
+
 def test_forget_entity_takes_everything_about_them(vault: Vault) -> None:
     ids = seed(vault)
     plan = vault.forget_plan(entity=CANARY)
