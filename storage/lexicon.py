@@ -117,6 +117,173 @@ class _Tokenizer:
             self._cache.clear()
             self._conn.close()
 
+_COLUMNS = ("text", "keys", "ctx")  # memory_fts's columns, in order: the weights follow them
+_INSTANCES = ("SELECT group_concat(doc * 4 + CASE col WHEN 'text' THEN 0 WHEN 'keys' THEN 1 "
+              "ELSE 2 END) FROM memory_fts_instance WHERE term = ?")  # migration 0037
+_SIZES = "SELECT group_concat(id), group_concat(hex(sz), '') FROM memory_fts_docsize"
+
+
+class _Direct:
+    """BM25 for a query's terms only, read from FTS5's index, while the mirror is not ready
+    (issue 28: no slow first minute after a first unlock or a crash, when there is no saved
+    mirror to load). FTS5's ``bm25()`` looks up the size of every row matching any query word
+    (100k memories: 50-300 ms a query); here each term's occurrences come from the
+    ``memory_fts_instance`` view (migration 0037) as one string aggregated in SQL, the sizes of
+    all rows from ``memory_fts_docsize`` once, and numpy scores them with FTS5's formula, so the
+    scores are the mirror's (and FTS5's) to rounding. A term's postings are kept until the next
+    write to ``memory_fts`` (``changed``), so the words people ask about cost once.
+
+    Owner: its Lexicon. Thread-safe: callers' threads read through ``read`` (the database's
+    reader, set when a build starts); the lock guards the caches only, never a database read,
+    and a cache filled from a read that raced a write is not kept (generation check)."""
+
+    def __init__(self, weights: Sequence[float]) -> None:
+        self.read: Reader | None = None
+        self._weights = np.array([*weights, 0.0], dtype=np.float64)  # index 3: never used
+        self._lock = threading.Lock()
+        self._gen = 0
+        self._tok: _Tokenizer | None = None
+        self._sizes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
+        self._post: dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}
+        self._off = False  # no view (a vault before migration 0037), or it failed once
+
+    def changed(self) -> None:
+        """``memory_fts`` was written: every cached posting and size may be stale."""
+        with self._lock:
+            self._gen += 1
+            self._sizes, self._post = None, {}
+
+    def clear(self) -> None:
+        """The mirror is ready: drop the caches (the tokenizer stays for a later fallback)."""
+        self.changed()
+
+    def close(self) -> None:
+        with self._lock:
+            self._gen += 1
+            self._sizes, self._post = None, {}
+            tok, self._tok, self.read = self._tok, None, None
+        if tok is not None:
+            tok.close()
+
+    def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]] | None:
+        read = self.read
+        if read is None or self._off:
+            return None
+        try:
+            return self._search(read, tokens, limit)
+        except Exception:  # an accelerator like the mirror: FTS5 answers instead
+            log.exception("direct full-text scoring failed; FTS5 answers")
+            self._off = True
+            return None
+
+    def _search(self, read: Reader, tokens: Sequence[str],
+                limit: int) -> list[tuple[int, float]] | None:
+        with self._lock:
+            if self._tok is None:
+                self._tok = _Tokenizer()
+            tok, gen, sizes = self._tok, self._gen, self._sizes
+        terms = tok.terms(tokens)
+        phrases = [terms[t] for t in dict.fromkeys(tokens) if t]
+        if any(len(p) != 1 for p in phrases):
+            return None  # a multi-term phrase needs positions; FTS5 handles it
+        want = list(dict.fromkeys(p[0] for p in phrases))
+        with self._lock:
+            post = {t: self._post[t] for t in want if t in self._post}
+        need = [t for t in want if t not in post]
+        if sizes is None or need:
+            got: list[Any] = []
+            read(lambda conn: got.append(self._fetch(conn, sizes is None, need)))
+            new_sizes, new_post = got[0]
+            if sizes is None:
+                if new_sizes is None:
+                    log.warning("FTS5's row sizes could not be decoded; FTS5 answers")
+                    self._off = True
+                    return None
+                sizes = new_sizes
+            post.update(new_post)
+            with self._lock:
+                if self._gen == gen:  # no write since the cached state was taken
+                    self._sizes = sizes
+                    self._post.update(new_post)
+        # One term per phrase, repeats included: FTS5 scores "runs OR running" twice for "run".
+        return _bm25(sizes, [post[p[0]] for p in phrases], limit)
+
+    def _fetch(self, conn: Connection, with_sizes: bool, terms: Sequence[str]) -> tuple[
+            tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None,
+            dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]]:
+        sizes = None
+        if with_sizes:
+            ids_s, hex_s = conn.execute(_SIZES).fetchone()
+            sizes = _row_sizes(ids_s or "", hex_s or "")
+        post = {}
+        for t in terms:
+            (codes_s,) = conn.execute(_INSTANCES, (t,)).fetchone()
+            codes = _ints(codes_s or "")
+            docs, inverse = np.unique(codes >> 2, return_inverse=True)
+            post[t] = (docs, np.bincount(inverse, weights=self._weights[codes & 3],
+                                         minlength=len(docs)))
+        return sizes, post
+
+
+def _ints(text: str) -> np.ndarray[Any, Any]:
+    """A group_concat of integers, parsed in C."""
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def _row_sizes(ids_s: str, hex_s: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Rowids (ascending) and tokens per row, from ``memory_fts_docsize``: each ``sz`` is one
+    SQLite varint per column (big-endian groups of 7 bits, high bit set: more follow). None
+    when the bytes do not hold one count per column of every row."""
+    ids = _ints(ids_s)
+    raw = np.frombuffer(bytes.fromhex(hex_s), dtype=np.uint8)
+    ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
+    if len(ends) != len(_COLUMNS) * len(ids) or (len(raw) and ends[-1] != len(raw) - 1):
+        return None
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    if len(ends) and int((ends - starts).max()) >= 8:  # a 9-byte varint: never a token count
+        return None
+    group = np.repeat(np.arange(len(ends)), ends - starts + 1)
+    shift = 7 * (ends[group] - np.arange(len(raw)))
+    counts = (np.add.reduceat((raw & 0x7F).astype(np.int64) << shift, starts)
+              if len(raw) else np.zeros(0, dtype=np.int64))
+    size = counts.reshape(-1, len(_COLUMNS)).sum(axis=1).astype(np.float64)
+    order = np.argsort(ids, kind="stable")
+    return ids[order], size[order]
+
+
+def _bm25(sizes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+          posts: Sequence[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+          limit: int) -> list[tuple[int, float]]:
+    """FTS5's bm25 over whole rows (as ``Lexicon.search``), best first, rowid order on ties."""
+    rowids, size = sizes
+    n = len(rowids)
+    if n == 0 or not posts:
+        return []
+    avgdl = float(size.sum()) / n
+    scores = np.zeros(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=bool)
+    for docs, freq in posts:
+        slot = np.minimum(np.searchsorted(rowids, docs), n - 1)
+        known = rowids[slot] == docs  # a row written after the sizes were read: not scored
+        slot, f = slot[known], freq[known]
+        n_hit = len(slot)
+        if n_hit == 0:
+            continue
+        idf = math.log((n - n_hit + 0.5) / (n_hit + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        scores[slot] += idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * size[slot] / avgdl))
+        hit[slot] = True
+    cand = np.flatnonzero(hit)
+    sc = scores[cand]
+    if len(cand) > limit:
+        part = np.argpartition(-sc, limit - 1)[:limit]
+        cand, sc = cand[part], sc[part]
+    order = np.lexsort((cand, -sc))  # best first, then the older row
+    return [(int(rowids[c]), float(v)) for c, v in zip(cand[order], sc[order], strict=True)]
+
 
 class Lexicon:
     """Owner: the unlocked Vault. Thread-safe. ``search`` returns None until built."""
@@ -141,6 +308,7 @@ class Lexicon:
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._loading = threading.Event()  # a saved mirror is being read
+        self._direct = _Direct(self.weights)  # serves until the mirror is ready
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -149,6 +317,11 @@ class Lexicon:
 
     def __len__(self) -> int:
         return self._n_alive
+
+    def __bool__(self) -> bool:
+        # Present even while empty: callers write ``lexicon.search(...) if lexicon else None``,
+        # and before the mirror is ready ``search`` still answers (``_Direct``).
+        return True
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -164,6 +337,7 @@ class Lexicon:
         after ``delay`` seconds, then call ``then()`` there (unless cleared meanwhile)."""
         with self._lock:
             self._building = True
+        self._direct.read = read
 
         def run() -> None:
             loaded = self._try_load(read)  # at once: reading is mostly I/O and numpy
@@ -180,6 +354,7 @@ class Lexicon:
     def build(self, read: Reader) -> None:
         with self._lock:
             self._building = True
+        self._direct.read = read
         self._build(read, scan=not self._try_load(read))
 
     def _build(self, read: Reader, scan: bool = True) -> None:
@@ -207,6 +382,7 @@ class Lexicon:
                         self._building = False
                         self._ready.set()
                         self._loading.clear()
+                        self._direct.clear()
                         return
                 read(functools.partial(self.refresh, rowids=todo))
         except Exception:  # the mirror is an accelerator: FTS5 keeps serving without it
@@ -312,6 +488,7 @@ class Lexicon:
         ids = take_fts_marks(conn)
         if not ids:
             return
+        self._direct.changed()
         with self._lock:
             if self._building:
                 self._pending |= ids
@@ -446,12 +623,13 @@ class Lexicon:
     # --- search -------------------------------------------------------------------------
     def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]] | None:
         """BM25 hits for the OR of ``tokens`` (one FTS5 phrase each), best first, as
-        (rowid, positive score), or None while not built (the caller asks FTS5)."""
+        (rowid, positive score). Until built, the same scores from FTS5's index for these terms
+        only (``_Direct``); None when that cannot answer either (the caller asks FTS5)."""
         if not self._ready.is_set():
-            return None
+            return self._direct.search(tokens, limit)
         with self._lock:
             if not self._ready.is_set() or self._tok is None:
-                return None
+                return self._direct.search(tokens, limit)
             terms = self._tok.terms(tokens)
             phrases = [terms[t] for t in dict.fromkeys(tokens) if t]
             if any(len(p) != 1 for p in phrases):
@@ -502,6 +680,7 @@ class Lexicon:
         self._cancel.set()
         self._ready.clear()
         self._loading.clear()
+        self._direct.close()
         with self._lock:
             self._post = {}
             self._terms, self._term_id, self._wids = [], {}, {}
