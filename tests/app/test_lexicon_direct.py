@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from app.clock import FixedClock
@@ -32,11 +33,11 @@ LONG = ("A long letter about the garden, the allotment and the greenhouse tomato
 
 @pytest.fixture
 def building(vault_dir: Path, fast_kdf: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
-    """60 turns and a long letter, the mirror's build started but held back (its delay), as
+    """30 turns and a long letter, the mirror's build started but held back (its delay), as
     in the seconds after an unlock with nothing saved to load."""
     use_fake_embedder(monkeypatch)
     v = new_vault(vault_dir, PW, threaded=True, clock=FixedClock(T0), use_chroma=False)
-    assert v.import_turns(parse_import([json.dumps(t) for t in turns()])).value.added == 60
+    assert v.import_turns(parse_import([json.dumps(t) for t in turns(2, 15)])).value.added == 30
     v.remember(Draft(text=LONG, store=Store.EPISODIC, speaker="Melanie"))
     follower = inside(v).follower
     assert follower is None or follower.wait_idle(30)  # its vector too: rankings compared
@@ -111,10 +112,13 @@ def test_recall_ranks_the_same_before_and_after_the_build(building: Vault) -> No
 
 
 def test_row_sizes_decode_varints_and_refuse_bytes_that_do_not_fit() -> None:
+    ids = np.array([3, 1], dtype=np.int64)
     # Row 3: counts 1, 2, 3; row 1: 129 (two bytes), 10, 11. Sorted by rowid.
-    got = lexicon._row_sizes("3,1", "010203" + "81010A0B")
+    got = lexicon._row_sizes(ids, bytes.fromhex("010203" + "81010A0B"))
     assert got is not None
     assert got[0].tolist() == [1, 3] and got[1].tolist() == [150.0, 6.0]
-    assert lexicon._row_sizes("3,1", "010203" + "81010A0B0C") is None  # a count too many
-    assert lexicon._row_sizes("3,1", "010203" + "81010A81") is None  # cut inside a varint
-    assert lexicon._row_sizes("", "") is not None
+    assert lexicon._row_sizes(ids, bytes.fromhex("010203" + "81010A0B0C")) is None  # one more
+    assert lexicon._row_sizes(ids, bytes.fromhex("010203" + "81010A81")) is None  # cut short
+    assert lexicon._row_sizes(ids, b"") is None
+    empty = lexicon._row_sizes(np.zeros(0, dtype=np.int64), b"")
+    assert empty is not None and len(empty[0]) == len(empty[1]) == 0
