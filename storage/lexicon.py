@@ -28,6 +28,7 @@ import logging
 import math
 import re
 import threading
+import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
@@ -48,7 +49,12 @@ MIN_ROWS = 5_000  # below this FTS5 answers in a few ms; no mirror is built
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"  # as in migrations/0001_initial.sql
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 _WORD = re.compile(r"[^\W_]+")
-_BATCH = 2_000
+# While recall is served before the mirror is ready, the build gives way: it scans in slices
+# of this many rows (about 20-40 ms of the GIL at 100k memories) and after a search it waits
+# up to _GIVE_WAY_S before its next slice, so a recall does not share the GIL and a core with
+# it; a stream of searches slows the build at most (slice + wait) / slice, never stops it.
+_SLICE = 500
+_GIVE_WAY_S = 0.06
 _FTS_STATE = ("(SELECT block FROM memory_fts_data WHERE id = 10), "  # FTS5's structure record
               "(SELECT block FROM memory_fts_data WHERE id = 1)")    # ... and its averages
 
@@ -117,6 +123,225 @@ class _Tokenizer:
             self._cache.clear()
             self._conn.close()
 
+_COLUMNS = ("text", "keys", "ctx")  # memory_fts's columns, in order: the weights follow them
+_INSTANCES = ("SELECT group_concat(doc * 4 + CASE col WHEN 'text' THEN 0 WHEN 'keys' THEN 1 "
+              "ELSE 2 END) FROM memory_fts_instance WHERE term = ?")  # migration 0037
+_Sizes = tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]"]  # rowids ascending, tokens
+_Post = tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]"]  # rowids ascending, weighted tf
+
+
+class _Direct:
+    """BM25 for a query's terms only, read from FTS5's index, while the mirror is not ready
+    (issue 28: no slow first minute after a first unlock or a crash, when there is no saved
+    mirror to load). FTS5's ``bm25()`` looks up the size of every row matching any query word
+    (100k memories: 50-300 ms a query); here each term's occurrences come from the
+    ``memory_fts_instance`` view (migration 0037) as one string aggregated in SQL, the sizes of
+    all rows from ``memory_fts_docsize`` once (the build thread fetches them first), and numpy
+    scores them with FTS5's formula, so the scores are the mirror's (and FTS5's) to rounding.
+    A term's postings are kept until the next write to ``memory_fts`` (``changed``); sizes
+    are kept and only the written rows' are read again.
+
+    Owner: its Lexicon. Thread-safe: callers' threads read through ``read`` (the database's
+    reader, set when a build starts); ``_lock`` guards the caches only, never a database read,
+    and postings read while a write committed are not kept (generation check)."""
+
+    def __init__(self, weights: Sequence[float]) -> None:
+        self.read: Reader | None = None
+        self._weights = np.array([*weights, 0.0], dtype=np.float64)  # index 3: never used
+        self._lock = threading.Lock()
+        self._sizes_lock = threading.Lock()  # one sizes read at a time; others wait for it
+        self._gen = 0
+        self._tok: _Tokenizer | None = None
+        self._sizes: _Sizes | None = None
+        self._dirty: set[int] = set()  # rows written since the sizes were read
+        self._post: dict[str, _Post] = {}
+        self._off = False  # it failed once: FTS5 serves until the mirror is ready
+
+    def changed(self, rowids: Iterable[int]) -> None:
+        """``memory_fts`` rows were written (called after the commit)."""
+        with self._lock:
+            self._gen += 1
+            self._post = {}
+            self._dirty.update(rowids)
+
+    def clear(self) -> None:
+        """The mirror is ready: drop the caches."""
+        with self._lock:
+            self._gen += 1
+            self._sizes, self._post, self._dirty = None, {}, set()
+
+    def close(self) -> None:
+        self.clear()
+        with self._lock:
+            tok, self._tok, self.read = self._tok, None, None
+        if tok is not None:
+            tok.close()
+
+    def prefetch(self) -> None:
+        """Build thread, first thing: the row sizes, so the first recall need not read them."""
+        read = self.read
+        if read is not None and not self._off:
+            try:
+                self._sizes_now(read)
+            except Exception:
+                log.exception("FTS5's row sizes could not be read; FTS5 answers")
+                self._off = True
+
+    def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]] | None:
+        read = self.read
+        if read is None or self._off:
+            return None
+        try:
+            return self._search(read, tokens, limit)
+        except Exception:  # an accelerator like the mirror: FTS5 answers instead
+            log.exception("direct full-text scoring failed; FTS5 answers")
+            self._off = True
+            return None
+
+    def _search(self, read: Reader, tokens: Sequence[str],
+                limit: int) -> list[tuple[int, float]] | None:
+        with self._lock:
+            if self._tok is None:
+                self._tok = _Tokenizer()
+            tok = self._tok
+        terms = tok.terms(tokens)
+        phrases = [terms[t] for t in dict.fromkeys(tokens) if t]
+        if any(len(p) != 1 for p in phrases):
+            return None  # a multi-term phrase needs positions; FTS5 handles it
+        sizes = self._sizes_now(read)
+        if sizes is None:
+            return None
+        want = list(dict.fromkeys(p[0] for p in phrases))
+        with self._lock:
+            gen = self._gen
+            post = {t: self._post[t] for t in want if t in self._post}
+        need = [t for t in want if t not in post]
+        if need:
+            got: list[dict[str, _Post]] = []
+            read(lambda conn: got.append(self._postings(conn, need)))
+            post.update(got[0])
+            with self._lock:
+                if self._gen == gen:  # no write committed since: still what memory_fts holds
+                    self._post.update(got[0])
+        # One term per phrase, repeats included: FTS5 scores "runs OR running" twice for "run".
+        return _bm25(sizes, [post[p[0]] for p in phrases], limit)
+
+    def _sizes_now(self, read: Reader) -> _Sizes | None:
+        """The sizes of all rows, read once, then only the written rows' again."""
+        with self._sizes_lock:
+            with self._lock:
+                sizes, dirty = self._sizes, set(self._dirty)
+            if sizes is not None and not dirty:
+                return sizes
+            got: list[_Sizes | None] = []
+            if sizes is None:
+                read(lambda conn: got.append(_all_sizes(conn)))
+            else:
+                read(lambda conn: got.append(_merge_sizes(sizes, conn, dirty)))
+            new = got[0]
+            if new is None:
+                log.warning("FTS5's row sizes could not be decoded; FTS5 answers")
+                self._off = True
+                return None
+            with self._lock:
+                # A row written after ``dirty`` was taken is still in ``_dirty``: read next time.
+                self._sizes = new
+                self._dirty -= dirty
+            return new
+
+    def _postings(self, conn: Connection, terms: Sequence[str]) -> dict[str, _Post]:
+        post = {}
+        for t in terms:
+            (codes_s,) = conn.execute(_INSTANCES, (t,)).fetchone()
+            codes = _ints(codes_s or "")
+            docs, inverse = np.unique(codes >> 2, return_inverse=True)
+            post[t] = (docs, np.bincount(inverse, weights=self._weights[codes & 3],
+                                         minlength=len(docs)))
+        return post
+
+
+def _all_sizes(conn: Connection) -> _Sizes | None:
+    rows = conn.execute("SELECT id, sz FROM memory_fts_docsize").fetchall()
+    return _row_sizes(np.array([r[0] for r in rows], dtype=np.int64),
+                      b"".join(r[1] for r in rows))
+
+
+def _merge_sizes(sizes: _Sizes, conn: Connection, rowids: set[int]) -> _Sizes | None:
+    """``sizes`` with the rows in ``rowids`` read again (a row gone is dropped)."""
+    rows: list[tuple[Any, ...]] = []
+    for chunk in batching.chunks(sorted(rowids)):
+        rows += conn.execute(f"SELECT id, sz FROM memory_fts_docsize WHERE id IN "
+                             f"({batching.marks(len(chunk))})", chunk).fetchall()
+    fresh = _row_sizes(np.array([r[0] for r in rows], dtype=np.int64),
+                       b"".join(r[1] for r in rows))
+    if fresh is None:
+        return None
+    keep = ~np.isin(sizes[0], np.fromiter(rowids, dtype=np.int64, count=len(rowids)))
+    ids = np.concatenate([sizes[0][keep], fresh[0]])
+    size = np.concatenate([sizes[1][keep], fresh[1]])
+    order = np.argsort(ids, kind="stable")
+    return ids[order], size[order]
+
+
+def _ints(text: str) -> np.ndarray[Any, Any]:
+    """A group_concat of integers, parsed in C."""
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def _row_sizes(ids: np.ndarray[Any, Any], blob: bytes) -> _Sizes | None:
+    """Rowids (ascending) and tokens per row, from ``memory_fts_docsize``: each ``sz`` is one
+    SQLite varint per column (big-endian groups of 7 bits, high bit set: more follow), the
+    rows' ``sz`` concatenated in ``blob``. None when the bytes do not hold one count per column
+    of every row."""
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    if len(raw) == 0:
+        return (ids, np.zeros(0, dtype=np.float64)) if len(ids) == 0 else None
+    ends = np.flatnonzero(raw < 0x80)  # the last byte of each varint
+    if len(ends) != len(_COLUMNS) * len(ids) or ends[-1] != len(raw) - 1:
+        return None
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    if int((ends - starts).max()) >= 8:  # a 9-byte varint: never a token count
+        return None
+    group = np.repeat(np.arange(len(ends)), ends - starts + 1)
+    shift = 7 * (ends[group] - np.arange(len(raw)))
+    counts = np.add.reduceat((raw & 0x7F).astype(np.int64) << shift, starts)
+    size = counts.reshape(-1, len(_COLUMNS)).sum(axis=1).astype(np.float64)
+    order = np.argsort(ids, kind="stable")
+    return ids[order], size[order]
+
+
+def _bm25(sizes: _Sizes, posts: Sequence[_Post],
+          limit: int) -> list[tuple[int, float]]:
+    """FTS5's bm25 over whole rows (as ``Lexicon.search``), best first, rowid order on ties."""
+    rowids, size = sizes
+    n = len(rowids)
+    if n == 0 or not posts:
+        return []
+    avgdl = float(size.sum()) / n
+    scores = np.zeros(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=bool)
+    for docs, freq in posts:
+        slot = np.minimum(np.searchsorted(rowids, docs), n - 1)
+        known = rowids[slot] == docs  # a row written after the sizes were read: not scored
+        slot, f = slot[known], freq[known]
+        n_hit = len(slot)
+        if n_hit == 0:
+            continue
+        idf = math.log((n - n_hit + 0.5) / (n_hit + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        scores[slot] += idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * size[slot] / avgdl))
+        hit[slot] = True
+    cand = np.flatnonzero(hit)
+    sc = scores[cand]
+    if len(cand) > limit:
+        part = np.argpartition(-sc, limit - 1)[:limit]
+        cand, sc = cand[part], sc[part]
+    order = np.lexsort((cand, -sc))  # best first, then the older row
+    return [(int(rowids[c]), float(v)) for c, v in zip(cand[order], sc[order], strict=True)]
+
 
 class Lexicon:
     """Owner: the unlocked Vault. Thread-safe. ``search`` returns None until built."""
@@ -141,6 +366,8 @@ class Lexicon:
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._loading = threading.Event()  # a saved mirror is being read
+        self._direct = _Direct(self.weights)  # serves until the mirror is ready
+        self._searched_at = -math.inf  # the last search before the mirror was ready
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -149,6 +376,11 @@ class Lexicon:
 
     def __len__(self) -> int:
         return self._n_alive
+
+    def __bool__(self) -> bool:
+        # Present even while empty: callers write ``lexicon.search(...) if lexicon else None``,
+        # and before the mirror is ready ``search`` still answers (``_Direct``).
+        return True
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -164,8 +396,10 @@ class Lexicon:
         after ``delay`` seconds, then call ``then()`` there (unless cleared meanwhile)."""
         with self._lock:
             self._building = True
+        self._direct.read = read
 
         def run() -> None:
+            self._direct.prefetch()  # recall reads FTS5's index until the mirror is ready
             loaded = self._try_load(read)  # at once: reading is mostly I/O and numpy
             if not loaded and self._cancel.wait(delay):
                 with self._lock:
@@ -180,6 +414,7 @@ class Lexicon:
     def build(self, read: Reader) -> None:
         with self._lock:
             self._building = True
+        self._direct.read = read
         self._build(read, scan=not self._try_load(read))
 
     def _build(self, read: Reader, scan: bool = True) -> None:
@@ -187,9 +422,10 @@ class Lexicon:
             def scan_rows(conn: Connection) -> None:
                 last = 0
                 while not self._cancel.is_set():
+                    self._give_way()
                     rows = conn.execute(
                         "SELECT rowid, text, keys, ctx FROM memory_fts WHERE rowid > ? "
-                        "ORDER BY rowid LIMIT ?", (last, _BATCH)).fetchall()
+                        "ORDER BY rowid LIMIT ?", (last, _SLICE)).fetchall()
                     if not rows:
                         return
                     with self._lock:
@@ -207,6 +443,7 @@ class Lexicon:
                         self._building = False
                         self._ready.set()
                         self._loading.clear()
+                        self._direct.clear()
                         return
                 read(functools.partial(self.refresh, rowids=todo))
         except Exception:  # the mirror is an accelerator: FTS5 keeps serving without it
@@ -214,6 +451,13 @@ class Lexicon:
             with self._lock:
                 self._building = False
             self._loading.clear()
+
+    def _give_way(self) -> None:
+        """Build thread, between slices: wait while a recall served before the mirror is ready
+        is likely still running (``_GIVE_WAY_S`` after its search), at most that long."""
+        wait = self._searched_at + _GIVE_WAY_S - time.monotonic()
+        if wait > 0:
+            self._cancel.wait(min(wait, _GIVE_WAY_S))
 
     # --- the saved mirror (migration 0032) -----------------------------------------------
     def save_snapshot(self, conn: Connection) -> bool:
@@ -312,6 +556,7 @@ class Lexicon:
         ids = take_fts_marks(conn)
         if not ids:
             return
+        self._direct.changed(ids)
         with self._lock:
             if self._building:
                 self._pending |= ids
@@ -446,12 +691,14 @@ class Lexicon:
     # --- search -------------------------------------------------------------------------
     def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]] | None:
         """BM25 hits for the OR of ``tokens`` (one FTS5 phrase each), best first, as
-        (rowid, positive score), or None while not built (the caller asks FTS5)."""
+        (rowid, positive score). Until built, the same scores from FTS5's index for these terms
+        only (``_Direct``); None when that cannot answer either (the caller asks FTS5)."""
         if not self._ready.is_set():
-            return None
+            self._searched_at = time.monotonic()  # the build gives way (``_give_way``)
+            return self._direct.search(tokens, limit)
         with self._lock:
             if not self._ready.is_set() or self._tok is None:
-                return None
+                return self._direct.search(tokens, limit)
             terms = self._tok.terms(tokens)
             phrases = [terms[t] for t in dict.fromkeys(tokens) if t]
             if any(len(p) != 1 for p in phrases):
@@ -502,6 +749,7 @@ class Lexicon:
         self._cancel.set()
         self._ready.clear()
         self._loading.clear()
+        self._direct.close()
         with self._lock:
             self._post = {}
             self._terms, self._term_id, self._wids = [], {}, {}

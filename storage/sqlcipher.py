@@ -281,8 +281,8 @@ def _one(conn: Connection, sql: str) -> Any:
 
 
 def fts5_tables(conn: Connection) -> list[str]:
-    rows = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE '%USING fts5%'"
+    rows = conn.execute(  # "fts5(": not the fts5vocab views (migration 0037)
+        "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE '%USING fts5(%'"
     ).fetchall()
     return [r[0] for r in rows]
 
