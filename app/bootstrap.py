@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.parts import Parts
     from app.ports import Embedder, KeySession
     from app.services.ingest import IngestService
+    from app.sync.apply import ApplyRows
     from app.sync.journal import JournalRows
     from storage.crypto import KdfParams
 
@@ -126,6 +127,12 @@ def sync_journal_rows() -> JournalRows:
     """The sync journal's rows (issue 29; ``storage/sync_journal.py``, migration 0030)."""
     from storage.sync_journal import SyncJournalRows as Rows
     return Rows()
+
+
+def sync_apply_rows() -> ApplyRows:
+    """Rows for applying other devices' ops (issue 29; ``storage/sync_apply.py``, 0033)."""
+    from storage.sync_apply import SyncApplyRows
+    return SyncApplyRows()
 
 
 def verify_backup(path: Path, password: str) -> BackupCheck:
