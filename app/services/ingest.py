@@ -240,8 +240,11 @@ class IngestService:
 
         def run(conn: Connection) -> list[MemoryId]:
             ids = [self.rows.insert_memory(conn, d, now=now, decay_class=sc[1], scores=sc[0],
-                                           confidence=sc[2], fts_keys=k)
+                                           confidence=sc[2], fts_keys=k, index_text=False)
                    for d, sc, k in zip(drafts, scored, keys, strict=True)]
+            # Full-text rows once per batch, as an import writes them (``index_texts``).
+            self.rows.index_texts(conn, [(m, d.text, k, d.session, d.store.value, d.seq)
+                                         for m, d, k in zip(ids, drafts, keys, strict=True)])
             if vecs is not None:
                 self.rows.put_vectors(conn, [ids[i] for i in embed_at], vecs, model)
             elif follower is not None:
@@ -253,8 +256,7 @@ class IngestService:
         if vecs is not None:
             self.index.add([ids[i] for i in embed_at], vecs)
         elif follower is not None:
-            for i in embed_at:
-                follower.submit(ids[i], embed_text(drafts[i]))
+            follower.submit_many([(ids[i], embed_text(drafts[i])) for i in embed_at])
         return ids
 
     def stop_follow(self) -> None:
