@@ -5,10 +5,12 @@ vault's one writer (``Database.write_sync``), one transaction per recorded act.
 Off unless the setting ``sync.journal`` is on; the facade asks ``Vault._sync_journal()``,
 which is None when off, so a vault that does not sync writes nothing here.
 
-Recorded today: ``remember`` (a ``memory.create`` with a new gid) and ``forget`` (a
-``forget`` of the gids of everything the plan deleted, plus tombstones, plus the removal of
-every unsent op about those gids, so no journal row keeps forgotten text). The other hook
-points (edits, facts, Inbox) are named in docs/sync_ops.md.
+Recorded: ``remember`` (a ``memory.create`` with a new gid), ``forget`` (a ``forget`` of the
+gids of everything the plan deleted, plus tombstones, plus the removal of every unsent and
+merged op about those gids, so no journal row keeps forgotten text; a gid forgotten already is
+not forgotten twice), ``correct`` (``memory.edit``), facts, imports and consolidation's new
+memories (``record_creates``), Inbox answers (``record_decide``). docs/sync_ops.md lists the
+hook points.
 """
 
 from __future__ import annotations
