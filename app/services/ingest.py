@@ -222,11 +222,14 @@ class IngestService:
         return mid, saved
 
     def remember_many(self, drafts: Sequence[Draft],
-                      also: Callable[[Connection, list[MemoryId]], None]) -> list[MemoryId]:
+                      also: Callable[[Connection, list[MemoryId]], None], *,
+                      later: list[tuple[int, str]] | None = None) -> list[MemoryId]:
         """Validated drafts saved in ONE transaction with ``also`` (sync applies another
         device's memories so: a crash leaves all or none, and their names go with them).
         No ``ref`` check: the caller knows these are new. Vectors as ``remember_once`` makes
-        them (after the commit by the follower when it runs, else embedded in one batch)."""
+        them (after the commit by the follower when it runs, else embedded in one batch).
+        ``later``: the follower's work is appended there instead of queued, for the caller to
+        queue (``follow``) after its last batch, so the embeddings do not compete with it."""
         if not drafts:
             return []
         now = self.clock.now()
@@ -256,8 +259,17 @@ class IngestService:
         if vecs is not None:
             self.index.add([ids[i] for i in embed_at], vecs)
         elif follower is not None:
-            follower.submit_many([(ids[i], embed_text(drafts[i])) for i in embed_at])
+            work = [(int(ids[i]), embed_text(drafts[i])) for i in embed_at]
+            if later is not None:
+                later.extend(work)
+            else:
+                follower.submit_many(work)
         return ids
+
+    def follow(self, work: list[tuple[int, str]]) -> None:
+        """Queue vectors ``remember_many`` left in ``later``."""
+        if self.follower is not None and work:
+            self.follower.submit_many(work)
 
     def stop_follow(self) -> None:
         """Before the vault locks: the vectors still to be made stay pending in the vault."""

@@ -70,8 +70,9 @@ class ApplyRows(Protocol):
 
 class Ingest(Protocol):
     def remember_many(self, drafts: Sequence[Draft],
-                      also: Callable[[ports.Connection, list[MemoryId]], None]
-                      ) -> list[MemoryId]: ...
+                      also: Callable[[ports.Connection, list[MemoryId]], None], *,
+                      later: list[tuple[int, str]] | None = None) -> list[MemoryId]: ...
+    def follow(self, work: list[tuple[int, str]]) -> None: ...
     def correct(self, mid: int, text: str, *, by: str | None = None,
                 also: Callable[[ports.Connection, MemoryId], None] | None = None
                 ) -> MemoryId: ...
@@ -164,8 +165,12 @@ class Applier:
         # Creates in dependency order: a supersede after the fact it replaces, so its status
         # can point at it; sources first when they are new too.
         new.sort(key=lambda g: (state.items[g].replaces is not None, g))
-        for i in range(0, len(new), BATCH):
-            done |= self._create(state, new[i:i + BATCH], local)
+        later: list[tuple[int, str]] = []
+        try:
+            for i in range(0, len(new), BATCH):
+                done |= self._create(state, new[i:i + BATCH], local, later)
+        finally:
+            self.side.ingest.follow(later)  # vectors after the last batch, not between
         for g in todo:
             if g in local and g not in new:
                 if self._update(state.items[g], local[g], heads.get(g, g)):
@@ -173,7 +178,8 @@ class Applier:
         self._statuses(state, todo, local)
         return done
 
-    def _create(self, state: State, gids: list[Gid], local: dict[str, int]) -> set[Gid]:
+    def _create(self, state: State, gids: list[Gid], local: dict[str, int],
+                later: list[tuple[int, str]]) -> set[Gid]:
         items = [state.items[g] for g in gids]
         src_gids = sorted({s for it in items for s in it.created.sources})
         jr = self.side.journal_rows
@@ -187,7 +193,7 @@ class Applier:
             for it, mid in zip(items, ids, strict=True):
                 jr.name(conn, int(mid), it.gid)
                 self.rows.set_head(conn, it.gid, it.head.id)
-        ids = self.side.ingest.remember_many(drafts, name)
+        ids = self.side.ingest.remember_many(drafts, name, later=later)
         local.update({it.gid: int(m) for it, m in zip(items, ids, strict=True)})
         return set(gids)
 
