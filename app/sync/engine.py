@@ -152,6 +152,11 @@ class SyncEngine:
             ops += parsed
             raw += seg.ops
         gone = {g for o in ops if isinstance(o.body, Forget) for g in o.body.gids}
+        # An op about something forgotten (here before, or in this very scan) is never kept:
+        # a late create from a device that had not seen the forget would keep its text.
+        raw = [r for r, o in zip(raw, ops, strict=True)
+               if isinstance(o.body, Forget)
+               or (self.replica.should_write(o) and not o.body.targets() & gone)]
         moved = {d: c for d, c in self.reader.cursors.items() if before.get(d) != c}
         now = self._now()
 

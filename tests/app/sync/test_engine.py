@@ -325,3 +325,32 @@ def test_a_restored_backup_is_a_new_device_never_the_old_one(two: Fleet, tmp_pat
     # The original keeps its identity and goes on.
     assert inside(a.vault).db.read(lambda c: c.execute(
         "SELECT device_id FROM sync_self").fetchone()[0]) == a.secret.device_id
+
+
+def test_a_late_create_of_something_forgotten_is_never_kept(two: Fleet) -> None:
+    """A device that never saw the forget sends the create afterwards: dropped, and its text
+    is kept nowhere in this vault."""
+    from app.sync.folder import FolderWriter
+    from app.sync.hlc import HybridClock
+    from app.sync.ops import Forget, OpWriter, new_gid
+    from app.sync.segments import Cursor
+    from tests.app.sync.op_samples import memory
+    a, b = two.members
+    gid = new_gid()
+    key = a.sync()._key()
+    writer = FolderWriter(a.folder, b.secret, a.sync().writer.vault_id,
+                          Cursor(b.secret.device_id))
+    ops = OpWriter(HybridClock(b.secret.device_id, lambda: 1_800_000_000_000))
+    writer.append([o.to_dict() for o in ops.batch([Forget(gids=(gid,))])], key)
+    a.tick()
+    # Later, an op written by a device that had not seen the forget (an older stamp).
+    late = OpWriter(HybridClock(b.secret.device_id, lambda: 1_700_000_000_000), 2)
+    writer.append([o.to_dict() for o in late.batch([memory(gid, "Lost ring in the lake")])],
+                  key)
+    report = a.tick()
+    assert report.received == 1 and report.dropped == 1
+    assert "Lost ring" not in repr(inside(a.vault).db.read(lambda c: [
+        tuple(r) for t in ("sync_received", "sync_ops", "memory") for r in c.execute(
+            f"SELECT * FROM {t}")]))
+    state = a.sync().state()
+    assert gid in state.forgotten and gid not in state.items
