@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 
     from app.parts import Parts
     from app.ports import Embedder, KeySession
     from app.services.ingest import IngestService
+    from app.sync.apply import ApplyRows
     from app.sync.devices import KeyRows
     from app.sync.epochs import EpochRows
     from app.sync.journal import JournalRows
@@ -141,6 +142,10 @@ def sync_epoch_rows() -> EpochRows:
     """The sync epochs' rows (issue 29 item 4; ``storage/sync_epochs.py``, migration 0034)."""
     from storage.sync_epochs import SyncEpochRows
     return SyncEpochRows()
+def sync_apply_rows() -> ApplyRows:
+    """Rows for applying other devices' ops (issue 29; ``storage/sync_apply.py``, 0033)."""
+    from storage.sync_apply import SyncApplyRows
+    return SyncApplyRows()
 
 
 def verify_backup(path: Path, password: str) -> BackupCheck:

@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
     from app.services.vector_follow import VectorFollower
+    from app.sync.apply import VaultSide
     from app.sync.devices import SyncDevices
     from app.sync.journal import Journal
     from app.sync.ops import Gid
@@ -423,6 +424,7 @@ class Vault:
                               skipped=tuple(Skipped(f"turns about {c.replace('_', ' ')} "
                                                     "(never stored, your setting)", n)
                                             for c, n in sorted(held_back.items())))
+        self._sync_created(tally.added)
         changes = MEMORY_CHANGES if tally.done else NO_CHANGES
         self._emit(changes)
         return Result(report, changes)
@@ -541,6 +543,7 @@ class Vault:
         stay in the history."""
         self._check_unlocked()
         new = self._ingest.correct(mid, text)
+        self._sync_corrected(mid, new)
         self._emit(MEMORY_CHANGES)
         return Result(new, MEMORY_CHANGES)
 
@@ -625,6 +628,7 @@ class Vault:
         report = self._consolidation_service.run(now=now, cancel=cancel, progress=progress,
                                                  kind=kind, steps=steps)
         self._learn_owner()  # the run may have learned the person's name ("I'm Sam")
+        self._sync_created(report.ids.get("created") or ())
         changes = Changes(memories=True, entities=True, contradictions=True, runs=True,
                           index=True, settings=bool(report.counts.get("owner_named")))
         self._emit(changes)
@@ -649,6 +653,7 @@ class Vault:
     def resolve(self, cid: int, keep: ResolveChoice, text: str | None = None
                 ) -> Result[MemoryId | None]:
         new = self._consolidation_service.resolve(cid, keep, text)
+        self._sync_decided(cid, keep, text)
         changes = Changes(memories=True, contradictions=True, history=True)
         self._emit(changes)
         return Result(None if new is None else MemoryId(new), changes)
@@ -868,6 +873,7 @@ class Vault:
         report = self._consolidation_service.store_assistant_fact(candidate, (agent, None),
                                                                   self._clock.now())
         created = report.ids.get("created") or []
+        self._sync_created(created)
         outcome = FactOutcome(
             id=MemoryId(created[0]) if created else None,
             status="saved" if created else "already_known",
@@ -885,6 +891,7 @@ class Vault:
             self._agents.check_visible((replaces,), agent)
         report, out = self._consolidation_service.store_assistant_change(
             candidate, (agent, None), self._clock.now(), replaces)
+        self._sync_created([] if out.created is None else [out.created], out.replaced)
         status: FactStatus = ("already_known" if out.known else
                               "sent_to_inbox" if out.inbox is not None else
                               "changed" if out.replaced is not None else "saved")
@@ -918,6 +925,7 @@ class Vault:
         if m.agent != agent:
             raise NotFound(f"No memory {mid} that you can see.")
         new = self._ingest.correct(mid, text, by=agent)
+        self._sync_corrected(mid, new)
         self._emit(MEMORY_CHANGES)
         return Result(new, MEMORY_CHANGES)
 
@@ -1090,7 +1098,7 @@ class Vault:
             from app.sync.journal import Journal
             clock = self._clock
             self._sync = Journal(self._db, bootstrap.sync_journal_rows(),
-                                 lambda: int(clock.now() * 1000))
+                                 lambda: int(clock.now() * 1000), bootstrap.sync_apply_rows())
         return self._sync
 
     def _sync_remembered(self, mid: MemoryId, d: Draft) -> None:
@@ -1145,6 +1153,49 @@ class Vault:
 
     def sync_revoke(self, device_id: str) -> Result[SyncStatus]:
         return Result(self._sync_devices().revoke(device_id), Changes(settings=True))
+
+    def _sync_corrected(self, old: int, new: int) -> None:
+        journal = self._sync_journal()
+        if journal is not None:
+            journal.record_edit(old, self.get(new))
+
+    def _sync_created(self, ids: Iterable[int], replaces: int | None = None) -> None:
+        journal = self._sync_journal()
+        todo = list(ids)
+        if journal is not None and todo:
+            found = self._db.read(lambda c: [self._rows.get_memory(c, i) for i in todo])
+            journal.record_creates([m for m in found if m is not None], replaces)
+
+    def _sync_decided(self, cid: int, keep: str, text: str | None) -> None:
+        journal = self._sync_journal()
+        if journal is None:
+            return
+        inbox = self._consolidation.inbox.inbox
+        entry = self._db.read(lambda c: inbox.get(c, cid))
+        rows = self._db.read(lambda c: inbox.rows(c, [cid]))
+        if entry is not None:
+            journal.record_decide(cid, entry[0], entry[1], entry[3],
+                                  rows[0].reason if rows else "", keep, text)
+
+    def _sync_side(self) -> VaultSide:
+        """What ``app/sync/apply.py`` needs to apply other devices' ops to this vault: the
+        same services the person's acts use (issue 29)."""
+        from app.sync.apply import VaultSide
+        journal = self._sync_journal()
+        assert journal is not None, "sync.journal is on while a vault syncs"
+        from app import bootstrap
+        inbox = self._consolidation.inbox
+        return VaultSide(
+            db=self._db, ingest=self._ingest, rows=self._rows, lifecycle=self._lifecycle,
+            inbox=inbox.inbox, journal=journal, journal_rows=bootstrap.sync_journal_rows(),
+            clock=self._clock,
+            forget_ids=lambda ids: self._forget_quietly(ids),
+            resolve=lambda cid, keep, text: inbox.resolve(cid, keep, text),
+            validate=self.validate_draft, changed=lambda: self._emit(MEMORY_CHANGES))
+
+    def _forget_quietly(self, ids: Sequence[int]) -> None:
+        """Another device's forget, applied here through the person's forget path."""
+        self.forget(self.forget_plan(ids=ids, include_sources=False))
 
     # --- backups (issue 16) ----------------------------------------------------------------
     def _backup_service(self) -> BackupService:

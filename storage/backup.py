@@ -507,6 +507,23 @@ def _check_db(db: Path, dek: bytearray, manifest: Manifest) -> None:
         raise _damaged("its counts differ from its manifest")
 
 
+def _new_device(db: Path, dek: bytearray) -> None:
+    """A restored vault is another computer: it drops the sync device identity it was backed
+    up with (``storage.sync_apply.drop_device_identity``, issue 29)."""
+    from storage.sync_apply import drop_device_identity
+    keys = Keys.from_dek(dek)
+    try:
+        conn = sqlcipher.open_connection(db, keys.db_key)
+    finally:
+        keys.wipe()
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        drop_device_identity(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 def _scratch(near: Path) -> Path:
     """A private temp folder beside ``near`` (the inner database is still encrypted), or in
     the system's temp folder when that one is read-only."""
@@ -560,6 +577,7 @@ def restore(path: Path, password: str, folder: Path) -> Manifest:
         head, manifest, dek = _decrypt_to(path, password, partial)
         try:
             _check_db(partial, dek, manifest)
+            _new_device(partial, dek)
         finally:
             crypto.wipe(dek)
         _unlink_db(folder / DB_FILE)

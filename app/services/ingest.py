@@ -179,7 +179,9 @@ class IngestService:
         """``d`` validated (``validate_draft``). Short-term memories get no vector."""
         return self.remember_once(d)[0]
 
-    def remember_once(self, d: Draft) -> tuple[MemoryId, bool]:
+    def remember_once(self, d: Draft, *,
+                      also: Callable[[Connection, MemoryId], None] | None = None
+                      ) -> tuple[MemoryId, bool]:
         """(id, saved now): a draft with a ``ref`` that its agent already saved in the same
         session and store is not saved again; the first one's id comes back with False
         (checked again inside the write, so two racing calls save one)."""
@@ -208,6 +210,8 @@ class IngestService:
                 self.rows.put_vectors(conn, [mid], vec, model)
             if follower is not None:
                 follower.rows.mark_pending(conn, mid)
+            if also is not None:  # in the same transaction (sync names what it applies)
+                also(conn, mid)
             return mid, True
         # Group commit: remembers of concurrent callers share one transaction and its fsync.
         mid, saved = self.db.write_group(run).result()
@@ -216,6 +220,56 @@ class IngestService:
         if follower is not None and saved:
             follower.submit(mid, embed_text(d))
         return mid, saved
+
+    def remember_many(self, drafts: Sequence[Draft],
+                      also: Callable[[Connection, list[MemoryId]], None], *,
+                      later: list[tuple[int, str]] | None = None) -> list[MemoryId]:
+        """Validated drafts saved in ONE transaction with ``also`` (sync applies another
+        device's memories so: a crash leaves all or none, and their names go with them).
+        No ``ref`` check: the caller knows these are new. Vectors as ``remember_once`` makes
+        them (after the commit by the follower when it runs, else embedded in one batch).
+        ``later``: the follower's work is appended there instead of queued, for the caller to
+        queue (``follow``) after its last batch, so the embeddings do not compete with it."""
+        if not drafts:
+            return []
+        now = self.clock.now()
+        scored = [score(d, now) for d in drafts]
+        keys = [fts_keys(d) for d in drafts]
+        follower = self.follower
+        embed_at = [i for i, d in enumerate(drafts) if d.store is not Store.SHORT_TERM]
+        vecs = self.embed([embed_text(drafts[i]) for i in embed_at]) \
+            if embed_at and follower is None else None
+        model = self.model_name
+
+        def run(conn: Connection) -> list[MemoryId]:
+            ids = [self.rows.insert_memory(conn, d, now=now, decay_class=sc[1], scores=sc[0],
+                                           confidence=sc[2], fts_keys=k, index_text=False)
+                   for d, sc, k in zip(drafts, scored, keys, strict=True)]
+            # Full-text rows once per batch, as an import writes them (``index_texts``).
+            self.rows.index_texts(conn, [(m, d.text, k, d.session, d.store.value, d.seq)
+                                         for m, d, k in zip(ids, drafts, keys, strict=True)])
+            if vecs is not None:
+                self.rows.put_vectors(conn, [ids[i] for i in embed_at], vecs, model)
+            elif follower is not None:
+                for i in embed_at:
+                    follower.rows.mark_pending(conn, ids[i])
+            also(conn, ids)
+            return ids
+        ids = self.db.write_sync(run)
+        if vecs is not None:
+            self.index.add([ids[i] for i in embed_at], vecs)
+        elif follower is not None:
+            work = [(int(ids[i]), embed_text(drafts[i])) for i in embed_at]
+            if later is not None:
+                later.extend(work)
+            else:
+                follower.submit_many(work)
+        return ids
+
+    def follow(self, work: list[tuple[int, str]]) -> None:
+        """Queue vectors ``remember_many`` left in ``later``."""
+        if self.follower is not None and work:
+            self.follower.submit_many(work)
 
     def stop_follow(self) -> None:
         """Before the vault locks: the vectors still to be made stay pending in the vault."""
@@ -229,7 +283,8 @@ class IngestService:
             raise NotFound()
         return m
 
-    def correct(self, mid: int, text: str, *, by: str | None = None) -> MemoryId:
+    def correct(self, mid: int, text: str, *, by: str | None = None,
+                also: Callable[[Connection, MemoryId], None] | None = None) -> MemoryId:
         """A new version, user-validated with confidence 1.0, supersedes the old one; both
         stay in the history. ``by``: an assistant corrects its own memory (issue 26): the new
         version keeps the old confidence and is not the person's confirmation."""
@@ -268,6 +323,8 @@ class IngestService:
                              f"correction of {mid}" + (f" by {by}" if by else ""))
             if vec is not None:
                 rows.put_vectors(conn, [new], vec, model)
+            if also is not None:  # in the same transaction (sync names what it applies)
+                also(conn, new)
             return new
         new = self.db.write_sync(run)
         if vec is not None:

@@ -80,6 +80,19 @@ class VectorFollower:
         if not self.db.threaded:
             self._drain()
 
+    def submit_many(self, items: list[tuple[int, str]]) -> None:
+        """Many committed memories at once (sync catching up, issue 29): queued without the
+        lag bound's wait, as ``start`` queues what an earlier session left; the caller is
+        not an assistant waiting on one call."""
+        with self._cond:
+            if self._stopped:
+                return
+            for mid, text in items:
+                self._todo[mid] = text
+            self._cond.notify_all()
+        if not self.db.threaded:
+            self._drain()
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """True once every submitted vector is made (or the follower stopped)."""
         with self._cond:

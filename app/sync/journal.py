@@ -5,10 +5,12 @@ vault's one writer (``Database.write_sync``), one transaction per recorded act.
 Off unless the setting ``sync.journal`` is on; the facade asks ``Vault._sync_journal()``,
 which is None when off, so a vault that does not sync writes nothing here.
 
-Recorded today: ``remember`` (a ``memory.create`` with a new gid) and ``forget`` (a
-``forget`` of the gids of everything the plan deleted, plus tombstones, plus the removal of
-every unsent op about those gids, so no journal row keeps forgotten text). The other hook
-points (edits, facts, Inbox) are named in docs/sync_ops.md.
+Recorded: ``remember`` (a ``memory.create`` with a new gid), ``forget`` (a ``forget`` of the
+gids of everything the plan deleted, plus tombstones, plus the removal of every unsent and
+merged op about those gids, so no journal row keeps forgotten text; a gid forgotten already is
+not forgotten twice), ``correct`` (``memory.edit``), facts, imports and consolidation's new
+memories (``record_creates``), Inbox answers (``record_decide``). docs/sync_ops.md lists the
+hook points.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from app import ports
@@ -33,8 +35,11 @@ from app.sync.ops import (
     Op,
     OpInvalid,
     OpWriter,
+    body_from_mapping,
+    derived_gid,
     new_gid,
 )
+from app.validation import MAX_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,19 @@ class JournalRows(Protocol):
     def forget(self, conn: ports.Connection, gids: Sequence[str], keep: str | None) -> int: ...
     def forgotten(self, conn: ports.Connection,
                   gids: Sequence[str] | None = None) -> set[str]: ...
+
+
+class AppliedRows(Protocol):
+    """What the journal uses of ``storage/sync_apply.py`` (migration 0033)."""
+
+    def heads(self, conn: ports.Connection, gids: Sequence[str] | None = None
+              ) -> dict[str, str]: ...
+    def set_head(self, conn: ports.Connection, gid: str, version: str) -> None: ...
+    def move_gid(self, conn: ports.Connection, gid: str, memory_id: int) -> None: ...
+    def drop_ops_about(self, conn: ports.Connection, gids: Iterable[str]) -> int: ...
+    def sources_of(self, conn: ports.Connection, ids: Sequence[int]) -> dict[int, list[int]]: ...
+    def question_of(self, conn: ports.Connection, cid: int) -> str | None: ...
+    def name_question(self, conn: ports.Connection, item: str, cid: int) -> None: ...
 
 
 def create_body(m: Memory, gid: Gid, sources: Sequence[Gid] = ()) -> MemoryCreate:
@@ -87,10 +105,11 @@ class Journal:
     Thread-safe as the Database is: each method is one read or one write transaction."""
 
     def __init__(self, db: ports.Database, rows: JournalRows,
-                 wall_ms: Callable[[], int]) -> None:
+                 wall_ms: Callable[[], int], applied: AppliedRows | None = None) -> None:
         self._db = db
         self._rows = rows
         self._wall = wall_ms
+        self._applied = applied  # migration 0033's rows (heads, merged ops, questions)
 
     def _write_ops(self, conn: ports.Connection, bodies: Sequence[Body]) -> list[Op]:
         """Stamp ``bodies`` as one batch on this device's clock (kept in the vault, so the
@@ -150,6 +169,13 @@ class Journal:
             return []
 
         def run(conn: ports.Connection) -> list[Op]:
+            if self._applied is not None:
+                self._applied.drop_ops_about(conn, todo)
+            # A gid forgotten already (by another device's forget, applied here) is not
+            # forgotten twice: the erase of an applied forget writes no new op.
+            todo[:] = sorted(set(todo) - self._rows.forgotten(conn, todo))
+            if not todo:
+                return []
             bodies = [Forget(gids=tuple(todo[i:i + MAX_FORGET_GIDS]))
                       for i in range(0, len(todo), MAX_FORGET_GIDS)]
             ops = self._write_ops(conn, bodies)
@@ -180,3 +206,138 @@ class Journal:
     def local_ids(self, gids: Sequence[Gid]) -> Mapping[Gid, int]:
         found = self._db.read(lambda c: self._rows.memory_ids(c, list(gids)))
         return {Gid(g): m for g, m in found.items()}
+
+    # --- hooks for the acts applied on other devices (issue 29 items 2-3) --------------------
+    def record_edit(self, old: int, new: Memory) -> Op | None:
+        """A correction of a synced memory: a ``memory.edit`` whose base is the version this
+        vault shows; the memory's name moves to the new row. None for a memory never synced
+        (or forgotten)."""
+        applied = self._applied
+        if applied is None:
+            return None
+
+        def run(conn: ports.Connection) -> Op | None:
+            found = self._rows.gids(conn, [old])
+            if old not in found:
+                return None
+            gid = Gid(found[old])
+            if self._rows.forgotten(conn, [gid]):
+                return None
+            base = applied.heads(conn, [gid]).get(gid, gid)
+            try:
+                body = body_from_mapping("memory.edit", {
+                    "gid": gid, "bases": [base], "text": new.text, "confidence": new.confidence,
+                    "user_validated": new.user_validated})
+            except OpInvalid as exc:
+                log.warning("sync journal: edit of memory %s not journaled (%s)", old,
+                            exc.user_message.split(":")[0])
+                return None
+            op = self._write_ops(conn, [body])[0]
+            applied.move_gid(conn, gid, int(new.id))
+            applied.set_head(conn, gid, op.id)
+            return op
+        return self._db.write_sync(run)
+
+    def record_creates(self, memories: Sequence[Memory], replaces: int | None = None,
+                       batch: int = 256) -> list[Op]:
+        """Memories saved by an import, consolidation or an assistant's fact: one batch of
+        ops per ``batch`` memories. A fact (a semantic memory with subject, predicate and
+        object) is a ``fact.assert`` (``fact.supersede`` of ``replaces``); anything else a
+        ``memory.create``. Something derived from synced memories takes ``derived_gid`` of
+        its sources, so two devices that derive it alike name it alike (the second is not
+        journaled: it is that memory)."""
+        out: list[Op] = []
+        for i in range(0, len(memories), batch):
+            part = list(memories[i:i + batch])
+
+            def run(conn: ports.Connection, part: list[Memory] = part) -> list[Op]:
+                return self._creates(conn, part, replaces)
+            out += self._db.write_sync(run)
+        return out
+
+    def _creates(self, conn: ports.Connection, memories: Sequence[Memory],
+                 replaces: int | None) -> list[Op]:
+        applied = self._applied
+        ids = [int(m.id) for m in memories]
+        named = self._rows.gids(conn, ids)
+        sources = applied.sources_of(conn, ids) if applied is not None else {}
+        src_gids = self._rows.gids(conn, sorted({s for v in sources.values() for s in v}))
+        old = self._rows.gids(conn, [replaces]) if replaces is not None else {}
+        bodies: list[Body] = []
+        names: list[tuple[int, Gid]] = []
+        for m in memories:
+            if int(m.id) in named:
+                continue
+            srcs = sorted({Gid(src_gids[s]) for s in sources.get(int(m.id), ()) if s in src_gids})
+            if srcs and self._rows.forgotten(conn, srcs):
+                continue
+            fact = m.store.value == "semantic" and all(
+                m.extra.get(k) for k in ("subject", "predicate", "object"))
+            key = "fact|" + "|".join(str(m.extra.get(k)) for k in
+                                     ("subject", "predicate", "object")) if fact else \
+                "memory|" + m.store.value + "|" + m.text
+            gid = derived_gid(srcs, key) if srcs else new_gid()
+            if self._rows.memory_ids(conn, [gid]) or any(g == gid for _i, g in names):
+                continue  # derived alike elsewhere and applied here: it is that memory
+            try:
+                if fact:
+                    fields = _fact_fields(m, gid, srcs)
+                    kind = "fact.assert"
+                    if replaces is not None and replaces in old and old[replaces] != gid:
+                        kind, fields["replaces"] = "fact.supersede", old[replaces]
+                    bodies.append(body_from_mapping(kind, fields))
+                else:
+                    bodies.append(create_body(m, gid, srcs))
+            except OpInvalid as exc:
+                log.warning("sync journal: memory %s not journaled (%s)", int(m.id),
+                            exc.user_message.split(":")[0])
+                continue
+            names.append((int(m.id), gid))
+        if not bodies:
+            return []
+        for mid, gid in names:
+            self._rows.name(conn, mid, gid)
+        return self._write_ops(conn, bodies)
+
+    def record_decide(self, cid: int, a: int, b: int, kind: str, reason: str, keep: str,
+                      text: str | None) -> list[Op]:
+        """The person's answer to an Inbox item: ``inbox.decide`` (after an
+        ``inbox.propose`` naming the item, the first time one of this vault's own items is
+        answered). Nothing for an item about a memory that was never synced."""
+        applied = self._applied
+        if applied is None:
+            return []
+
+        def run(conn: ports.Connection) -> list[Op]:
+            item = applied.question_of(conn, cid)
+            bodies: list[Body] = []
+            if item is None:
+                g = self._rows.gids(conn, [a, b])
+                if a not in g or b not in g or self._rows.forgotten(conn, [g[a], g[b]]):
+                    return []
+                item = new_gid()
+                bodies.append(body_from_mapping("inbox.propose", {
+                    "item": item, "kind": "review" if kind == "review" else "contradiction",
+                    "a": g[a], "b": g[b], "reason": reason[:MAX_LABEL]}))
+                applied.name_question(conn, item, cid)
+            bodies.append(body_from_mapping("inbox.decide", {
+                "item": item, "verdict": "accept", "choice": keep,
+                "text": text if keep == "edit" else None}))
+            return self._write_ops(conn, bodies)
+        try:
+            return self._db.write_sync(run)
+        except OpInvalid as exc:
+            log.warning("sync journal: Inbox answer %s not journaled (%s)", cid,
+                        exc.user_message.split(":")[0])
+            return []
+
+
+def _fact_fields(m: Memory, gid: Gid, sources: Sequence[Gid]) -> dict[str, Any]:
+    return {
+        "gid": gid, "subject": m.extra["subject"], "predicate": m.extra["predicate"],
+        "object": m.extra["object"], "statement": m.text,
+        "category": str(m.extra.get("category") or ""), "occurred_at": m.occurred_at,
+        "learned_at": m.created_at, "agent": m.agent, "context": m.context,
+        "written_by": "person" if m.agent == "global" else m.agent,
+        "confidence": m.confidence, "user_validated": m.user_validated,
+        "valid_from": m.valid_from, "valid_to": m.valid_until, "sources": list(sources)}
