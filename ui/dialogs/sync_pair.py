@@ -137,7 +137,7 @@ class SyncPairDialog(_Stepping):
     def __init__(self, vault: VaultAPI, bridge: CoreBridge, parent: QWidget | None = None
                  ) -> None:
         super().__init__(vault, bridge, parent)
-        self.setWindowTitle("Pair a new device")
+        self.setWindowTitle(f"Pair a new device with {theme.vault_name(vault.folder)}")
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         mono.setPointSizeF(mono.pointSizeF() * 1.6)
         how = QLabel("On the new device, open Kept, then Settings > Devices > Join with a "
@@ -195,10 +195,14 @@ class SyncJoinDialog(_Stepping):
                  set_up: bool = False) -> None:
         super().__init__(vault, bridge, parent)
         self.set_up = set_up
-        self.setWindowTitle("Set up sync" if set_up else "Join with a code")
+        name = theme.vault_name(vault.folder)
+        self.setWindowTitle(f"Set up sync for {name}" if set_up else f"Join {name} to a synced vault")
         self.folder = QLineEdit()
         self.folder.setAccessibleName("Sync folder")
         self.folder.setPlaceholderText("the folder your sync tool shares, e.g. ~/Sync/kept")
+        # Wide enough for the placeholder: a cut hint is no hint (issue 25, item 2).
+        self.folder.setMinimumWidth(fit.text_width(self.folder, [self.folder.placeholderText()])
+                                    + 4 * theme.S)
         pick = QPushButton("Choose…")
         pick.setAccessibleName("Choose the sync folder")
         pick.clicked.connect(self._on_pick_clicked)

@@ -265,3 +265,13 @@ def test_confirm_question(qtbot: Any, window: Any, look: str) -> None:
     settle(qtbot)
     check(box, "confirm_question", look)
     box.reject()
+
+
+@pytest.mark.parametrize("set_up", [True, False], ids=["set_up", "join"])
+def test_sync_join_dialog(qtbot: Any, window: Any, demo: Any, look: str, set_up: bool) -> None:
+    # Settings > Devices' two first steps (issue 29). The pair dialog shows a fresh random code
+    # and its QR picture, so it is checked by tests/ui/test_devices_window.py, not by a picture.
+    from ui.dialogs.sync_pair import SyncJoinDialog
+    dlg = show(qtbot, SyncJoinDialog(demo, window.bridge, window, set_up=set_up))
+    check(dlg, "sync_set_up_dialog" if set_up else "sync_join_dialog", look)
+    dlg.close()
