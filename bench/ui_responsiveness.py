@@ -199,6 +199,15 @@ def synthetic_turns(n: int, seed: int = 7) -> list[Any]:
     return out
 
 
+def as_the_app_process() -> None:
+    """What ``kept-app`` sets for its whole process before any window (``ui.main.main``)."""
+    try:
+        from ui.main import share_the_gil
+    except ImportError:  # a tree from before it: the app left Python's default
+        return
+    share_the_gil()
+
+
 def make_window(vault: Any) -> Any:
     from ui.bridge import CoreBridge
     from ui.main_window import MainWindow
@@ -593,6 +602,7 @@ def main() -> int:
         StallMeter.watchdog = open(args.watchdog, "w")  # noqa: SIM115 (open for the run)
     from storage.paths import private_umask
     private_umask()
+    as_the_app_process()
     from PySide6.QtWidgets import QApplication
     app = QApplication([sys.argv[0]])
     app.setStyle("Fusion")

@@ -43,3 +43,24 @@ def test_unlock_dialog_warms_the_widgets_while_waiting(qtbot: Any, tmp_path: Any
     qtbot.waitUntil(lambda: calls == [1], timeout=3000)
     ctl.dialog.rejected.disconnect()  # closing must not quit the test's application
     ctl.dialog.close()
+
+
+def test_the_app_gives_the_gui_thread_the_gil_back_within_half_a_millisecond(
+        monkeypatch: Any) -> None:
+    import os
+    import sys
+
+    from app.ipc.server import SWITCH_INTERVAL_S
+    from ui import main
+    before = sys.getswitchinterval()
+    mask = os.umask(0o022)
+    os.umask(mask)
+    monkeypatch.setattr(main, "setup_logging", lambda debug: None)
+    monkeypatch.setattr(main, "screen_problem", lambda: "no screen (test)")  # stop right after
+    try:
+        sys.setswitchinterval(0.005)
+        assert main.main([]) == 2
+        assert sys.getswitchinterval() == SWITCH_INTERVAL_S
+    finally:
+        sys.setswitchinterval(before)
+        os.umask(mask)  # main() made this process's files private
