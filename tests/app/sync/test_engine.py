@@ -16,15 +16,6 @@ from tests.app.sync.fleet import Fleet, Member, make_fleet
 from tests.inside import inside
 
 
-@pytest.fixture
-def two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, monkeypatch, embedder, 2)
-    try:
-        yield fleet
-    finally:
-        fleet.close()
-
-
 def texts(v: Vault) -> set[str]:
     """What the person sees listed: every active memory's text."""
     return {m.text for m in _active(v)}

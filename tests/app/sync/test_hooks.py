@@ -4,27 +4,14 @@ person's Inbox answers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from app.api import AssistantFact, Turn
 from app.facade import Vault
 from app.sync.ops import parse_ops
 from tests.app.conftest import T0, remember
-from tests.app.sync.fleet import Fleet, make_fleet
+from tests.app.sync.fleet import Fleet
 from tests.inside import inside
-
-
-@pytest.fixture
-def two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, monkeypatch, embedder, 2)
-    try:
-        yield fleet
-    finally:
-        fleet.close()
 
 
 def _rows(v: Vault, sql: str) -> list[tuple[Any, ...]]:
