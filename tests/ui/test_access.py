@@ -152,6 +152,7 @@ def _dialogs(window: Any, demo: Any, tmp: Path) -> Iterator[tuple[str, QWidget]]
     from ui.dialogs.forget import ForgetDialog
     from ui.dialogs.help import HelpDialog
     from ui.dialogs.pair import PairDialog
+    from ui.dialogs.sync_pair import SyncJoinDialog
     from ui.dialogs.unlock import RecoveryCodeDialog, UnlockDialog
     yield "unlock", UnlockDialog(demo.folder)
     yield "create", UnlockDialog(tmp / "new", create=True)
@@ -162,6 +163,8 @@ def _dialogs(window: Any, demo: Any, tmp: Path) -> Iterator[tuple[str, QWidget]]
     yield "back up", BackupDialog(str(tmp), window, vault_folder=demo.folder)
     yield "restore", RestoreDialog(window)
     yield "pair", PairDialog(demo, window.bridge, window)
+    yield "set up sync", SyncJoinDialog(demo, window.bridge, window, set_up=True)
+    yield "join a synced vault", SyncJoinDialog(demo, window.bridge, window)
     yield "add memory", AddMemoryDialog(demo, window.bridge, "demo", window)
     yield "help", HelpDialog(window, "Keys", "<p>F1 shows the keys.</p><p><a href='#x'>x</a></p>")
 

@@ -139,6 +139,34 @@ def test_join_with_a_mistyped_code_then_the_right_one(qtbot: Any, vaults: Any) -
     assert not panel.pair_btn.isVisibleTo(panel) and not panel.join_btn.isVisibleTo(panel)
 
 
+def test_escape_in_the_join_dialog_closes_it_and_joins_nothing(qtbot: Any, vaults: Any) -> None:
+    a, b, shared = vaults
+    a.sync_set_up(shared, "laptop")
+    code = a.sync_invite().value.code
+    panel = _panel(qtbot, b)
+    _press(qtbot, panel.join_btn)
+    dlg = _dialog(qtbot, panel, "SyncJoinDialog")
+    dlg.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is dlg, timeout=WAIT)
+    dlg.folder.setFocus(Qt.FocusReason.TabFocusReason)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is dlg.folder, timeout=WAIT)
+    qtbot.keyClicks(dlg.folder, str(shared))
+    qtbot.keyClick(dlg.folder, Qt.Key.Key_Tab)
+    choose = QApplication.focusWidget()
+    assert choose is not None and choose.accessibleName() == "Choose the sync folder"
+    qtbot.keyClick(choose, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is dlg.name
+    qtbot.keyClicks(dlg.name, "desktop")
+    qtbot.keyClick(dlg.name, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is dlg.code
+    qtbot.keyClicks(dlg.code, code)
+    qtbot.keyClick(dlg.code, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not dlg.isVisible(), timeout=WAIT)
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    assert not b.sync_status().set_up
+    assert a.sync_pair_step().value.state == "waiting"  # Escape before Join sent nothing
+
+
 def test_the_status_bar_says_sync_only_once_it_is_set_up(qtbot: Any, vaults: Any) -> None:
     a, _b, shared = vaults
     win = main_window(qtbot, a)
