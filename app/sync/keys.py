@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.errors import AppError
+from app.sync.canonical import canonical_bytes
+
+canonical = canonical_bytes  # the name the sync modules use (one definition: app/sync/canonical.py)
 
 DEVICE_ID_BYTES = 16
 VAULT_ID_BYTES = 16
@@ -63,11 +66,6 @@ class SyncRefused(AppError):
 
     def __str__(self) -> str:
         return f"{self.user_message} ({self.reason})"
-
-
-def canonical(obj: Mapping[str, Any] | list[Any]) -> bytes:
-    """The one byte form that is signed or sealed: sorted keys, no spaces, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _raw(public: Ed25519PublicKey | X25519PublicKey) -> bytes:

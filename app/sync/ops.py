@@ -40,8 +40,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NewType, TypeAlias
 
 from app.errors import ValidationError
+from app.sync.canonical import canonical_text
 from app.sync.hlc import HybridClock, Stamp, StampError, check_device
 from app.validation import MAX_LABEL, MAX_TEXT, check_string, check_time
+
+canonical = canonical_text  # the name the sync modules use (one definition: app/sync/canonical.py)
 
 Gid = NewType("Gid", str)
 OpId = NewType("OpId", str)
@@ -431,12 +434,6 @@ BODIES: dict[str, type[Body]] = {b.KIND: b for b in (
     MemoryCreate, MemoryEdit, FactAssert, FactSupersede, FactRetract, InboxPropose, InboxDecide,
     Forget)}
 OP_FIELDS = frozenset({"id", "device", "hlc", "kind", "body"})
-
-
-def canonical(data: Any) -> str:
-    """The one JSON form of an op or a state (sorted keys, no spaces), as part E encodes it."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True)
