@@ -268,19 +268,38 @@ class MainWindow(WorkWindow):
             if self._cleared:  # locked while loading: the items are gone
                 return
             ents, days, inbox = result
-            for parent in (self.people_item, self.timeline_item):
-                parent.takeChildren()
+            people: list[tuple[str, NavKey, str]] = []
             for e in ents[:200]:
                 kind = e.kind if e.kind != "archive" else words.entity_kind(
                     e.kind, e.was_kind, e.ended_at, e.ended_how)
-                self._item(self.people_item, f"{e.name} ({kind}, {e.mentions})",
-                           ("entity", e.id, e.name))
-            for day, n in days:
-                item = self._item(self.timeline_item, f"{_nav_day(day)} ({n})", ("day", day))
-                item.setToolTip(0, f"{words.calendar_day(day)}: "
-                                   f"{words.count(n, 'memory', 'memories')}")
+                people.append((f"{e.name} ({kind}, {e.mentions})", ("entity", e.id, e.name), ""))
+            timeline: list[tuple[str, NavKey, str]] = [(f"{_nav_day(day)} ({n})", ("day", day),
+                         f"{words.calendar_day(day)}: {words.count(n, 'memory', 'memories')}")
+                        for day, n in days]
+            self._set_nav_children(self.people_item, people)
+            self._set_nav_children(self.timeline_item, timeline)
             self.inbox_item.setText(0, f"Inbox ({inbox})" if inbox else "Inbox")
         run_query(self, load, done)
+
+    def _set_nav_children(self, parent: QTreeWidgetItem,
+                          want: list[tuple[str, NavKey, str]]) -> None:
+        """``parent``'s children become ``want`` (label, key, tooltip), changing only what
+        differs: an import refreshes the navigation every second, and rebuilding 320 items
+        each time cost the GUI thread tens of milliseconds (issue 25); the selection and the
+        scroll position stay where they were."""
+        for i, (label, key, tip) in enumerate(want):
+            item = parent.child(i)
+            if item is None:
+                item = self._item(parent, label, key)
+            else:
+                if item.text(0) != label:
+                    item.setText(0, label)
+                if item.data(0, NAV_ROLE) != key:
+                    item.setData(0, NAV_ROLE, key)
+            if item.toolTip(0) != tip:
+                item.setToolTip(0, tip)
+        while parent.childCount() > len(want):
+            parent.takeChild(parent.childCount() - 1)
 
     # --- navigation ---------------------------------------------------------------------
     @Slot(object, object)
