@@ -123,6 +123,29 @@ IMPORT_EMBED_CALL = 64
 _Prepared = list[tuple[Draft, Scores, str, float, tuple[Draft, Scores, str, float] | None, str]]
 
 
+BULK_NICENESS = 10  # how far below the window's threads an import's embedding runs
+
+
+def yield_the_cpu() -> None:
+    """This thread (and the threads it starts, which inherit it) gives way to the others when
+    the CPU is short: an import's embedding is the bulk of its CPU, and on two cores it kept
+    the window's thread waiting for a core (issue 25: the longest stall during an import).
+    Linux only: there a thread's niceness is its own (``setpriority`` on its id); elsewhere
+    the same call would reach a process of that number, so nothing is done."""
+    import os
+    import sys
+    import threading
+    if os.environ.get("KEPT_AB_NICE") == "0":
+        return
+    if not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BULK_NICENESS)
+    except OSError:  # a sandbox that refuses it: the import runs as before
+        pass
+
+
 class IngestService:
     """Owner: the composition of one unlocked vault (``app/bootstrap.py``)."""
 
@@ -376,7 +399,8 @@ class IngestService:
         from concurrent.futures import ThreadPoolExecutor
         pending: tuple[Future[list[MemoryId]], np.ndarray | None, int] | None = None
         chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
-        pool = ThreadPoolExecutor(1, thread_name_prefix="import-embed")
+        pool = ThreadPoolExecutor(1, thread_name_prefix="import-embed",
+                                  initializer=yield_the_cpu)
         try:
             routed = self._route_chunk(chunks[0], next_seq) if chunks else None
             embedding = pool.submit(self._embed_routed, routed) if routed is not None else None

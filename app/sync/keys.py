@@ -141,8 +141,21 @@ class DeviceSecret:
             X25519PublicKey.from_public_bytes(peer_public))
 
 
+class SignedRecord:
+    """A record one device signs (a certificate, the revocation list, a sealed key, the root
+    file): ``body()`` is what is signed, ``to_bytes()`` the file, the body and its signature."""
+
+    signature: bytes
+
+    def body(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_bytes(self) -> bytes:
+        return canonical({**self.body(), "sig": self.signature.hex()})
+
+
 @dataclass(frozen=True)
-class Certificate:
+class Certificate(SignedRecord):
     """The founder's word that ``device_id`` (with these keys and this name) is one of the
     vault's devices."""
 
@@ -159,9 +172,6 @@ class Certificate:
         return {"kind": "kept-sync.cert", "vault": self.vault_id, "device": self.device_id,
                 "sign": self.sign_public.hex(), "box": self.box_public.hex(), "name": self.name,
                 "issued_at": self.issued_at, "issuer": self.issuer}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Certificate:
@@ -210,7 +220,7 @@ class Revocation:
 
 
 @dataclass(frozen=True)
-class Revocations:
+class Revocations(SignedRecord):
     """The founder's signed list of revoked devices. ``version`` only grows: a reader keeps
     the highest it has verified, so an old list replayed into the folder un-revokes nobody."""
 
@@ -223,9 +233,6 @@ class Revocations:
         return {"kind": "kept-sync.revocations", "vault": self.vault_id, "version": self.version,
                 "revoked": [[r.device_id, r.revoked_at, r.after_seq]
                             for r in sorted(self.revoked, key=lambda r: r.device_id)]}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Revocations:
@@ -318,7 +325,7 @@ class EpochKey:
 
 
 @dataclass(frozen=True)
-class SealedKey:
+class SealedKey(SignedRecord):
     """An epoch key sealed for one device (the file ``<format>/keys/<sender>/<epoch>-<to>``)."""
 
     vault_id: str
@@ -334,9 +341,6 @@ class SealedKey:
         return {"kind": "kept-sync.sealed-key", "vault": self.vault_id, "epoch": self.epoch,
                 "from": self.sender, "to": self.recipient, "eph": self.ephemeral.hex(),
                 "nonce": self.nonce.hex(), "ct": self.ciphertext.hex()}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> SealedKey:
