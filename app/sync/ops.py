@@ -249,17 +249,9 @@ _CONTENT: dict[str, Check] = {
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryCreate(Body):
-    KIND: ClassVar[str] = "memory.create"
-    SCHEMA: ClassVar[dict[str, Check]] = {
-        "gid": _gid, "store": _one_of(*SIDE), "text": _text, **_CONTENT,
-        "session": _optional(_label), "speaker": _optional(_label), "turn": _optional(_int),
-        "ref": _optional(_label), "importance": _optional(_unit), "emotional": _optional(_unit),
-        "social": _optional(_unit), "side": _side,
-    }
+class _Content(Body):
+    """What a memory create and a fact op both carry (``_CONTENT``, and the gid)."""
     gid: Gid
-    store: str
-    text: str
     occurred_at: float
     learned_at: float
     agent: str
@@ -270,6 +262,22 @@ class MemoryCreate(Body):
     valid_from: float | None
     valid_to: float | None
     sources: tuple[Gid, ...]
+
+    def targets(self) -> frozenset[Gid]:
+        return frozenset((self.gid, *self.sources))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCreate(_Content):
+    KIND: ClassVar[str] = "memory.create"
+    SCHEMA: ClassVar[dict[str, Check]] = {
+        "gid": _gid, "store": _one_of(*SIDE), "text": _text, **_CONTENT,
+        "session": _optional(_label), "speaker": _optional(_label), "turn": _optional(_int),
+        "ref": _optional(_label), "importance": _optional(_unit), "emotional": _optional(_unit),
+        "social": _optional(_unit), "side": _side,
+    }
+    store: str
+    text: str
     session: str | None
     speaker: str | None
     turn: int | None
@@ -288,9 +296,6 @@ class MemoryCreate(Body):
             if k in self.side:
                 v = check(self.side[k], f"side.{k}")
                 self.side[k] = list(v) if isinstance(v, tuple) else v
-
-    def targets(self) -> frozenset[Gid]:
-        return frozenset((self.gid, *self.sources))
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,27 +322,13 @@ _FACT: dict[str, Check] = {
 
 
 @dataclass(frozen=True, slots=True)
-class _Fact(Body):
+class _Fact(_Content):
     """What a fact op carries (``_FACT``): the fields of an assert and a supersede."""
-    gid: Gid
     subject: str
     predicate: str
     object: str
     statement: str
     category: str
-    occurred_at: float
-    learned_at: float
-    agent: str
-    context: str | None
-    written_by: str
-    confidence: float | None
-    user_validated: bool
-    valid_from: float | None
-    valid_to: float | None
-    sources: tuple[Gid, ...]
-
-    def targets(self) -> frozenset[Gid]:
-        return frozenset((self.gid, *self.sources))
 
 
 @dataclass(frozen=True, slots=True)
