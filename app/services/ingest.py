@@ -26,6 +26,7 @@ from app.services import salience, scoring, slots
 from app.services.salience import Salience
 from app.services.text import date_words, emotional_score, social_score
 from app.services.vector_follow import VectorFollower
+from app.threads import background_priority
 from app.validation import check_string, check_text, check_time
 
 log = logging.getLogger(__name__)
@@ -121,29 +122,6 @@ IMPORT_EMBED_CALL = 64
 # One import batch ready for its transaction: per turn (draft, scores, decay class,
 # confidence, the derived memory with its own scoring or None, full-text keys).
 _Prepared = list[tuple[Draft, Scores, str, float, tuple[Draft, Scores, str, float] | None, str]]
-
-
-BULK_NICENESS = 10  # how far below the window's threads an import's embedding runs
-
-
-def yield_the_cpu() -> None:
-    """This thread (and the threads it starts, which inherit it) gives way to the others when
-    the CPU is short: an import's embedding is the bulk of its CPU, and on two cores it kept
-    the window's thread waiting for a core (issue 25: the longest stall during an import).
-    Linux only: there a thread's niceness is its own (``setpriority`` on its id); elsewhere
-    the same call would reach a process of that number, so nothing is done."""
-    import os
-    import sys
-    import threading
-    if os.environ.get("KEPT_AB_NICE") == "0":
-        return
-    if not sys.platform.startswith("linux"):
-        return
-    tid = threading.get_native_id()
-    try:
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BULK_NICENESS)
-    except OSError:  # a sandbox that refuses it: the import runs as before
-        pass
 
 
 class IngestService:
@@ -400,7 +378,7 @@ class IngestService:
         pending: tuple[Future[list[MemoryId]], np.ndarray | None, int] | None = None
         chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
         pool = ThreadPoolExecutor(1, thread_name_prefix="import-embed",
-                                  initializer=yield_the_cpu)
+                                  initializer=background_priority)
         try:
             routed = self._route_chunk(chunks[0], next_seq) if chunks else None
             embedding = pool.submit(self._embed_routed, routed) if routed is not None else None
