@@ -494,6 +494,7 @@ class SyncActivity:
     received: int = 0               # other devices' changes the last good tick brought
     findings: tuple[str, ...] = ()
     forgets: tuple[ForgetLine, ...] = ()
+    at: float | None = None         # the owner's clock when this was read ("12 s ago" from it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 from app.api import ForgetLine, SyncActivity
 from app.errors import AppError
 from app.policy import SYNC_STOP_WAIT_S
+from app.sync.device_words import FOLDER_MISSING
 
 if TYPE_CHECKING:
     from app.sync.engine import SyncEngine
 
 log = logging.getLogger(__name__)
 
-FOLDER_MISSING = "Sync folder missing"
 FOLDER_FULL = "Sync folder full: no space left on its disk"
 FOLDER_DENIED = "Sync folder not writable: check its permissions"
 
@@ -179,9 +179,10 @@ class SyncRunner:
             shown = SyncActivity(running, self._last_sync, self._last_try, self._problem, 0,
                                  self._received, self._findings, self._forgets)
         if not running:
-            return SyncActivity(forgets=shown.forgets)
+            return SyncActivity(forgets=shown.forgets, at=self._now())
         return SyncActivity(shown.running, shown.last_sync, shown.last_try, shown.problem,
-                            self._sending(), shown.received, shown.findings, shown.forgets)
+                            self._sending(), shown.received, shown.findings, shown.forgets,
+                            self._now())
 
     # --- close --------------------------------------------------------------------------------
     def close(self, wait: float | None = None) -> bool:
