@@ -530,8 +530,11 @@ class MainWindow(WorkWindow):
         area = devices.parentWidget()
         while area is not None and not isinstance(area, QScrollArea):
             area = area.parentWidget()
-        if area is not None:
-            area.ensureWidgetVisible(devices)
+        if area is not None and area.widget() is not None:
+            from PySide6.QtCore import QPoint
+            # Its top at the top: the table and the forgets' lines below it come into view.
+            top = devices.mapTo(area.widget(), QPoint(0, 0)).y()
+            area.verticalScrollBar().setValue(top)
 
     def _render_status(self) -> None:
         extra = f" · {self._background}…" if self._background else ""
