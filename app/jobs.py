@@ -1,10 +1,14 @@
 """Scheduled jobs (docs/architecture.md#consolidation-and-jobs): heartbeat, consolidation, daily
-decay, weekly synthesis. Layer: app. Runs on: the single ``apscheduler`` worker thread; never
-touches Qt.
+decay, weekly synthesis, and sync's tick. Layer: app. Runs on: the single ``apscheduler``
+worker thread (sync: a second one of its own); never touches Qt.
 
 APScheduler 3 ``BackgroundScheduler`` with a one-thread executor, ``coalesce``,
 ``max_instances=1`` and a misfire grace, so two jobs never run at once and a sleeping laptop
-runs a missed job once, not many times. Jobs are plain functions taking the vault, a clock and
+runs a missed job once, not many times. The sync job is the exception on purpose: it runs on
+its own one-thread executor every ``policy.SYNC_TICK_S`` (and sooner after a local change,
+``sync_soon``), so a consolidation of minutes does not hold the other devices' changes back; a
+tick goes through the vault's services as the person's own acts do, which already run beside a
+consolidation. Jobs are plain functions taking the vault, a clock and
 a cancel token; they log and skip a failing batch instead of stopping (the pipeline does this
 per batch; the wrapper here catches whatever escapes, so the scheduler itself never stops).
 """
@@ -115,7 +119,6 @@ class Jobs:
         if self.on_done is not None:
             self.on_done(outcome)
         return outcome
-
 
     def sync(self) -> bool:
         """One sync tick (issue 29; ``app/sync/runner.py``): nothing while this device does
