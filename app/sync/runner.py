@@ -115,16 +115,16 @@ class SyncRunner:
             self._ticking.release()
 
     def _tick(self) -> bool:
-        folder = self._folder()
-        if not folder or not self._set_up():
-            with self._state:
-                self._running, self._engine = False, None
-            return False
-        path = Path(folder)
-        with self._state:
-            self._running = True
-            self._last_try = self._now()
         try:
+            folder = self._folder()
+            if not folder or not self._set_up():
+                with self._state:
+                    self._running, self._engine = False, None
+                return False
+            path = Path(folder)
+            with self._state:
+                self._running = True
+                self._last_try = self._now()
             if not path.is_dir():
                 raise FileNotFoundError(errno.ENOENT, "sync folder missing")
             engine = self._engine
