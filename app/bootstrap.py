@@ -311,6 +311,7 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     from storage import agents, browse, consolidation_rows, inbox, lifecycle, repo, runlog
     from storage.lexicon import Lexicon
     from storage.migrations import schema_version
+    from storage.recall_cache import RecallRows
     from storage.vector import VectorIndex
     clock = clock or SystemClock()
     db = opened.db
@@ -318,7 +319,11 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     lexicon = Lexicon(repo.FTS_WEIGHTS)
     db.after_write.append(lexicon.on_write)
     ingest = IngestService(db, index, embedder, clock, repo, lifecycle)
-    recall = RecallService(db, index, embedder, lexicon=lexicon, rows=repo)
+    # What recall reads per memory, in RAM, dropped by the writer's own triggers as rows change.
+    recall_rows = RecallRows()
+    db.after_write.append(recall_rows.on_write)
+    db.on_writer(recall_rows.install)
+    recall = RecallService(db, index, embedder, lexicon=lexicon, rows=recall_rows)
     consolidation = ConsolidationService(db, clock, index, ingest, rows=consolidation_rows,
                                          runlog=runlog, inbox=inbox)
     parts = Parts(
@@ -328,7 +333,8 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         context=ContextService(db, recall, rows=repo),
         forget=ForgetService(db, index, rows=lifecycle),
         browse=BrowseService(db, clock, rows=browse),
-        agents=AgentService(db, clock, agents, locked=lambda: opened.locked))
+        agents=AgentService(db, clock, agents, locked=lambda: opened.locked),
+        drop_on_lock=(recall_rows.clear,))
     _load_index(opened, index, embedder, vectors)
     _start_follower(opened, index, ingest, embedder)
     _start_lexicon(opened, index, lexicon, embedder)
