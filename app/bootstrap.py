@@ -334,7 +334,7 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         forget=ForgetService(db, index, rows=lifecycle),
         browse=BrowseService(db, clock, rows=browse),
         agents=AgentService(db, clock, agents, locked=lambda: opened.locked),
-        drop_on_lock=(recall_rows.clear,))
+        drop_on_lock=(recall_rows.clear, recall.forget_texts))
     _load_index(opened, index, embedder, vectors)
     _start_follower(opened, index, ingest, embedder)
     _start_lexicon(opened, index, lexicon, embedder)
