@@ -337,7 +337,8 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         drop_on_lock=(recall_rows.clear, recall.forget_texts))
     _load_index(opened, index, embedder, vectors)
     _start_follower(opened, index, ingest, embedder)
-    _start_lexicon(opened, index, lexicon, embedder)
+    _start_lexicon(opened, index, lexicon, embedder,
+                   preload=lambda: recall_rows.preload(db.read, stop=lambda: opened.locked))
     return parts
 
 
@@ -379,9 +380,11 @@ def _load_index(opened: KeySession, index: ports.VectorIndex, embedder: Embedder
 
 
 def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexicon,
-                   embedder: Embedder | None) -> None:
+                   embedder: Embedder | None, preload: Callable[[], object] | None = None
+                   ) -> None:
     """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
-    background; FTS5 answers until it is ready and on small vaults."""
+    background; FTS5 answers until it is ready and on small vaults. Then, on the same
+    thread, ``preload`` (recall's per-memory fields, storage/recall_cache.py) and Chroma."""
     from storage import lexicon, repo
     db = opened.db
     rows = db.read(repo.memory_count)
@@ -389,6 +392,14 @@ def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexi
     if rows >= lexicon.MIN_ROWS and db.threaded:  # not for one-shot CLI commands
         # The lexicon first: it turns 300 ms of FTS5 into 2; Chroma is no faster than
         # exact search at this size, so its build waits rather than compete for the CPU.
-        lex.build_in_background(db.read, then=chroma, delay=BACKGROUND_GRACE_S)
+        def then() -> None:
+            if preload is not None:
+                try:
+                    preload()
+                except Exception:  # an accelerator: recall reads the rows itself
+                    log.exception("recall's fields were not preloaded")
+            if chroma is not None:
+                chroma()
+        lex.build_in_background(db.read, then=then, delay=BACKGROUND_GRACE_S)
     elif chroma is not None:
         chroma()

@@ -27,17 +27,23 @@ it began. Lock calls ``clear``: no memory text stays in RAM after it.
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.ports import RecallMeta
 from storage import repo
 from storage.sqlcipher import Connection
 
-# Entries per kind; past it that kind is emptied and fills again (a 100k vault's candidates
-# over many queries stay under it; a bound on RAM, not a tuning knob).
+log = logging.getLogger(__name__)
+
+# Entries per kind; past it nothing more is kept (a bound on RAM, about 60 MB of ranking
+# fields: a 100k-memory vault fits whole).
 CAP = 131_072
+PRELOAD_SLICE = 2_000  # rows per read of the preload; it yields the GIL between reads
 
 _ONE, _REFS, _ALL = 1, 2, 3  # what a mark drops: one id; every id's refs; everything
 _DERIVED = "('DERIVED_FROM','PROMOTED_FROM')"
@@ -100,6 +106,7 @@ class RecallRows:
         self._refs: dict[int, list[str]] = {}
         self._marks: list[tuple[int, int]] = []  # (what, id) since the last on_write
         self._installed: set[int] = set()  # id() of connections with the triggers
+        self._cleared = 0  # clear() calls: a preload under way stops at the next
         self.enabled = True
 
     # --- following the writer ------------------------------------------------------------
@@ -141,6 +148,7 @@ class RecallRows:
         """Lock: nothing read stays in RAM."""
         with self._lock:
             self._gen += 1
+            self._cleared += 1
             self._meta.clear()
             self._texts.clear()
             self._refs.clear()
@@ -179,11 +187,41 @@ class RecallRows:
             got = read(conn, missing)
             out.update(got)
             with self._lock:
-                if self._gen == gen:
-                    if len(cache) + len(got) > CAP:
-                        cache.clear()
+                if self._gen == gen and len(cache) + len(got) <= CAP:
                     cache.update(got)
         return out
+
+    # --- filled ahead ----------------------------------------------------------------------
+    def preload(self, read: Callable[[Callable[[Connection], Any]], Any],
+                stop: Callable[[], bool] = lambda: False) -> int:
+        """Every memory's ranking fields, read in id order in slices (``read``: the
+        database's reader), so a query's first recall need not read them: 275 candidates a
+        query, each once, were most of a fresh query's extra cost (issue 28). A slice read
+        while a write committed is read again. Returns the rows kept; stops at ``CAP``,
+        at ``stop()`` or at lock (``clear``)."""
+        if not self.enabled or not self._installed:
+            return 0
+        after, kept = 0, 0
+        with self._lock:
+            started = self._cleared
+        while not stop():
+            with self._lock:
+                gen = self._gen
+            got: dict[int, RecallMeta] = read(functools.partial(
+                repo.recall_meta_after, after=after, limit=PRELOAD_SLICE))
+            if not got:
+                break
+            with self._lock:
+                if self._cleared != started or len(self._meta) + len(got) > CAP:
+                    break
+                if self._gen != gen:
+                    continue  # a write meanwhile: this slice again
+                for i, m in got.items():
+                    self._meta.setdefault(i, m)
+            kept += len(got)
+            after = max(got)
+            time.sleep(0)  # let a recall have the GIL between slices
+        return kept
 
 
 __all__ = ["CAP", "RecallRows"]

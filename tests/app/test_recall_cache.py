@@ -129,3 +129,35 @@ def test_lock_leaves_no_memory_text_in_ram(vault: Vault) -> None:
     assert rows._texts
     vault.lock()
     assert not rows._texts and not rows._meta and not rows._refs
+
+
+def test_preload_reads_every_memory_and_writes_still_drop_them(vault: Vault,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from storage import recall_cache
+    monkeypatch.setattr(recall_cache, "PRELOAD_SLICE", 2)  # several slices
+    ids = [int(remember(vault, f"Note {n} about the allotment", speaker="Me")) for n in range(7)]
+    rows, db = cached_rows(vault), inside(vault).db
+    rows.clear()
+    assert rows.preload(db.read) == len(all_ids(vault))
+    assert set(rows._meta) == set(all_ids(vault))
+    vault.forget(vault.forget_plan(ids=[ids[3]]))
+    vault.recall("allotment", k=10)  # touch: access counts move
+    assert ids[3] not in rows._meta
+    assert_same_as_database(vault, extra=[ids[3]])
+    # A slice read while a write commits is read again, never kept as it was.
+    real, calls = repo.recall_meta_after, []
+
+    def slice_then_write(conn: Any, after: int, limit: int) -> Any:
+        got = real(conn, after, limit)
+        calls.append(after)
+        if len(calls) == 1:
+            db.write_sync(lambda c: c.execute(
+                "UPDATE memory SET importance = 0.99 WHERE id = ?", (ids[0],)))
+        return got
+    monkeypatch.setattr(repo, "recall_meta_after", slice_then_write)
+    rows.clear()
+    rows.preload(db.read)
+    assert calls[:2] == [0, 0]  # the first slice, read again
+    assert rows._meta[ids[0]].importance == pytest.approx(0.99)
+    assert_same_as_database(vault, extra=[ids[3]])
