@@ -12,7 +12,8 @@ machine's load hits both alike. In a child, once the RAM lexicon (and Chroma, if
 ready: every query twice, ``fresh`` (the first time any recall sees it) and ``again``; each
 recall (``touch=False``, query embedding included, one ``now`` for every side) is followed by the same query's bare
 embedding (``Embedder.embed_one``), so the ratio of the two is taken under the same load.
-Wall time and process CPU per call; the load average at each child's start and end. Every
+Wall time and process CPU per call; the load average at each child's start and end; then
+``bench/scale.py``'s CPU per stage over the first 100 queries (asked a third time). Every
 hit (id, score, breakdown, text, refs, marks) of every query goes into a digest: the two sides
 must print the same one (same answers), else the report says so.
 
@@ -52,7 +53,7 @@ def summary(wall: list[float], cpu: list[float]) -> dict[str, float]:
 def child(args: argparse.Namespace) -> dict[str, Any]:
     # The side's code (cwd) and its own bench/scale.py (whose import puts its root first).
     sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "bench")]
-    from scale import PASSWORD, make_queries  # the generator's queries, same seed
+    from scale import PASSWORD, make_queries, stage_profile  # the side's own generator
 
     import storage  # noqa: F401  (first: onnxruntime telemetry off)
     from app.facade import Vault, internals
@@ -64,6 +65,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         vault = Vault.open(work / "vault", PASSWORD)
         inner = internals(vault)
         inner.lexicon.wait_ready(900)
+        if inner.lexicon._thread is not None:
+            inner.lexicon._thread.join()  # and what runs after it there (as bench/scale.py)
         if inner.index._build_thread is not None:
             inner.index.wait_ready(900)
         queries = make_queries(args.queries, args.seed)
@@ -94,6 +97,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                           "ratio_p95": round(rec["p95_ms"] / emb["p95_ms"], 3),
                           "ratio_cpu_p50": round(rec["cpu_p50_ms"] / emb["cpu_p50_ms"], 3)}
         out["answers_digest"] = digest.hexdigest()[:16]
+        # Process CPU per stage (bench/scale.py's wrappers; a cache hit is no call), again.
+        out["stages_cpu_ms"] = stage_profile(vault, queries[:min(len(queries), 100)])
         out["load_avg_at_end"] = os.getloadavg()
         vault.lock()
         return out

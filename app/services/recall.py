@@ -469,6 +469,7 @@ class RecallService:
                 best_in_session[session] = max(best_in_session.get(session, 0.0), rel[i])
         finals: dict[int, float] = {}
         terms: dict[int, tuple[float, float, float, float, float, float]] = {}
+        relevances: dict[int, tuple[float, float, float, float]] = {}
         for i in cand_ids:
             m = meta[i]
             session_bonus = t.session_share * best_in_session.get(m.session, 0.0) \
@@ -482,7 +483,24 @@ class RecallService:
                 boost *= t.time_range_boost
             if m.status == "archived":
                 boost *= t.archived_weight
-            relevance = (rel[i] + session_bonus + person) * boost
+            relevances[i] = ((rel[i] + session_bonus + person) * boost, session_bonus, person,
+                             boost)
+        n_head = max(4 * k, 40)
+        scoring_ids: Sequence[int] = cand_ids
+        if t.hop_weight <= 0 and len(cand_ids) > n_head:
+            # The composite (002) is the one part that needs exp and log per candidate. Its
+            # recency and frequency lie in [0, 1], so without them a candidate's final score
+            # is known to within w_composite * (W_RECENCY + W_FREQUENCY); one whose best case
+            # stays below the n_head-th best worst case cannot be shown and is not scored.
+            spread = t.w_composite * (policy.W_RECENCY + policy.W_FREQUENCY)
+            low = {i: t.w_relevance * relevances[i][0] + t.w_composite * scoring.composite(
+                meta[i].importance, 0.0, 0.0, meta[i].emotional, meta[i].social)
+                for i in cand_ids}
+            bar = heapq.nlargest(n_head, low.values())[-1] - 1e-9  # ulp-safe
+            scoring_ids = [i for i in cand_ids if low[i] + spread >= bar]
+        for i in scoring_ids:
+            m = meta[i]
+            relevance, session_bonus, person, boost = relevances[i]
             comp, rec, freq = self._composite_terms(m, now)
             finals[i] = t.w_relevance * relevance + t.w_composite * comp
             terms[i] = (session_bonus, person, boost, comp, rec, freq)
@@ -499,7 +517,6 @@ class RecallService:
                     "final": finals[i], "importance": m.importance, "recency": rec,
                     "frequency": freq, "emotional": m.emotional, "social": m.social}
 
-        n_head = max(4 * k, 40)
         if t.hop_weight > 0:  # the second hop lends to any candidate: every breakdown
             scored = {i: breakdown(i) for i in cand_ids}
             self._second_hop(scored)
@@ -508,7 +525,7 @@ class RecallService:
         # Ties go to conversation order (session, then turn), as people read them.
         def first(i: int) -> tuple[float, str, int, int]:
             return (-finals[i], meta[i].session or "", meta[i].seq or 0, i)
-        head = heapq.nsmallest(n_head, cand_ids, key=first)  # == sorted(...)[:n_head]
+        head = heapq.nsmallest(n_head, scoring_ids, key=first)  # == sorted(...)[:n_head]
         if t.hop_weight <= 0:
             scored = {i: breakdown(i) for i in head}
 
