@@ -40,10 +40,10 @@ from storage.sqlcipher import Connection
 
 log = logging.getLogger(__name__)
 
-# Entries per kind; past it nothing more is kept (a bound on RAM, about 60 MB of ranking
-# fields: a 100k-memory vault fits whole).
+# Memories kept; past it nothing more is (a bound on RAM: a 100k-memory vault fits whole, its
+# ranking fields, texts and refs in about 100 MB).
 CAP = 131_072
-PRELOAD_SLICE = 2_000  # rows per read of the preload; it yields the GIL between reads
+PRELOAD_SLICE = 1_000  # memories per read of the preload; it yields the GIL between reads
 
 _ONE, _REFS, _ALL = 1, 2, 3  # what a mark drops: one id; every id's refs; everything
 _DERIVED = "('DERIVED_FROM','PROMOTED_FROM')"
@@ -194,10 +194,11 @@ class RecallRows:
     # --- filled ahead ----------------------------------------------------------------------
     def preload(self, read: Callable[[Callable[[Connection], Any]], Any],
                 stop: Callable[[], bool] = lambda: False) -> int:
-        """Every memory's ranking fields, read in id order in slices (``read``: the
-        database's reader), so a query's first recall need not read them: 275 candidates a
-        query, each once, were most of a fresh query's extra cost (issue 28). A slice read
-        while a write committed is read again. Returns the rows kept; stops at ``CAP``,
+        """Every memory's ranking fields, text and refs, read in id order in slices
+        (``read``: the database's reader), so a query's first recall need not read them
+        (issue 28: a fresh query's candidates cost 2.7 ms of ranking fields and its head 3.9
+        ms of texts and refs at 10k memories, bench/scale.py's stages, dev). A slice read
+        while a write committed is read again. Returns the memories kept; stops at ``CAP``,
         at ``stop()`` or at lock (``clear``)."""
         if not self.enabled or not self._installed:
             return 0
@@ -207,21 +208,31 @@ class RecallRows:
         while not stop():
             with self._lock:
                 gen = self._gen
-            got: dict[int, RecallMeta] = read(functools.partial(
-                repo.recall_meta_after, after=after, limit=PRELOAD_SLICE))
-            if not got:
+            meta, texts, refs = read(functools.partial(_slice, after=after))
+            if not meta:
                 break
             with self._lock:
-                if self._cleared != started or len(self._meta) + len(got) > CAP:
+                if self._cleared != started or len(self._meta) + len(meta) > CAP:
                     break
                 if self._gen != gen:
                     continue  # a write meanwhile: this slice again
-                for i, m in got.items():
-                    self._meta.setdefault(i, m)
-            kept += len(got)
-            after = max(got)
+                for kept_, got in ((self._meta, meta), (self._texts, texts),
+                                   (self._refs, refs)):
+                    for i, v in got.items():
+                        kept_.setdefault(i, v)
+            kept += len(meta)
+            after = max(meta)
             time.sleep(0)  # let a recall have the GIL between slices
         return kept
+
+
+def _slice(conn: Connection, after: int) -> tuple[dict[int, RecallMeta], dict[int, str],
+                                                  dict[int, list[str]]]:
+    """One preload slice: the next ``PRELOAD_SLICE`` memories after id ``after``, read in one
+    go on one connection."""
+    meta = repo.recall_meta_after(conn, after, PRELOAD_SLICE)
+    ids = list(meta)
+    return meta, repo.texts(conn, ids), repo.refs_of(conn, ids)
 
 
 __all__ = ["CAP", "RecallRows"]

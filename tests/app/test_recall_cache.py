@@ -140,10 +140,10 @@ def test_preload_reads_every_memory_and_writes_still_drop_them(vault: Vault,
     rows, db = cached_rows(vault), inside(vault).db
     rows.clear()
     assert rows.preload(db.read) == len(all_ids(vault))
-    assert set(rows._meta) == set(all_ids(vault))
+    assert set(rows._meta) == set(rows._texts) == set(rows._refs) == set(all_ids(vault))
     vault.forget(vault.forget_plan(ids=[ids[3]]))
     vault.recall("allotment", k=10)  # touch: access counts move
-    assert ids[3] not in rows._meta
+    assert ids[3] not in rows._meta and ids[3] not in rows._texts
     assert_same_as_database(vault, extra=[ids[3]])
     # A slice read while a write commits is read again, never kept as it was.
     real, calls = repo.recall_meta_after, []
