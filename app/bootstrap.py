@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.clock import Clock, SystemClock
+from app.errors import VaultLocked
 
 if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 14)
     import numpy as np
@@ -396,6 +397,8 @@ def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexi
             if preload is not None:
                 try:
                     preload()
+                except VaultLocked:
+                    pass  # locked meanwhile: nothing to fill
                 except Exception:  # an accelerator: recall reads the rows itself
                     log.exception("recall's fields were not preloaded")
             if chroma is not None:

@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,8 +66,10 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         vault = Vault.open(work / "vault", PASSWORD)
         inner = internals(vault)
         inner.lexicon.wait_ready(900)
+        t_lex = time.perf_counter()
         if inner.lexicon._thread is not None:
             inner.lexicon._thread.join()  # and what runs after it there (as bench/scale.py)
+        preloaded_s = round(time.perf_counter() - t_lex, 2)  # the new side's preload
         if inner.index._build_thread is not None:
             inner.index.wait_ready(900)
         queries = make_queries(args.queries, args.seed)
@@ -100,6 +103,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         # Process CPU per stage (bench/scale.py's wrappers; a cache hit is no call), again.
         out["stages_cpu_ms"] = stage_profile(vault, queries[:min(len(queries), 100)])
         out["load_avg_at_end"] = os.getloadavg()
+        out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        out["preloaded_s_after_lexicon"] = preloaded_s
         vault.lock()
         return out
     finally:
