@@ -37,6 +37,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# First, as in every bench script: onnxruntime telemetry off, here and in the children. From
+# PYTHONPATH when set (a child: its side's code), else this checkout.
+try:
+    import storage  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(HERE.parent))
+    import storage  # noqa: F401
 
 
 def pct(values: list[float], q: float) -> float:
