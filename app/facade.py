@@ -114,6 +114,7 @@ class Vault:
         self._model_dir = parts.model_dir
         self._index = parts.index
         self._lexicon = parts.lexicon
+        self._drop_on_lock = parts.drop_on_lock
         self._rows = parts.rows
         self._lifecycle = parts.lifecycle
         self._schema_version = parts.schema_version
@@ -219,6 +220,8 @@ class Vault:
             self._save_lexicon()
             self._lexicon.clear()  # first: its thread may start the Chroma build when done
             self._index.close()
+            for drop in self._drop_on_lock:
+                drop()
             self._opened.lock()
         # The services were built once for this unlock: they let go of the model too.
         self._embedder = self._ingest.embedder = self._recall.embedder = None
