@@ -109,12 +109,18 @@ class Modes:
         self.ingest.follower = self.follower
         self.db.write_group = self._group
         self.db._sync_within = 0.0  # every group commit at FULL (main's path)
+        # main's follower: embeds once a batch is due or its first memory waited gather_s
+        self.follower.start_at = self.follower.batch
+        self.follower.max_defer_s = self.follower.gather_s
 
     def new(self) -> None:
+        from app import policy
         from storage.db import SYNC_WITHIN_S
         self.ingest.follower = self.follower
         self.db.write_group = self._group
         self.db._sync_within = SYNC_WITHIN_S
+        self.follower.start_at = self.follower.max_pending - self.follower.batch
+        self.follower.max_defer_s = policy.FOLLOW_MAX_DEFER_S
 
     def remember(self, text: str) -> None:
         from app.domain.memory import Draft, Store
