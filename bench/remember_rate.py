@@ -21,7 +21,9 @@ noise hits them alike (the rate reported is the median over rounds):
 - ``unbatched_*`` (``--unbatched``): the path before issue 28: the embedding inside the call,
   then one FULL transaction per memory;
 - ``*_one_at_a_time``: one caller, each call waiting for the previous one (an assistant);
-- ``*_concurrent``: ``--callers`` threads calling at once, ``--count`` memories in all.
+- ``*_concurrent``: ``--callers`` threads calling at once, ``--count`` memories in all;
+- ``*_sustained`` (``--sustained N``): one caller, N in a row; past ``FOLLOW_MAX_PENDING`` the
+  caller waits for the model, so this is the rate the model allows, not the acknowledgement's.
 
 Beside them: ``vector_lag_ms`` (acknowledgement to the vector in the index: p50, p95, max, over
 the batched modes), ``memories_per_commit`` (how many writes a group commit took),
@@ -171,6 +173,9 @@ def main() -> None:
     ap.add_argument("--callers", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--sustained", type=int, default=0,
+                    help="also one caller remembering this many in a row (more than "
+                         "FOLLOW_MAX_PENDING: then the model's rate bounds the caller's)")
     ap.add_argument("--unbatched", action="store_true",
                     help="also the path before issue 28 (slow: ~20/s on this machine)")
     args = ap.parse_args()
@@ -193,16 +198,18 @@ def main() -> None:
         modes = Modes(vault)
         rng = random.Random(args.seed + 1)
         kinds = (["unbatched"] if args.unbatched else []) + ["full", "new"]
-        names = [f"{k}_{how}" for how in ("one_at_a_time", "concurrent") for k in kinds]
+        hows = ["one_at_a_time", "concurrent"] + (["sustained"] if args.sustained else [])
+        names = [f"{k}_{how}" for how in hows for k in kinds]
         got: dict[str, list[dict[str, float]]] = {k: [] for k in names}
         for r in range(args.rounds):
             # the modes alternate, and the order reverses each round
             order = names if r % 2 == 0 else names[::-1]
             for name in order:
+                count = args.sustained if name.endswith("sustained") else args.count
                 texts = [scale._fill(rng, rng.choice(scale.TEMPLATES), 2024)
-                         for _ in range(args.count)]
+                         for _ in range(count)]
                 got[name].append(run_mode(modes, name.split("_")[0], texts,
-                                          1 if name.endswith("one_at_a_time") else args.callers))
+                                          args.callers if name.endswith("concurrent") else 1))
         for name in names:
             out[name] = {"memories_per_s": round(statistics.median(r["per_s"] for r in got[name]), 1),
                          "each_round": [round(r["per_s"], 1) for r in got[name]],
@@ -213,7 +220,7 @@ def main() -> None:
             if name.startswith("new"):
                 out[name]["wal_fsyncs_per_s"] = round(
                     sum(r["wal_fsyncs"] for r in got[name]) / sum(r["sec"] for r in got[name]), 2)
-        for how in ("one_at_a_time", "concurrent"):
+        for how in hows:
             out[f"ratio_new_to_full_{how}"] = round(
                 out[f"new_{how}"]["memories_per_s"] / out[f"full_{how}"]["memories_per_s"], 2)
         lags = [(modes.indexed[i] - at) * 1000 for i, at in modes.acked.items()
