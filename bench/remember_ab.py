@@ -39,8 +39,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("other", type=Path, help="the other checkout (e.g. an archive of main)")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("extra", nargs="*", help="arguments for both remember_rate.py")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.extra = extra
     trees = {"other": args.other.resolve(), "this": ROOT}
     per: dict[str, list[dict[str, Any]]] = {"other": [], "this": []}
     for r in range(args.runs):
