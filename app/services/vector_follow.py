@@ -187,7 +187,7 @@ class VectorFollower:
         ids = [mid for mid, _ in items]
         vecs = np.asarray(self.embedder.embed([text for _, text in items]), dtype=np.float32)
         model = self.embedder.model_name
-        # write_group: shares a commit (and its fsync) with remembers queued at that moment.
+        # write_group: shares a commit with remembers queued at that moment.
         written = self.db.write_group(
             lambda c: self.rows.settle_vectors(c, ids, vecs, model)).result()
         if not written:
