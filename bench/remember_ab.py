@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, inherited by the runs)
+
 KEYS = ("new_one_at_a_time", "new_concurrent")
 
 
