@@ -1,29 +1,34 @@
 #!/usr/bin/env python3
-"""One-at-a-time and concurrent ``remember`` rates, old path beside new, in one run (issue 28).
-Prints JSON.
+"""One-at-a-time and concurrent ``remember`` rates, main's path beside this one, in one run
+(issue 28). Prints JSON.
 
     export KEPT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2/onnx
     python bench/remember_rate.py                    # a vault of 10,000 memories, 3 rounds
-    python bench/remember_rate.py --n 2000 --count 100 --rounds 2   # quick
+    python bench/remember_rate.py --n 2000 --count 200 --rounds 3   # quick
 
 A vault (threaded writer, the model, exact search) is filled with ``--n`` memories by
 ``import_turns`` of bench/scale.py's synthetic turns (n/2 turns, each a short-term and an
 episodic memory), then each round runs every mode once, modes interleaved so that the machine's
 noise hits them alike (the rate reported is the median over rounds):
 
-- ``old_*``: the path before issue 28: the embedding inside the call, then one transaction
-  (``write``: one fsync) per memory;
-- ``new_*``: the call commits the memory and acknowledges; its vector is made afterwards in
-  batches (app/services/vector_follow.py), and concurrent callers' commits are grouped
-  (``Database.write_group``: one transaction and one fsync per group);
+- ``full_*``: the path of main before this change: the call commits the memory and returns, its
+  vector made afterwards in batches (app/services/vector_follow.py), concurrent callers' commits
+  grouped (``Database.write_group``), and every group commit waits for its fsync
+  (``synchronous=FULL``);
+- ``new_*``: the same, with group commits at ``synchronous=NORMAL`` and the WAL fsynced by the
+  writer within ``storage.db.SYNC_WITHIN_S`` (an acknowledged memory survives kill -9 at once,
+  a power cut once that fsync ran);
+- ``unbatched_*`` (``--unbatched``): the path before issue 28: the embedding inside the call,
+  then one FULL transaction per memory;
 - ``*_one_at_a_time``: one caller, each call waiting for the previous one (an assistant);
-- ``*_concurrent``: ``--callers`` threads calling at once, ``--count`` memories in all.
+- ``*_concurrent``: ``--callers`` threads calling at once, ``--count`` memories in all;
+- ``*_sustained`` (``--sustained N``): one caller, N in a row; past ``FOLLOW_MAX_PENDING`` the
+  caller waits for the model, so this is the rate the model allows, not the acknowledgement's.
 
 Beside them: ``vector_lag_ms`` (acknowledgement to the vector in the index: p50, p95, max, over
-the new modes), ``memories_per_commit`` (how many writes a group commit took), the bare fsync
-of this disk, and ``what_if_synchronous_normal``: the new one-at-a-time path with the writer's
-``synchronous`` at NORMAL, for the argument only (docs/security.md requires FULL and Kept keeps
-it: the vault refuses to open otherwise). Synthetic texts: dev, not held out.
+the batched modes), ``memories_per_commit`` (how many writes a group commit took),
+``wal_fsyncs`` (the writer's own fsyncs of the WAL in the new modes), the bare fsync of this
+disk, and the load average at start and end. Synthetic texts: dev, not held out.
 """
 
 from __future__ import annotations
@@ -92,18 +97,32 @@ class Modes:
         self.follower.index = _Proxy(index, add=timed_add)
         run_write = self.db._run_write
 
-        def counted(fn: Any) -> Any:
+        def counted(fn: Any, **kw: Any) -> Any:
             self.commits += 1
-            return run_write(fn)
+            return run_write(fn, **kw)
         self.db._run_write = counted
 
-    def old(self) -> None:
+    def unbatched(self) -> None:
         self.ingest.follower = None
         self.db.write_group = self.db.write  # one transaction per call
+        self.db._sync_within = 0.0
 
-    def new(self) -> None:
+    def full(self) -> None:
         self.ingest.follower = self.follower
         self.db.write_group = self._group
+        self.db._sync_within = 0.0  # every group commit at FULL (main's path)
+        # main's follower: embeds once a batch is due or its first memory waited gather_s
+        self.follower.start_at = self.follower.batch
+        self.follower.max_defer_s = self.follower.gather_s
+
+    def new(self) -> None:
+        from app import policy
+        from storage.db import SYNC_WITHIN_S
+        self.ingest.follower = self.follower
+        self.db.write_group = self._group
+        self.db._sync_within = SYNC_WITHIN_S
+        self.follower.start_at = self.follower.max_pending - self.follower.batch
+        self.follower.max_defer_s = policy.FOLLOW_MAX_DEFER_S
 
     def remember(self, text: str) -> None:
         from app.domain.memory import Draft, Store
@@ -119,9 +138,10 @@ class _Proxy:
         return self._over[name] if name in self._over else getattr(self._inner, name)
 
 
-def run_mode(modes: Modes, new: bool, texts: list[str], callers: int) -> dict[str, float]:
-    modes.new() if new else modes.old()
+def run_mode(modes: Modes, mode: str, texts: list[str], callers: int) -> dict[str, float]:
+    getattr(modes, mode)()
     modes.commits = 0
+    syncs = modes.db.wal_syncs
     t0 = time.perf_counter()
     if callers == 1:
         for t in texts:
@@ -136,13 +156,14 @@ def run_mode(modes: Modes, new: bool, texts: list[str], callers: int) -> dict[st
             th.join()
     sec = time.perf_counter() - t0
     commits = modes.commits
+    wal_fsyncs = modes.db.wal_syncs - syncs
     drained = 0.0
-    if new:
+    if mode != "unbatched":
         t1 = time.perf_counter()
         modes.follower.wait_idle(120)
         drained = time.perf_counter() - t1
     return {"per_s": len(texts) / sec, "per_commit": len(texts) / max(1, commits),
-            "drain_s": drained}
+            "drain_s": drained, "wal_fsyncs": wal_fsyncs, "sec": sec}
 
 
 def main() -> None:
@@ -152,6 +173,11 @@ def main() -> None:
     ap.add_argument("--callers", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--sustained", type=int, default=0,
+                    help="also one caller remembering this many in a row (more than "
+                         "FOLLOW_MAX_PENDING: then the model's rate bounds the caller's)")
+    ap.add_argument("--unbatched", action="store_true",
+                    help="also the path before issue 28 (slow: ~20/s on this machine)")
     args = ap.parse_args()
     from app.api import Turn
     from app.facade import Vault
@@ -171,36 +197,37 @@ def main() -> None:
         out["fsync_ms"] = fsync_ms(Path(tmp))
         modes = Modes(vault)
         rng = random.Random(args.seed + 1)
-        names = ["old_one_at_a_time", "new_one_at_a_time", "old_concurrent", "new_concurrent"]
+        kinds = (["unbatched"] if args.unbatched else []) + ["full", "new"]
+        hows = ["one_at_a_time", "concurrent"] + (["sustained"] if args.sustained else [])
+        names = [f"{k}_{how}" for how in hows for k in kinds]
         got: dict[str, list[dict[str, float]]] = {k: [] for k in names}
-        for _ in range(args.rounds):
-            for name in names:
+        for r in range(args.rounds):
+            # the modes alternate, and the order reverses each round
+            order = names if r % 2 == 0 else names[::-1]
+            for name in order:
+                count = args.sustained if name.endswith("sustained") else args.count
                 texts = [scale._fill(rng, rng.choice(scale.TEMPLATES), 2024)
-                         for _ in range(args.count)]
-                got[name].append(run_mode(modes, name.startswith("new"), texts,
-                                          1 if name.endswith("one_at_a_time") else args.callers))
+                         for _ in range(count)]
+                got[name].append(run_mode(modes, name.split("_")[0], texts,
+                                          args.callers if name.endswith("concurrent") else 1))
         for name in names:
             out[name] = {"memories_per_s": round(statistics.median(r["per_s"] for r in got[name]), 1),
                          "each_round": [round(r["per_s"], 1) for r in got[name]],
                          "memories_per_commit": round(statistics.median(
                              r["per_commit"] for r in got[name]), 2)}
-            if name.startswith("new"):
+            if not name.startswith("unbatched"):
                 out[name]["drain_after_last_s"] = round(max(r["drain_s"] for r in got[name]), 3)
+            if name.startswith("new"):
+                out[name]["wal_fsyncs_per_s"] = round(
+                    sum(r["wal_fsyncs"] for r in got[name]) / sum(r["sec"] for r in got[name]), 2)
+        for how in hows:
+            out[f"ratio_new_to_full_{how}"] = round(
+                out[f"new_{how}"]["memories_per_s"] / out[f"full_{how}"]["memories_per_s"], 2)
         lags = [(modes.indexed[i] - at) * 1000 for i, at in modes.acked.items()
                 if i in modes.indexed]
         out["vector_lag_ms"] = {"count": len(lags), "p50": round(scale.pct(lags, .5), 1),
                                 "p95": round(scale.pct(lags, .95), 1),
                                 "max": round(max(lags, default=0.0), 1)}
-        # What synchronous=NORMAL would give (bench only; the vault keeps FULL).
-        modes.db._outside_transaction(
-            lambda: modes.db._write_conn.execute("PRAGMA synchronous = NORMAL"))
-        texts = [scale._fill(rng, rng.choice(scale.TEMPLATES), 2024) for _ in range(args.count)]
-        normal = run_mode(modes, True, texts, 1)
-        out["what_if_synchronous_normal"] = {
-            "new_one_at_a_time_per_s": round(normal["per_s"], 1),
-            "note": "not used: docs/security.md requires FULL (power-loss durability)"}
-        modes.db._outside_transaction(
-            lambda: modes.db._write_conn.execute("PRAGMA synchronous = FULL"))
         vault.lock()
     out["load_avg_at_end"] = os.getloadavg()
     print(json.dumps(out, indent=1))

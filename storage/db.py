@@ -6,6 +6,15 @@ Layer: storage. Runs on: callers' threads; writes run on the ``db-writer`` threa
 the calling thread's own ``query_only`` connection. ``Database(threaded=False)`` runs both on
 the caller's thread with one connection (unit tests and one-shot CLI commands).
 
+Durability (issue 28): a ``write`` commits with ``synchronous=FULL`` (the WAL is fsynced before
+COMMIT returns). A ``write_group`` (``remember`` and the vectors that follow it) commits with
+``synchronous=NORMAL``: COMMIT returns once the WAL frames are written to the OS, which is what
+survives a kill -9 of the process; the writer then fsyncs the WAL at most ``SYNC_WITHIN_S``
+after the first such commit, and before it closes (lock, quit); a FULL commit that writes
+syncs it too. So an acknowledged remember survives a crash of Kept at once, and a crash of the
+OS or a power cut once that fsync ran (at most ``SYNC_WITHIN_S`` later).
+docs/security.md#11-crash-consistency.
+
 Reader connections are opened with ``check_same_thread=False`` only so that ``close()`` (lock)
 can close every one of them from the locking thread:
 docs/security.md#20-auto-lock-and-memory-hygiene wants zero open connections after lock. Each is
@@ -15,8 +24,10 @@ still used by exactly one thread.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -36,7 +47,8 @@ class Database:
     """Owner: the unlocked vault. Thread affinity: see module docstring."""
 
     def __init__(self, path: Path, key: bytes | bytearray, *, create: bool = False,
-                 threaded: bool = True, verify: str = "sync") -> None:
+                 threaded: bool = True, verify: str = "sync",
+                 sync_within: float | None = None) -> None:
         """``verify``: the self-test of every page's HMAC at open
         (docs/security.md#2-the-database-is-encrypted and
         docs/security.md#24-never-recreate-on-failure). ``"sync"`` runs it before returning.
@@ -44,7 +56,11 @@ class Database:
         first) runs it on its own thread and its own connection while reads go ahead; the writer
         holds every write until it has passed, so a damaged file is never written. On failure every
         queued and later write fails with ``VaultCorrupt`` and ``on_corrupt`` callbacks run (on the
-        check's thread). ``wait_verified()`` waits for the outcome."""
+        check's thread). ``wait_verified()`` waits for the outcome.
+
+        ``sync_within``: seconds within which a group commit's WAL frames are fsynced (default
+        ``SYNC_WITHIN_S``); ``0`` makes group commits FULL like every other (each one waits
+        for its fsync: the path before issue 28's NORMAL groups, kept for the bench)."""
         self.path = path
         self._key = bytearray(key)
         self.threaded = threaded
@@ -62,6 +78,12 @@ class Database:
         self._verify_state = "pending"  # -> passed | failed | aborted (locked during the check)
         self._verify_conn: sqlcipher.Connection | None = None
         self._verify_thread: threading.Thread | None = None
+        self._sync_within = SYNC_WITHIN_S if sync_within is None else sync_within
+        # Writer thread only: the level the write connection commits at now, and when the
+        # first commit at NORMAL not yet fsynced was made (time.monotonic), else None.
+        self._sync_level = "FULL"  # sqlcipher.prepare sets it (checked at open)
+        self._unsynced_since: float | None = None
+        self.wal_syncs = 0  # fsyncs of the WAL made here (tests, bench)
         # The write connection is opened here first so a wrong key or damage fails fast,
         # on the caller's thread, before any thread starts.
         wal = path.with_name(path.name + "-wal")
@@ -171,10 +193,18 @@ class Database:
         return self._verify_state
 
     # --- writes ------------------------------------------------------------------------
-    def _run_write(self, fn: Callable[[sqlcipher.Connection], T]) -> T:
+    def _run_write(self, fn: Callable[[sqlcipher.Connection], T], *,
+                   level: str = "FULL") -> T:
         conn = self._write_conn
         if conn is None:
             raise VaultLocked()
+        if level != self._sync_level:
+            # Outside any transaction (SQLite ignores it inside one); a flag, no I/O.
+            conn.execute(f"PRAGMA synchronous = {level}")
+            self._sync_level = level
+        if level == "NORMAL" and self._unsynced_since is None:
+            # From now: this commit's frames reach the OS but not the disk until _sync_wal.
+            self._unsynced_since = time.monotonic()
         conn.execute("BEGIN IMMEDIATE")
         try:
             try:
@@ -201,11 +231,70 @@ class Database:
                     log.exception("after-write hook failed")
         return result
 
+    # --- the WAL's fsync after NORMAL commits --------------------------------------------
+    def _next_item(self) -> Any:
+        """Writer thread: the next queued item; while a NORMAL commit is not yet on disk, the
+        wait ends in time to fsync the WAL within ``sync_within`` of it."""
+        while True:
+            since = self._unsynced_since
+            if since is None:
+                return self._queue.get()
+            left = since + self._sync_within - time.monotonic()
+            if left <= 0:
+                self._sync_wal()
+                continue
+            try:
+                return self._queue.get(timeout=left)
+            except queue.Empty:
+                self._sync_wal()
+
+    def _sync_wal(self) -> None:
+        """Writer thread: fsync the WAL file, so every commit made so far survives a power cut
+        too. The file is opened by name for the call (read-only where fsync allows it; Windows'
+        FlushFileBuffers needs write access) and holds no lock of SQLite's (those are on the
+        database file and the -shm), so closing it releases none. If the WAL is gone, a
+        checkpoint copied it into the database file and synced that."""
+        self._unsynced_since = None
+        wal = self.path.with_name(self.path.name + "-wal")
+        try:
+            fd = os.open(wal, os.O_RDWR if os.name == "nt" else os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self._sync_failed(exc)
+            return
+        try:
+            os.fsync(fd)
+            self.wal_syncs += 1
+        except OSError as exc:
+            self._sync_failed(exc)
+        finally:
+            os.close(fd)
+
+    def _full_sync(self) -> None:
+        conn = self._write_conn
+        if conn is not None and self._sync_level != "FULL":
+            conn.execute("PRAGMA synchronous = FULL")
+            self._sync_level = "FULL"
+
+    def _sync_failed(self, exc: OSError) -> None:
+        # The commits were acknowledged already; from now on every commit is FULL, so the next
+        # one fsyncs the WAL itself (the frames in question too) and a failure there reaches
+        # its caller as an error (StorageFull or the I/O error).
+        log.error("fsync of the WAL failed (%s): every commit waits for its own fsync now",
+                  type(exc).__name__)
+        self._sync_within = 0.0
+
     def _writer_loop(self) -> None:
         carry: Any = None  # an item the group commit took from the queue and did not run
         while True:
-            item, carry = (carry, None) if carry is not None else (self._queue.get(), None)
+            item, carry = (carry, None) if carry is not None else (self._next_item(), None)
+            since = self._unsynced_since
+            if since is not None and time.monotonic() - since >= self._sync_within:
+                self._sync_wal()  # a writer never idle: the deadline holds under load too
             if item is _STOP:
+                if self._unsynced_since is not None:
+                    self._sync_wal()  # lock and quit: nothing acknowledged left unsynced
                 break
             fn, fut = item
             if not fut.set_running_or_notify_cancel():
@@ -224,6 +313,7 @@ class Database:
                 continue
             try:
                 if isinstance(fn, _DirectCall):
+                    self._full_sync()  # checkpoint, rekey: as before issue 28
                     fut.set_result(fn.fn())
                 elif isinstance(fn, _Grouped):
                     carry = self._run_group([(fn, fut)])
@@ -279,11 +369,12 @@ class Database:
     # --- group commit (issue 28) ---------------------------------------------------------
     def write_group(self, fn: Callable[[sqlcipher.Connection], T]) -> Future[T]:
         """Like ``write(fn)``, but the writer commits ``fn`` together with the other
-        ``write_group`` calls queued behind it: one transaction, so one fsync of the WAL
-        (``synchronous=FULL``), for all of them. One that raises is undone alone and fails alone
-        (the others run again, each in its own SAVEPOINT); a failed COMMIT fails them all (none of
-        them was acknowledged). Every future is resolved only after the COMMIT returned, so an
-        acknowledged write is as durable as with ``write``. For short writes of independent
+        ``write_group`` calls queued behind it in one transaction, committed at
+        ``synchronous=NORMAL`` (the module docstring: it survives a kill -9 when acknowledged, a
+        power cut once the WAL's fsync ran, within ``sync_within``). One that raises is undone
+        alone and fails alone (the others run again, each in its own SAVEPOINT); a failed COMMIT
+        fails them all (none of them was acknowledged). Every future is resolved only after the
+        COMMIT returned. For short writes of independent
         callers (``remember``): a long ``fn`` would hold back the others' acknowledgement.
         ``fn`` may run twice (see ``_run_group``): it must change nothing but the database."""
         if self._closed:
@@ -338,11 +429,12 @@ class Database:
         # copies and their release (bench/remember_profile.py, dev), as much as a remember's
         # memory row. Writes rarely fail (they are validated before), so the group runs
         # together and, only when one fails, again, each in its SAVEPOINT (``each``).
+        level = "NORMAL" if self._sync_within > 0 else "FULL"
         try:
             try:
-                outcomes = self._run_write(together)
+                outcomes = self._run_write(together, level=level)
             except _TryApart:
-                outcomes = self._run_write(each)
+                outcomes = self._run_write(each, level=level)
         except BaseException as exc:
             for _g, fut in batch:
                 fut.set_exception(_translated(exc))
@@ -461,6 +553,11 @@ class Database:
             n = len(self._readers)
         return n + (1 if self._write_conn is not None else 0)
 
+
+# The longest a group commit's frames stay in the OS's cache, not on disk (issue 28): a power
+# cut or an OS crash can lose at most the remembers of this last stretch (a kill -9 of Kept
+# loses none). One fsync per stretch costs the writer ~4-9 ms (this disk, dev): ~1 % of its time.
+SYNC_WITHIN_S = 0.5
 
 # Most writes one group commit takes: 64 remembers in one transaction is ~2 ms of SQL
 # (measured, bench/remember_rate.py) against ~4 ms for the fsync they share on this disk.

@@ -11,6 +11,11 @@ transaction) goes in the vector's. A kill -9 in between leaves the row pending a
 unlock makes the vector (``start``). A caller waits while ``policy.FOLLOW_MAX_PENDING``
 vectors are still to be made, which bounds how long a vector can lag.
 
+The model waits for a pause (``policy.FOLLOW_GATHER_S`` without a remember), for
+``policy.FOLLOW_MAX_DEFER_S`` after the oldest memory due, or for a caller about to wait,
+whichever comes first: on 2 cores, a model call beside a burst of remembers took the cores
+the acknowledgements needed (the burst's rate fell by a third to a half, dev).
+
 Thread affinity: ``submit`` from any thread; ``stop`` before the database closes (lock).
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import numpy as np
 
@@ -35,7 +41,9 @@ class VectorFollower:
     def __init__(self, db: Database, index: VectorIndex, embedder: Embedder,
                  rows: VectorPendingRows, *, batch: int = policy.FOLLOW_BATCH,
                  max_pending: int = policy.FOLLOW_MAX_PENDING,
-                 gather_s: float = policy.FOLLOW_GATHER_S) -> None:
+                 gather_s: float = policy.FOLLOW_GATHER_S,
+                 max_defer_s: float = policy.FOLLOW_MAX_DEFER_S,
+                 start_at: int | None = None) -> None:
         self.db = db
         self.index = index
         self.embedder = embedder
@@ -43,8 +51,14 @@ class VectorFollower:
         self.batch = batch
         self.max_pending = max_pending
         self.gather_s = gather_s
+        self.max_defer_s = max_defer_s
+        # Due memories at which the model runs whatever else holds: by default when a caller
+        # would soon wait on ``max_pending``.
+        self.start_at = max(batch, max_pending - batch) if start_at is None else start_at
         self._cond = threading.Condition()
-        self._todo: dict[int, str] = {}  # memory id -> the text its vector is made from
+        # memory id -> (the text its vector is made from, when it was queued: time.monotonic)
+        self._todo: dict[int, tuple[str, float]] = {}
+        self._last_submit = 0.0
         self._busy = False
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -57,7 +71,7 @@ class VectorFollower:
                 for mid, store, text, speaker, at in self.db.read(self.rows.pending)]
         with self._cond:
             for mid, text in left:
-                self._todo[mid] = text
+                self._todo[mid] = (text, 0.0)  # due at once
         if left:
             log.info("%d vectors left to make from an earlier session", len(left))
         if self.db.threaded:
@@ -75,8 +89,11 @@ class VectorFollower:
                 self._cond.wait()
             if self._stopped:
                 return  # locked: the row stays pending for the next unlock
-            self._todo[mid] = text
-            self._cond.notify_all()
+            now = time.monotonic()
+            self._todo[mid] = (text, now)
+            self._last_submit = now
+            if len(self._todo) == 1 or len(self._todo) >= self.start_at:
+                self._cond.notify_all()  # else the follower wakes at its own deadline
         if not self.db.threaded:
             self._drain()
 
@@ -87,8 +104,9 @@ class VectorFollower:
         with self._cond:
             if self._stopped:
                 return
+            now = time.monotonic()
             for mid, text in items:
-                self._todo[mid] = text
+                self._todo[mid] = (text, now)
             self._cond.notify_all()
         if not self.db.threaded:
             self._drain()
@@ -114,8 +132,19 @@ class VectorFollower:
         self._thread = None
 
     # --- the work -------------------------------------------------------------------------
+    def _wait_due(self) -> None:
+        """Under ``_cond``, with something queued: wait until a batch is due (module
+        docstring) or the follower is stopped."""
+        while not self._stopped and len(self._todo) < self.start_at:
+            oldest = next(iter(self._todo.values()))[1]
+            due = min(self._last_submit + self.gather_s, oldest + self.max_defer_s)
+            left = due - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
+
     def _take(self) -> list[tuple[int, str]]:
-        items = list(self._todo.items())[:self.batch]
+        items = [(mid, text) for mid, (text, _at) in list(self._todo.items())[:self.batch]]
         for mid, _ in items:
             del self._todo[mid]
         self._busy = bool(items)
@@ -134,10 +163,9 @@ class VectorFollower:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._stopped or bool(self._todo))
-                # Gather a batch: fewer model calls and fewer transactions (each one more
-                # fsync for the writer) than one per memory of a one-at-a-time caller.
-                self._cond.wait_for(lambda: self._stopped or len(self._todo) >= self.batch,
-                                    self.gather_s)
+                # Gather a batch (fewer model calls and transactions than one per memory),
+                # and leave the CPU to remembers still coming in (the module docstring).
+                self._wait_due()
                 if self._stopped:
                     return
                 items = self._take()
@@ -159,7 +187,7 @@ class VectorFollower:
         ids = [mid for mid, _ in items]
         vecs = np.asarray(self.embedder.embed([text for _, text in items]), dtype=np.float32)
         model = self.embedder.model_name
-        # write_group: shares a commit (and its fsync) with remembers queued at that moment.
+        # write_group: shares a commit with remembers queued at that moment.
         written = self.db.write_group(
             lambda c: self.rows.settle_vectors(c, ids, vecs, model)).result()
         if not written:

@@ -1,8 +1,13 @@
 """Child process of the remember kill -9 test (tests/app/test_remember_kill.py).
 
-Opens the vault (threaded writer, the model), then remembers from one caller one at a time and
-from three callers at once, until killed. After each ``remember`` returns it prints
-``A <id> <text>``: "A" means the caller was told "saved" (an acknowledged write).
+Opens the vault (threaded writer, the model), then remembers from ``callers`` threads at once
+(1: one caller, one at a time, an assistant's burst), until killed. After each ``remember``
+returns it prints ``A <id> <text>``: "A" means the caller was told "saved" (an acknowledged
+write). ``sync_within`` (seconds) replaces ``storage.db.SYNC_WITHIN_S``: with a long one the
+writer never fsyncs the WAL itself, so what is acknowledged survives the kill through the OS
+alone (group commits at ``synchronous=NORMAL``).
+
+    remember_kill_child.py FOLDER ROUND [CALLERS [SYNC_WITHIN]]
 """
 
 from __future__ import annotations
@@ -34,10 +39,14 @@ def caller(vault: Vault, tag: str) -> None:
 
 def main() -> None:
     folder, round_ = Path(sys.argv[1]), sys.argv[2]
+    callers = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    if len(sys.argv) > 4:
+        import storage.db
+        storage.db.SYNC_WITHIN_S = float(sys.argv[4])
     vault = Vault.open(folder, os.environ["KEPT_PASSWORD"], use_chroma=False, verify="sync")
     print("READY", flush=True)
     threads = [threading.Thread(target=caller, args=(vault, f"r{round_}-t{t}"), daemon=True)
-               for t in range(4)]
+               for t in range(callers)]
     for t in threads:
         t.start()
     threads[0].join()

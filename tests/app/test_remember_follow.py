@@ -5,6 +5,7 @@ vector was made gets none. A threaded vault, the real model, a real SQLCipher fi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,3 +91,41 @@ def test_a_memory_forgotten_before_its_vector_gets_none(
         assert _stored_vector(v2, mid) is None and mid not in inside(v2).index
     finally:
         v2.lock()
+
+
+def _burst(v: Vault, n: int, tag: str) -> list[int]:
+    return [v.remember(Draft(text=f"{tag} note {i} about the harbour ferry times",
+                             store=Store.EPISODIC, speaker="Me")).value for i in range(n)]
+
+
+def test_the_model_waits_for_the_burst_to_pause(threaded: Vault) -> None:
+    """While one caller remembers back to back (for longer than a pause, and more than a
+    batch), no vector is made: the model would take the cores the acknowledgements need. Once
+    it pauses, every one is."""
+    v = threaded
+    follower = inside(v).follower
+    assert follower is not None and follower.wait_idle(30)
+    follower.gather_s, follower.max_defer_s = 1.0, 60.0  # a pause is 1 s without a remember
+    ids: list[int] = []
+    t0 = time.monotonic()
+    while len(ids) < 200 and (len(ids) <= follower.batch or time.monotonic() - t0 < 2.5):
+        ids += _burst(v, 1, f"burst {len(ids)}")
+    assert sorted(_pending(v)) == sorted(ids), "a vector was made during the burst"
+    assert follower.backlog == len(ids)
+    assert follower.wait_idle(60)
+    assert _pending(v) == [] and all(i in inside(v).index for i in ids)
+
+
+def test_a_steady_stream_or_a_full_queue_does_not_hold_the_vectors_back(
+        threaded: Vault) -> None:
+    v = threaded
+    follower = inside(v).follower
+    assert follower is not None and follower.wait_idle(30)
+    # No pause for a minute: the oldest memory's wait (0.2 s) starts the model.
+    follower.gather_s, follower.max_defer_s = 60.0, 0.2
+    first = _burst(v, 1, "stream")
+    assert follower.wait_idle(20) and all(i in inside(v).index for i in first)
+    # Neither a pause nor the wait: four due (a caller about to wait) start it.
+    follower.max_defer_s, follower.start_at = 60.0, 4
+    more = _burst(v, 4, "queue")
+    assert follower.wait_idle(20) and all(i in inside(v).index for i in more)
