@@ -359,7 +359,7 @@ def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
 # --- this device's side ---------------------------------------------------------------------------
 
 class EpochRows(Protocol):
-    """``storage/sync_epochs.py`` (migrations 0029 and 0034)."""
+    """``storage/sync_epochs.py`` (migrations 0029, 0034 and 0038)."""
 
     def epoch_keys(self, conn: ports.Connection) -> dict[int, bytes]: ...
     def put_epoch_key(self, conn: ports.Connection, epoch: int, key: bytes,
@@ -377,6 +377,12 @@ class EpochRows(Protocol):
     def put_ack(self, conn: ports.Connection, n: int, epoch: int, now: float) -> None: ...
     def last_ack(self, conn: ports.Connection) -> tuple[int, int, float] | None: ...
     def put_revocations(self, conn: ports.Connection, version: int, body: bytes) -> bool: ...
+    # the engine's (migration 0038)
+    def put_forget_sent(self, conn: ports.Connection, seq: int, now: float,
+                        memories: int) -> None: ...
+    def forgets_sent(self, conn: ports.Connection, since: float, limit: int
+                     ) -> list[tuple[int, float, int]]: ...
+    def unsynced_memories(self, conn: ports.Connection, after: int, limit: int) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -471,12 +477,14 @@ class EpochKeeper:
         if not self.founder:
             raise SyncRefused("only the founding device makes keys")
         now = self.clock()
+        tainted = self.sealed_for_revoked()
 
         def begin(conn: ports.Connection) -> EpochKey:
             held = self.rows.epoch_keys(conn)
             moved = self.rows.moved(conn)
             top = max(held, default=0)
-            if (top and self.rows.rotated_epoch(conn) == top
+            # Never finish a rotation whose key went to a device revoked since: a new key.
+            if (top and top not in tainted and self.rows.rotated_epoch(conn) == top
                     and (moved is None or moved[0] < top)):
                 return EpochKey(top, held[top])  # made here, not moved to: finish it
             key = EpochKey.generate(self.rows.known_epoch(conn) + 1)
@@ -502,6 +510,19 @@ class EpochKeeper:
         if new:
             written.append(snap)
         return Rotation(key.epoch, recipients, snap, tuple(written))
+
+    def sealed_for_revoked(self) -> set[int]:
+        """Epochs whose key this device sealed for a device revoked since (their files name
+        the recipient): a key to rotate away from, never one to finish a rotation with."""
+        revoked = {r.device_id for r in self.trust.revocations.revoked}
+        if not revoked:
+            return set()
+        try:
+            names = os.listdir(self.folder / self.fmt / "keys" / self.me.device_id)
+        except FileNotFoundError:
+            return set()
+        return {int(m.group(1)) for n in names
+                if (m := _SEALED.match(n)) is not None and m.group(2) in revoked}
 
     def revoke(self, device_id: str, after_seq: int, ops: Iterable[Op],
                covers: Mapping[str, Cursor]) -> Rotation:

@@ -328,6 +328,7 @@ def test_a_late_create_of_something_forgotten_is_never_kept(two: Fleet) -> None:
     from tests.app.sync.op_samples import memory
     a, b = two.members
     gid = new_gid()
+    a.tick()  # a moves to its first epoch: the key it writes under
     key = a.sync()._key()
     writer = FolderWriter(a.folder, b.secret, a.sync().writer.vault_id,
                           Cursor(b.secret.device_id))
