@@ -117,6 +117,7 @@ class SyncEngine:
         self.device = DeviceSecret.from_bytes(secret)
         if self.device.device_id != device_id:
             raise SyncRefused("this device's stored identity does not match its key")
+        self.me = device_id
         self.trust = load_trust(vault_id, founder_key, self.db.read(rows.certificates),
                                 self.db.read(rows.revocations))
         # One dict for the engine, its reader and its writer: refilled in place when keys
@@ -145,8 +146,8 @@ class SyncEngine:
     def tick(self) -> TickReport:
         report = TickReport()
         self._refresh_trust()
-        if self.trust.revocations.of(self.device.device_id) is not None:
-            report.findings.append(f"revoked {self.device.device_id}")
+        if self.trust.revocations.of(self.me) is not None:
+            report.findings.append(f"revoked {self.me}")
             return report  # nothing it writes is accepted any more, nor sealed for it
         self._reload_keys()
         self._adopt()
@@ -174,7 +175,7 @@ class SyncEngine:
         forgets made since the last one in one segment). Reads only: any thread."""
         since = self._now() - days * 86_400
         sent = self.db.read(lambda c: self.epoch_rows.forgets_sent(c, since, limit))
-        return [self.keeper.progress(self.device.device_id, seq) for seq, _at, _n in sent]
+        return [self.keeper.progress(self.me, seq) for seq, _at, _n in sent]
 
     def revoke(self, device_id: str) -> Rotation:
         """Revoke a lost device (the founding device only) and rotate the key without it:
@@ -204,7 +205,7 @@ class SyncEngine:
 
     def _covers(self) -> dict[str, Cursor]:
         """How far this device applied every log, its own included: what a snapshot covers."""
-        return {**self.reader.cursors, self.device.device_id: self.writer.cursor}
+        return {**self.reader.cursors, self.me: self.writer.cursor}
 
     def _refresh_trust(self) -> None:
         """Certificates and revocations: the vault's (pairing and revoking write there) and
@@ -264,7 +265,7 @@ class SyncEngine:
             return
         before = dict(self.reader.cursors)
         after = cursors_after(snap, before)
-        after.pop(self.device.device_id, None)  # its own log: its write cursor knows better
+        after.pop(self.me, None)  # its own log: its write cursor knows better
         self.reader.cursors = after
         raw = [o.to_dict() for o in snap.ops]
         self._keep(list(snap.ops), raw, before, report)
@@ -376,7 +377,7 @@ class SyncEngine:
             # Not moved to an epoch yet (its key came before the founder's snapshot): the
             # ops wait in the journal rather than go out under a key it has not applied.
             if journal.unsent(1):
-                report.findings.append(f"waiting for a snapshot {self.device.device_id}")
+                report.findings.append(f"waiting for a snapshot {self.me}")
             return
         while True:
             payload = journal.unsent(MAX_OPS_PER_SEGMENT)

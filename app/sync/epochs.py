@@ -334,9 +334,12 @@ def rotation_due(now: float, last_rotation: float | None, covered: int,
 # --- the founder's sealed keys --------------------------------------------------------------------
 
 def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
-                 fmt: str = FORMAT) -> dict[int, EpochKey]:
-    """Every epoch key the founder sealed for this device that opens. Keys sealed by any other
+                 fmt: str = FORMAT, skip: Iterable[int] = ()) -> dict[int, EpochKey]:
+    """Every epoch key the founder sealed for this device that opens, but those of the epochs
+    in ``skip`` (not even opened: held or destroyed already). Keys sealed by any other
     device are not taken: only the founder makes keys, so an epoch has one key."""
+    skipped = set(skip)
+    mine = me.device_id
     where = folder / fmt / "keys" / trust.founder_id
     out: dict[int, EpochKey] = {}
     try:
@@ -345,7 +348,7 @@ def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
         return out
     for name in names:
         m = _SEALED.match(name)
-        if m is None or m.group(2) != me.device_id:
+        if m is None or m.group(2) != mine or int(m.group(1)) in skipped:
             continue
         try:
             key = open_sealed(SealedKey.from_bytes((where / name).read_bytes()), me, trust)
@@ -437,8 +440,13 @@ class EpochKeeper:
 
     def receive(self) -> list[int]:
         """Store the keys the founder sealed for this device that are new here; returns their
-        epochs. A key destroyed here is never taken back (the row stays destroyed)."""
-        keys = founder_keys(self.folder, self.me, self.trust, self.fmt)
+        epochs. A key destroyed here is never taken back (the row stays destroyed). Only the
+        files of epochs new here are opened, and the vault is written only when one is new
+        (this runs every tick)."""
+        known = set(self.held()) | set(self.db.read(self.rows.destroyed))
+        keys = founder_keys(self.folder, self.me, self.trust, self.fmt, skip=known)
+        if not keys:
+            return []
         now = self.clock()
 
         def run(conn: ports.Connection) -> list[int]:
