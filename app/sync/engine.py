@@ -37,6 +37,7 @@ Nothing here reads a memory's text into a log line.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,9 +52,8 @@ from app.sync.epochs import (
     Rotation,
     cursors_after,
 )
-from app.sync.folder import FolderReader, FolderWriter
+from app.sync.folder import FORMAT, FolderReader, FolderWriter
 from app.sync.keys import (
-    Certificate,
     DeviceSecret,
     EpochKey,
     Revocations,
@@ -141,6 +141,7 @@ class SyncEngine:
         self._questions = True
         self._named = False          # memories saved before the journal was on: once a start
         self._snapshot_now = False   # the founder named some: its next rotation is now
+        self._trust_names: tuple[tuple[str, ...], ...] | None = None  # the folder's, last read
 
     # --- the round ------------------------------------------------------------------------
     def tick(self) -> TickReport:
@@ -208,17 +209,21 @@ class SyncEngine:
         return {**self.reader.cursors, self.me: self.writer.cursor}
 
     def _refresh_trust(self) -> None:
-        """Certificates and revocations: the vault's (pairing and revoking write there) and
-        the folder's (the founder publishes both); what is new here is kept in the vault."""
-        for raw in self.db.read(self.rows.certificates):
-            self.trust.add_certificate(Certificate.from_bytes(raw))
-        stored = self.db.read(self.rows.revocations)
-        if stored is not None:
-            self.trust.set_revocations(Revocations.from_bytes(stored))
+        """Certificates and revocations as the founder published them in the folder (pairing
+        and revoking write there before the vault), verified and added to this engine's
+        trust; what is new here is kept in the vault. Read again only when the names in
+        those two folders changed (this runs every tick)."""
+        base = self.folder / FORMAT
+        founder = self.trust.founder_id
+        names = (_listing(base / "certs" / founder), _listing(base / "revoked" / founder))
+        if names == self._trust_names:
+            return
         self.reader.load_trust()
+        self._trust_names = names
         known = {d for d, _c, _s in self.db.read(self.key_rows.devices)}
         new = [c for c in self.trust.devices() if c.device_id not in known]
         revs = self.trust.revocations
+        stored = self.db.read(self.rows.revocations)
         stored_version = 0 if stored is None else Revocations.from_bytes(stored).version
         if not new and revs.version <= stored_version:
             return
@@ -445,6 +450,13 @@ class SyncEngine:
             self._snapshot_now = False
             report.rotated = rotation.epoch
             self._reload_keys()
+
+
+def _listing(path: Path) -> tuple[str, ...]:
+    try:
+        return tuple(sorted(os.listdir(path)))
+    except FileNotFoundError:
+        return ()
 
 
 def _forgotten_in(ops: list[Op]) -> int:
