@@ -390,7 +390,8 @@ class SyncEngine:
                 return
             ops = parse_ops(payload)
             keep = [o for o in ops if journal.should_write(o) and self.replica.should_write(o)]
-            skip = [o.id for o in ops if o not in keep]
+            going = {o.id for o in keep}
+            skip = [o.id for o in ops if o.id not in going]
             if skip:
                 journal.mark_sent(skip)
                 report.dropped += len(skip)
