@@ -411,20 +411,21 @@ class EpochKeeper:
                  trust: Trust, clock: Callable[[], float] = time.time, fmt: str = FORMAT) -> None:
         self.db, self.rows, self.folder, self.me, self.trust = db, rows, folder, me, trust
         self.clock, self.fmt = clock, fmt
+        self.me_id = me.device_id  # derived from the key: computed once, asked every tick
         self._last_applied: dict[str, int] | None = None
         self._ready: Snapshot | None = None  # the snapshot handed to the engine to apply
 
     @property
     def founder(self) -> bool:
-        return self.me.device_id == self.trust.founder_id
+        return self.me_id == self.trust.founder_id
 
     def _reader(self) -> FolderReader:
-        return FolderReader(self.folder, self.me.device_id, self.trust, self.held(), {},
+        return FolderReader(self.folder, self.me_id, self.trust, self.held(), {},
                             self.fmt)
 
     def _publisher(self) -> FolderWriter:
         return FolderWriter(self.folder, self.me, self.trust.vault_id,
-                            Cursor(self.me.device_id), self.fmt)
+                            Cursor(self.me_id), self.fmt)
 
     # keys ------------------------------------------------------------------------------------
     def held(self) -> dict[int, bytes]:
@@ -468,7 +469,7 @@ class EpochKeeper:
         return rotation_due(self.clock(), last, covered, self._last_snapshot_total())
 
     def _last_snapshot_total(self) -> int:
-        where = self.folder / self.fmt / "snap" / self.me.device_id
+        where = self.folder / self.fmt / "snap" / self.me_id
         try:
             names = os.listdir(where)
         except FileNotFoundError:
@@ -504,7 +505,7 @@ class EpochKeeper:
         publisher = self._publisher()
         recipients = tuple(c.device_id for c in self.trust.active())
         for cert in self.trust.active():
-            path = (self.folder / self.fmt / "keys" / self.me.device_id
+            path = (self.folder / self.fmt / "keys" / self.me_id
                     / f"{key.epoch:0{EPOCH_DIGITS}d}-{cert.device_id}")
             if path.exists():
                 continue
@@ -526,7 +527,7 @@ class EpochKeeper:
         if not revoked:
             return set()
         try:
-            names = os.listdir(self.folder / self.fmt / "keys" / self.me.device_id)
+            names = os.listdir(self.folder / self.fmt / "keys" / self.me_id)
         except FileNotFoundError:
             return set()
         return {int(m.group(1)) for n in names
@@ -538,7 +539,7 @@ class EpochKeeper:
         ``after_seq`` are refused everywhere), then a rotation sealed for the others only."""
         if not self.founder:
             raise SyncRefused("only the founding device revokes")
-        if device_id == self.me.device_id:
+        if device_id == self.me_id:
             raise SyncRefused("the founding device cannot revoke itself")
         self.trust.certificate(device_id)  # unknown device: SyncRefused
         old = self.trust.revocations
@@ -585,7 +586,7 @@ class EpochKeeper:
         now = self.clock()
         moved = self.db.read(self.rows.moved)
         last = self.db.read(self.rows.last_ack)
-        seen = {d: s for d, s in applied.items() if d != self.me.device_id}
+        seen = {d: s for d, s in applied.items() if d != self.me_id}
         ready = self._ready
         covers: dict[str, int] = {}
         if (ready is not None and ready.epoch in held
@@ -606,8 +607,8 @@ class EpochKeeper:
                 c, epoch, from_seq, now, canonical(dict(sorted(covers.items()))).decode()))
             self._ready = None
         n = max(last[0] if last else 0, self._last_ack_in_folder()) + 1
-        ack = Ack(self.me.device_id, n, epoch, from_seq,
-                  {**seen, self.me.device_id: max(0, next_seq - 1)}, int(now))
+        ack = Ack(self.me_id, n, epoch, from_seq,
+                  {**seen, self.me_id: max(0, next_seq - 1)}, int(now))
         self._publisher().write_ack(n, ack.body(), EpochKey(epoch, held[epoch]))
         self.db.write_sync(lambda c: self.rows.put_ack(c, n, epoch, now))
         self._last_applied = seen
@@ -621,7 +622,7 @@ class EpochKeeper:
             return False
 
     def _last_ack_in_folder(self) -> int:
-        where = self.folder / self.fmt / "ack" / self.me.device_id
+        where = self.folder / self.fmt / "ack" / self.me_id
         try:
             return max((int(n) for n in os.listdir(where) if _ACK.match(n)), default=0)
         except FileNotFoundError:
@@ -662,4 +663,4 @@ class EpochKeeper:
         covered = self.db.read(self.rows.moved_covers)
         closed = bool(held) and any(
             e <= low and int(json.loads(c).get(device, 0)) >= seq for e, c in covered.items())
-        return forget_progress(self.trust, self.acks(), self.me.device_id, device, seq, closed)
+        return forget_progress(self.trust, self.acks(), self.me_id, device, seq, closed)
