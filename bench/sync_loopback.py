@@ -3,11 +3,12 @@ device within 5 s; catching up 10k ops after 30 days offline <= 30 s with 0 resu
 Prints JSON. Real SQLCipher vaults, the real ONNX model (``KEPT_MODEL_DIR``), no network.
 
     KEPT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2/onnx .venv/bin/python bench/sync_loopback.py \
-        [--visible 40] [--catch-up 10000]
+        [--visible 40] [--catch-up 10000] [--idle 100]
 
 - ``visible_ms``: a memory remembered on A, then ``tick`` on A (its segment written) and ``tick``
   on B (scanned, merged, applied): the time from the remember's return until B lists it. No
   sync tool in between (its own delay comes on top: Syncthing's scan after a write).
+- ``idle``: a tick on A then on B when nothing is new, ``--idle`` times (p50, p90).
 - ``catch_up``: B was offline while another device (C, writing its log directly) made 10k ops:
   creates, edits, and forgets of memories B had and edited offline. B's one ``tick`` is timed,
   then the wait until B's vectors are all made (the follower embeds after the commit).
@@ -103,6 +104,37 @@ def visible(tmp: Path, n: int) -> dict[str, Any]:
             "segment_bytes_p50": int(statistics.median(sizes)), "equal_state_hash": same}
 
 
+def idle(tmp: Path, n: int) -> dict[str, Any]:
+    """A tick on each of two synced vaults when nothing is new: what a scheduler pays each
+    time it looks (the keys, the snapshot, the acknowledgement and the logs checked)."""
+    from app.domain.memory import Draft
+    from app.sync.engine import SyncEngine
+    a, b = _vault(tmp / "a"), _vault(tmp / "b")
+    folder = tmp / "folder"
+    folder.mkdir()
+    _identity([a, b], ["laptop", "desktop"])
+    ea, eb = SyncEngine(a, folder), SyncEngine(b, folder)
+    try:
+        for i in range(5):
+            a.remember(Draft(text=f"Warm-up note {i}"))
+            ea.tick()
+            eb.tick()
+        for _ in range(3):
+            ea.tick()
+            eb.tick()
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            ea.tick()
+            eb.tick()
+            times.append((time.perf_counter() - t0) * 1000)
+    finally:
+        a.lock()
+        b.lock()
+    return {"n": n, "pair_p50_ms": round(statistics.median(times), 2),
+            "pair_p90_ms": round(_pct(times, .9), 2)}
+
+
 def catch_up(tmp: Path, total: int) -> dict[str, Any]:
     from app.facade import internals
     from app.sync.engine import SyncEngine
@@ -193,8 +225,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--visible", type=int, default=40)
     ap.add_argument("--catch-up", type=int, default=10_000)
+    ap.add_argument("--idle", type=int, default=100)
     args = ap.parse_args()
     out: dict[str, Any] = {"load_before": os.getloadavg()[0], "set": "synthetic (dev)"}
+    with tempfile.TemporaryDirectory() as d:
+        out["idle"] = idle(Path(d), args.idle)
     with tempfile.TemporaryDirectory() as d:
         out["visible"] = visible(Path(d), args.visible)
     with tempfile.TemporaryDirectory() as d:

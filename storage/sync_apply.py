@@ -130,11 +130,14 @@ class SyncApplyRows:
 def drop_device_identity(conn: Connection) -> None:
     """A restored copy of a vault is a new device: it must never write as the device the backup
     was made on (two computers with one device id write two different logs under one name,
-    which every other device reports as equivocation). Drops this device's identity and its
-    journal clock; the ops and cursors stay (what the old device wrote is another device's
-    log now, and its read cursor is right). Pairing gives the copy a new identity."""
+    which every other device reports as equivocation). Drops this device's identity, its
+    journal clock and which of its segments carried forgets; the ops and cursors stay (what
+    the old device wrote is another device's log now, and its read cursor is right). Pairing
+    gives the copy a new identity."""
     tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "sync_self" in tables:
         conn.execute("DELETE FROM sync_self")
     if "sync_clock" in tables:
         conn.execute("DELETE FROM sync_clock")
+    if "sync_forget_sent" in tables:  # the old device's segments, not the copy's (0038)
+        conn.execute("DELETE FROM sync_forget_sent")

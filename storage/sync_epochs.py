@@ -1,4 +1,5 @@
-"""Epochs of the sync key and this device's acknowledgements (issue 29 item 4; migration 0034).
+"""Epochs of the sync key and this device's acknowledgements (issue 29 item 4; migration 0034),
+and the forgets it wrote (migration 0038).
 Layer: storage. Runs on: the db-writer (writes) or a reader thread (reads); every method takes
 the connection it is lent and deals in numbers only. The keys are ``storage/sync_keys.py``'s
 (migration 0029); this class hands them on so ``app/sync/epochs.py`` needs one rows object.
@@ -87,3 +88,26 @@ class SyncEpochRows:
         row = conn.execute("SELECT n, epoch, written_at FROM sync_ack_sent ORDER BY n DESC "
                            "LIMIT 1").fetchone()
         return None if row is None else (int(row[0]), int(row[1]), float(row[2]))
+
+    # --- the engine's side (migration 0038; app/sync/engine.py) -------------------------------
+    def put_forget_sent(self, conn: Connection, seq: int, now: float, memories: int) -> None:
+        """This device's log segment ``seq`` holds forget ops naming ``memories`` memories."""
+        conn.execute("INSERT OR IGNORE INTO sync_forget_sent (seq, written_at, memories) "
+                     "VALUES (?, ?, ?)", (seq, now, memories))
+
+    def forgets_sent(self, conn: Connection, since: float, limit: int
+                     ) -> list[tuple[int, float, int]]:
+        """(segment, written at, memories) of the forgets this device wrote since ``since``,
+        newest first, at most ``limit``."""
+        return [(int(s), float(t), int(n)) for s, t, n in conn.execute(
+            "SELECT seq, written_at, memories FROM sync_forget_sent WHERE written_at >= ? "
+            "ORDER BY seq DESC LIMIT ?", (since, limit))]
+
+    def unsynced_memories(self, conn: Connection, after: int, limit: int) -> list[int]:
+        """Ids above ``after`` of active memories no gid names (saved before this vault's
+        sync journal was on), ascending, at most ``limit``. Conversation turns (short-term)
+        are not synced."""
+        return [int(i) for (i,) in conn.execute(
+            "SELECT m.id FROM memory m LEFT JOIN sync_gids g ON g.memory_id = m.id "
+            "WHERE m.id > ? AND m.status = 'active' AND m.store != 'short_term' "
+            "AND g.memory_id IS NULL ORDER BY m.id LIMIT ?", (after, limit))]

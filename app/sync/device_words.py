@@ -55,9 +55,10 @@ def summary(status: SyncStatus) -> str:
 def revoke_consequence(name: str) -> str:
     """What removing a device does, said before the person confirms."""
     return (f"Remove {name} from this vault's devices? Every device will refuse what {name} "
-            "writes from now on, and it gets no key for changes made after the next key "
-            f"change. What {name} already received stays on it (in its own vault, behind its "
-            "own password). This cannot be undone; to use it again, pair it as a new device.")
+            "writes from now on, and the others change to a new key it never gets, so it "
+            f"cannot read what is written after. What {name} already received stays on it "
+            "(in its own vault, behind its own password). This cannot be undone; to use it "
+            "again, pair it as a new device.")
 
 
 def ago(seconds: float) -> str:

@@ -36,7 +36,6 @@ from app.sync.keys import (
     Certificate,
     DeviceSecret,
     EpochKey,
-    Revocation,
     SyncRefused,
     Trust,
     device_id_of,
@@ -44,7 +43,6 @@ from app.sync.keys import (
     load_trust,
     new_vault_id,
     seal_epoch_key,
-    sign_revocations,
 )
 from app.sync.pairing import Code, Inviter, Joiner, PairingFailed, WrongCode
 from app.sync.segments import Cursor
@@ -327,15 +325,13 @@ class SyncDevices:
         if trust.revocations.of(device_id) is not None:
             raise ValidationError("That device was already removed.")
         last_seq = self._db.read(self._keys.cursors).get(device_id, (0,))[0]
-        now = self._now()
-        revs = sign_revocations(me, vault_id, trust.revocations.version + 1,
-                                (*trust.revocations.revoked,
-                                 Revocation(device_id, int(now), last_seq)))
-        FolderWriter(self._folder_path(), me, vault_id, Cursor(me.device_id)
-                     ).publish_revocations(revs)
-        self._db.write_sync(lambda c: self._keys.put_revocations(c, revs.version,
-                                                                 revs.to_bytes()))
-        log.info("sync: device %s revoked after seq %d", device_id[:8], last_seq)
+        # The signed list (published, kept), then a new epoch key sealed for the others only,
+        # with the snapshot of every op merged here (docs/sync.md#epochs).
+        from app.sync.engine import rotate_without
+        rotation = rotate_without(self._db, self._folder_path(), device_id, last_seq,
+                                  self._now)
+        log.info("sync: device %s revoked after seq %d; epoch %d", device_id[:8], last_seq,
+                 rotation.epoch)
         return self.status()
 
 

@@ -334,9 +334,12 @@ def rotation_due(now: float, last_rotation: float | None, covered: int,
 # --- the founder's sealed keys --------------------------------------------------------------------
 
 def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
-                 fmt: str = FORMAT) -> dict[int, EpochKey]:
-    """Every epoch key the founder sealed for this device that opens. Keys sealed by any other
+                 fmt: str = FORMAT, skip: Iterable[int] = ()) -> dict[int, EpochKey]:
+    """Every epoch key the founder sealed for this device that opens, but those of the epochs
+    in ``skip`` (not even opened: held or destroyed already). Keys sealed by any other
     device are not taken: only the founder makes keys, so an epoch has one key."""
+    skipped = set(skip)
+    mine = me.device_id
     where = folder / fmt / "keys" / trust.founder_id
     out: dict[int, EpochKey] = {}
     try:
@@ -345,7 +348,7 @@ def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
         return out
     for name in names:
         m = _SEALED.match(name)
-        if m is None or m.group(2) != me.device_id:
+        if m is None or m.group(2) != mine or int(m.group(1)) in skipped:
             continue
         try:
             key = open_sealed(SealedKey.from_bytes((where / name).read_bytes()), me, trust)
@@ -359,7 +362,7 @@ def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
 # --- this device's side ---------------------------------------------------------------------------
 
 class EpochRows(Protocol):
-    """``storage/sync_epochs.py`` (migrations 0029 and 0034)."""
+    """``storage/sync_epochs.py`` (migrations 0029, 0034 and 0038)."""
 
     def epoch_keys(self, conn: ports.Connection) -> dict[int, bytes]: ...
     def put_epoch_key(self, conn: ports.Connection, epoch: int, key: bytes,
@@ -377,6 +380,12 @@ class EpochRows(Protocol):
     def put_ack(self, conn: ports.Connection, n: int, epoch: int, now: float) -> None: ...
     def last_ack(self, conn: ports.Connection) -> tuple[int, int, float] | None: ...
     def put_revocations(self, conn: ports.Connection, version: int, body: bytes) -> bool: ...
+    # the engine's (migration 0038)
+    def put_forget_sent(self, conn: ports.Connection, seq: int, now: float,
+                        memories: int) -> None: ...
+    def forgets_sent(self, conn: ports.Connection, since: float, limit: int
+                     ) -> list[tuple[int, float, int]]: ...
+    def unsynced_memories(self, conn: ports.Connection, after: int, limit: int) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -402,20 +411,21 @@ class EpochKeeper:
                  trust: Trust, clock: Callable[[], float] = time.time, fmt: str = FORMAT) -> None:
         self.db, self.rows, self.folder, self.me, self.trust = db, rows, folder, me, trust
         self.clock, self.fmt = clock, fmt
+        self.me_id = me.device_id  # derived from the key: computed once, asked every tick
         self._last_applied: dict[str, int] | None = None
         self._ready: Snapshot | None = None  # the snapshot handed to the engine to apply
 
     @property
     def founder(self) -> bool:
-        return self.me.device_id == self.trust.founder_id
+        return self.me_id == self.trust.founder_id
 
     def _reader(self) -> FolderReader:
-        return FolderReader(self.folder, self.me.device_id, self.trust, self.held(), {},
+        return FolderReader(self.folder, self.me_id, self.trust, self.held(), {},
                             self.fmt)
 
     def _publisher(self) -> FolderWriter:
         return FolderWriter(self.folder, self.me, self.trust.vault_id,
-                            Cursor(self.me.device_id), self.fmt)
+                            Cursor(self.me_id), self.fmt)
 
     # keys ------------------------------------------------------------------------------------
     def held(self) -> dict[int, bytes]:
@@ -431,8 +441,13 @@ class EpochKeeper:
 
     def receive(self) -> list[int]:
         """Store the keys the founder sealed for this device that are new here; returns their
-        epochs. A key destroyed here is never taken back (the row stays destroyed)."""
-        keys = founder_keys(self.folder, self.me, self.trust, self.fmt)
+        epochs. A key destroyed here is never taken back (the row stays destroyed). Only the
+        files of epochs new here are opened, and the vault is written only when one is new
+        (this runs every tick)."""
+        known = set(self.held()) | set(self.db.read(self.rows.destroyed))
+        keys = founder_keys(self.folder, self.me, self.trust, self.fmt, skip=known)
+        if not keys:
+            return []
         now = self.clock()
 
         def run(conn: ports.Connection) -> list[int]:
@@ -454,7 +469,7 @@ class EpochKeeper:
         return rotation_due(self.clock(), last, covered, self._last_snapshot_total())
 
     def _last_snapshot_total(self) -> int:
-        where = self.folder / self.fmt / "snap" / self.me.device_id
+        where = self.folder / self.fmt / "snap" / self.me_id
         try:
             names = os.listdir(where)
         except FileNotFoundError:
@@ -471,12 +486,14 @@ class EpochKeeper:
         if not self.founder:
             raise SyncRefused("only the founding device makes keys")
         now = self.clock()
+        tainted = self.sealed_for_revoked()
 
         def begin(conn: ports.Connection) -> EpochKey:
             held = self.rows.epoch_keys(conn)
             moved = self.rows.moved(conn)
             top = max(held, default=0)
-            if (top and self.rows.rotated_epoch(conn) == top
+            # Never finish a rotation whose key went to a device revoked since: a new key.
+            if (top and top not in tainted and self.rows.rotated_epoch(conn) == top
                     and (moved is None or moved[0] < top)):
                 return EpochKey(top, held[top])  # made here, not moved to: finish it
             key = EpochKey.generate(self.rows.known_epoch(conn) + 1)
@@ -488,7 +505,7 @@ class EpochKeeper:
         publisher = self._publisher()
         recipients = tuple(c.device_id for c in self.trust.active())
         for cert in self.trust.active():
-            path = (self.folder / self.fmt / "keys" / self.me.device_id
+            path = (self.folder / self.fmt / "keys" / self.me_id
                     / f"{key.epoch:0{EPOCH_DIGITS}d}-{cert.device_id}")
             if path.exists():
                 continue
@@ -503,13 +520,26 @@ class EpochKeeper:
             written.append(snap)
         return Rotation(key.epoch, recipients, snap, tuple(written))
 
+    def sealed_for_revoked(self) -> set[int]:
+        """Epochs whose key this device sealed for a device revoked since (their files name
+        the recipient): a key to rotate away from, never one to finish a rotation with."""
+        revoked = {r.device_id for r in self.trust.revocations.revoked}
+        if not revoked:
+            return set()
+        try:
+            names = os.listdir(self.folder / self.fmt / "keys" / self.me_id)
+        except FileNotFoundError:
+            return set()
+        return {int(m.group(1)) for n in names
+                if (m := _SEALED.match(n)) is not None and m.group(2) in revoked}
+
     def revoke(self, device_id: str, after_seq: int, ops: Iterable[Op],
                covers: Mapping[str, Cursor]) -> Rotation:
         """Revoke a lost device: a new signed revocation list (its segments after
         ``after_seq`` are refused everywhere), then a rotation sealed for the others only."""
         if not self.founder:
             raise SyncRefused("only the founding device revokes")
-        if device_id == self.me.device_id:
+        if device_id == self.me_id:
             raise SyncRefused("the founding device cannot revoke itself")
         self.trust.certificate(device_id)  # unknown device: SyncRefused
         old = self.trust.revocations
@@ -556,7 +586,7 @@ class EpochKeeper:
         now = self.clock()
         moved = self.db.read(self.rows.moved)
         last = self.db.read(self.rows.last_ack)
-        seen = {d: s for d, s in applied.items() if d != self.me.device_id}
+        seen = {d: s for d, s in applied.items() if d != self.me_id}
         ready = self._ready
         covers: dict[str, int] = {}
         if (ready is not None and ready.epoch in held
@@ -577,8 +607,8 @@ class EpochKeeper:
                 c, epoch, from_seq, now, canonical(dict(sorted(covers.items()))).decode()))
             self._ready = None
         n = max(last[0] if last else 0, self._last_ack_in_folder()) + 1
-        ack = Ack(self.me.device_id, n, epoch, from_seq,
-                  {**seen, self.me.device_id: max(0, next_seq - 1)}, int(now))
+        ack = Ack(self.me_id, n, epoch, from_seq,
+                  {**seen, self.me_id: max(0, next_seq - 1)}, int(now))
         self._publisher().write_ack(n, ack.body(), EpochKey(epoch, held[epoch]))
         self.db.write_sync(lambda c: self.rows.put_ack(c, n, epoch, now))
         self._last_applied = seen
@@ -592,7 +622,7 @@ class EpochKeeper:
             return False
 
     def _last_ack_in_folder(self) -> int:
-        where = self.folder / self.fmt / "ack" / self.me.device_id
+        where = self.folder / self.fmt / "ack" / self.me_id
         try:
             return max((int(n) for n in os.listdir(where) if _ACK.match(n)), default=0)
         except FileNotFoundError:
@@ -633,4 +663,4 @@ class EpochKeeper:
         covered = self.db.read(self.rows.moved_covers)
         closed = bool(held) and any(
             e <= low and int(json.loads(c).get(device, 0)) >= seq for e, c in covered.items())
-        return forget_progress(self.trust, self.acks(), self.me.device_id, device, seq, closed)
+        return forget_progress(self.trust, self.acks(), self.me_id, device, seq, closed)

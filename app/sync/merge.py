@@ -336,6 +336,12 @@ class Replica:
         self._touching: dict[Gid, set[OpId]] = defaultdict(set)
         self._items: dict[Gid, Item] = {}
 
+    def ops(self) -> list[Op]:
+        """Every op this replica holds (the forgets, and every op no forget dropped), in the
+        merge's order: what a snapshot compacts (``epochs.compact``); ``fold`` of it is
+        ``state()``."""
+        return sorted(self._ops.values(), key=lambda o: o.order)
+
     def should_write(self, op: Op) -> bool:
         """False for an op about a forgotten memory: the writer must drop it, not send it."""
         b = op.body

@@ -293,17 +293,21 @@ def test_a_restored_backup_is_a_new_device_never_the_old_one(two: Fleet, tmp_pat
     from app.sync.keys import SyncRefused
     a, _b = two.members
     remember(a.vault, "The boiler was serviced in May")
+    gone = remember(a.vault, "The old alarm code")
     a.tick()
+    a.vault.forget(a.vault.forget_plan(ids=[gone]))
+    a.tick()
+    assert len(a.sync().forget_progress()) == 1
     remember(a.vault, "Unsent: the gutter needs clearing")  # still in the journal
     a.vault.backup(tmp_path / "a.kept-backup")
     bootstrap.restore_backup(tmp_path / "a.kept-backup", PW, tmp_path / "restored")
     restored = Vault.open(tmp_path / "restored", PW, threaded=False, use_chroma=False,
                           load_model=False)
     try:
-        tables = ("sync_self", "sync_clock")
+        tables = ("sync_self", "sync_clock", "sync_forget_sent")
         counts = inside(restored).db.read(lambda c: {t: c.execute(
             f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables})
-        assert counts == {"sync_self": 0, "sync_clock": 0}
+        assert counts == {"sync_self": 0, "sync_clock": 0, "sync_forget_sent": 0}
         assert texts(restored) == texts(a.vault)
         with pytest.raises(SyncRefused):
             SyncEngine(restored, a.folder)  # pair it again first
@@ -328,6 +332,7 @@ def test_a_late_create_of_something_forgotten_is_never_kept(two: Fleet) -> None:
     from tests.app.sync.op_samples import memory
     a, b = two.members
     gid = new_gid()
+    a.tick()  # a moves to its first epoch: the key it writes under
     key = a.sync()._key()
     writer = FolderWriter(a.folder, b.secret, a.sync().writer.vault_id,
                           Cursor(b.secret.device_id))

@@ -484,4 +484,10 @@ def test_a_compacted_op_set_folds_to_the_same_state_and_names_nothing_forgotten(
     replica = Replica()
     replica.apply(kept)
     assert state_hash(replica.state()) == state_hash(state)
+    # What the engine hands a rotation: the op set a replica holds folds to its state, and
+    # names nothing forgotten either once compacted.
+    whole = Replica()
+    whole.apply(dup)
+    assert state_hash(fold(whole.ops())) == state_hash(state)
+    assert compact(whole.ops()) == kept
 
