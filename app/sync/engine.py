@@ -6,8 +6,9 @@ Layer: app. Runs on: one thread per vault (the sync job's); ``tick`` is not reen
 1. **adopt** this device's segments already in the folder past its saved write cursor (a crash
    after the file was renamed and before the journal was told): their ops leave the journal.
 2. **scan** the other devices' logs (``FolderReader``): new segments, in order, verified.
-3. **keep** their ops (``sync_received``), the tombstones of their forgets and the devices' read
-   cursors in ONE transaction: after it, a segment is never read again, and before it, it will
+3. **keep** their ops (``sync_received``), the tombstones of their forgets, the devices' read
+   cursors and this device's clock having seen their stamps (``Journal.observe``: what it
+   writes next sorts after them, whatever its wall clock says) in ONE transaction: after it, a segment is never read again, and before it, it will
    be read again. Exactly once, restart-safe.
 4. **merge** them into the ``Replica`` (rebuilt from ``sync_received`` after a restart).
 5. **erase** what was forgotten (before writing anything: a device back from offline applies
@@ -160,8 +161,11 @@ class SyncEngine:
         moved = {d: c for d, c in self.reader.cursors.items() if before.get(d) != c}
         now = self._now()
 
+        stamps = [o.hlc for o in ops]
+
         def run(conn: Any) -> None:
             self.rows.keep_ops(conn, raw, [op_targets(o) for o in raw])
+            self.side.journal.observe(conn, stamps)
             self.applier.tombstone(conn, gone)
             for c in moved.values():
                 self.rows.put_cursor(conn, c.device_id, c.last_seq, c.last_hash, now)

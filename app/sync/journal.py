@@ -129,6 +129,21 @@ class Journal:
                           [sorted(o.body.targets()) for o in ops])
         return ops
 
+    def observe(self, conn: ports.Connection, remote: Sequence[Stamp]) -> None:
+        """Take in the stamps of ops read from other devices (the HLC's receive rule), in the
+        transaction that keeps them: every op this device writes later sorts after them, even
+        when this device's wall clock is behind (found over real Syncthing with a clock 10
+        minutes slow: an edit was stamped before the version it edits)."""
+        if not remote:
+            return
+        state = self._rows.clock(conn)
+        if state is None:  # no identity adopted yet: nothing written, nothing to order
+            return
+        device, next_seq, last_text = state
+        clock = HybridClock(device, self._wall, Stamp.parse(last_text) if last_text else None)
+        clock.observe(max(remote))
+        self._rows.save_clock(conn, device, next_seq, str(clock.last))
+
     def device(self) -> str | None:
         state = self._db.read(self._rows.clock)
         return None if state is None else state[0]

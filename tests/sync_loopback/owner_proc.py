@@ -79,6 +79,10 @@ class Owner:
             self.vault.remember(Draft(text=cmd["text"], store=Store.EPISODIC))
             self.tick()
             return {"at": at}
+        if op == "remember_many":  # one segment of them all
+            for text in cmd["texts"]:
+                self.vault.remember(Draft(text=text, store=Store.EPISODIC))
+            return self.tick()
         if op == "tick":
             return self.tick()
         if op == "forget":

@@ -117,6 +117,26 @@ def test_a_forget_erases_everywhere_and_never_comes_back(two: Fleet) -> None:
     assert not any("Ana" in t for t in texts(b.vault)) and a.hash() == b.hash()
 
 
+def test_an_edit_on_a_device_whose_clock_is_slow_is_stamped_after_what_it_edits(
+        two: Fleet) -> None:
+    """The HLC's receive rule (found over real Syncthing, tests/sync_loopback): a device
+    whose clock is 10 minutes behind stamps its edit after the version it saw, so the order
+    of the merge is the order of cause and effect."""
+    a, b = two.members
+    a.clock.advance(-600)
+    remember(b.vault, "Dentist on the 4th")
+    rounds([b, a])
+    (theirs,) = _active(a.vault)
+    a.vault.correct(theirs.id, "Dentist on the 5th")
+    rounds([a, b])
+    assert texts(a.vault) == texts(b.vault) == {"Dentist on the 5th"}
+    (item,) = b.sync().state().items.values()
+    (old,) = item.history
+    assert old.text == "Dentist on the 4th" and item.head.text == "Dentist on the 5th"
+    assert old.hlc < item.head.hlc
+    assert a.hash() == b.hash()
+
+
 @pytest.fixture
 def three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, monkeypatch, embedder, 3, shared=False)
