@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     api = SyncthingApi(args.api, args.api_key) if args.api else None
     owner = Owner(args.vault, args.folder, api, args.folder_id, args.sub, args.skew)
+    if api is not None:  # after a restart: a segment written before a kill may be unscanned
+        api.scan(args.folder_id, args.sub)
     _say({"ready": True})
     try:
         for line in sys.stdin:
