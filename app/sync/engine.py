@@ -180,7 +180,11 @@ class SyncEngine:
     def _merge(self, ops: list[Op], report: TickReport | None = None) -> None:
         delta = self.replica.apply(ops)
         self._todo |= delta.changed
-        self._erase |= delta.erased
+        # Every gid a forget names, not only those the merge held: a forget journaled here
+        # just before a kill -9 (its memories not gone yet, their ops already dropped from the
+        # kept set) is erased here by the tick that sends it.
+        self._erase |= delta.erased | {g for o in ops if isinstance(o.body, Forget)
+                                       for g in o.body.gids}
         self._questions = True
         if report is not None:
             report.dropped += delta.dropped

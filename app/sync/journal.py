@@ -151,25 +151,30 @@ class Journal:
     def record_create(self, memory: Memory, derived_from: Sequence[int] = ()) -> Op | None:
         """A ``memory.create`` for a memory just saved; None if it is already named (saved
         before) or derives from something forgotten (``should_write``)."""
-        def run(conn: ports.Connection) -> Op | None:
-            if self._rows.gids(conn, [int(memory.id)]):
-                return None
-            sources = [Gid(g) for g in self._rows.gids(conn, list(derived_from)).values()]
-            if self._rows.forgotten(conn, sources):
-                return None
-            gid = new_gid()
-            try:
-                body = create_body(memory, gid, sources)
-            except OpInvalid as exc:
-                # The memory is saved; a column the op schema bounds tighter than the vault
-                # (a 2,000-character trigger) must not fail the remember. Logged without
-                # content; the snapshot carries it instead.
-                log.warning("sync journal: memory %s not journaled (%s)", int(memory.id),
-                            exc.user_message.split(":")[0])
-                return None
-            self._rows.name(conn, int(memory.id), gid)
-            return self._write_ops(conn, [body])[0]
-        return self._db.write_sync(run)
+        return self._db.write_sync(lambda c: self.create_in(c, memory, derived_from))
+
+    def create_in(self, conn: ports.Connection, memory: Memory,
+                  derived_from: Sequence[int] = ()) -> Op | None:
+        """``record_create`` inside the caller's transaction: the remember that saves the
+        memory journals it in the same commit, so a kill -9 between the two cannot leave a
+        memory that never reaches the other devices (found over real Syncthing)."""
+        if self._rows.gids(conn, [int(memory.id)]):
+            return None
+        sources = [Gid(g) for g in self._rows.gids(conn, list(derived_from)).values()]
+        if self._rows.forgotten(conn, sources):
+            return None
+        gid = new_gid()
+        try:
+            body = create_body(memory, gid, sources)
+        except OpInvalid as exc:
+            # The memory is saved; a column the op schema bounds tighter than the vault
+            # (a 2,000-character trigger) must not fail the remember. Logged without
+            # content; the snapshot carries it instead.
+            log.warning("sync journal: memory %s not journaled (%s)", int(memory.id),
+                        exc.user_message.split(":")[0])
+            return None
+        self._rows.name(conn, int(memory.id), gid)
+        return self._write_ops(conn, [body])[0]
 
     def gids_of(self, memory_ids: Sequence[int]) -> dict[int, Gid]:
         """Read before a forget: the map rows go with the memories."""
