@@ -6,7 +6,8 @@ item 5; docs/sync.md#syncthing-through-its-rest-api). Layer: app. Runs on: the c
 device, and says what it did:
 
 1. find the folder Syncthing already has at ``path`` (same resolved path), or add one
-   (id ``kept-xxxxx``, label "Kept", the watcher on, Syncthing's defaults for the rest);
+   (id ``kept-xxxxx``, label "Kept", Syncthing's own folder defaults for the rest, its
+   file watcher included: a new segment is sent without Kept asking for a scan);
 2. add the other device to Syncthing if it does not know it yet (addresses "dynamic", as the
    person's Syncthing does for any device they add by hand);
 3. share the folder with it, and set ``ignorePerms`` (Kept's files are 0600 here; another OS
