@@ -466,6 +466,38 @@ class SyncStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ForgetLine:
+    """How far one recent forget has gone on the vault's devices (issue 29 item 4): ``words``
+    as the window says it ("Forgotten on 2 of 3 devices; waiting for phone."); ``waiting``:
+    the names of the devices that have not acknowledged it yet; ``closed``: old copies in the
+    sync folder can no longer be read."""
+    words: str
+    done: int
+    total: int
+    waiting: tuple[str, ...] = ()
+    closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SyncActivity:
+    """What the owner's sync job did (issue 29 items 1 and 6; ``app/sync/runner.py``).
+    ``running``: the process that owns this vault ticks its sync engine (False when this
+    device does not sync, or for a vault a command opened itself). Times are epoch seconds;
+    ``problem`` is the last tick's trouble in words ("" after a good tick); ``sending``: this
+    device's changes not yet written to the folder; ``findings``: what the last tick noticed in
+    the folder (a gap, an unreadable file), by device id and sequence, never content."""
+    running: bool = False
+    last_sync: float | None = None
+    last_try: float | None = None
+    problem: str = ""
+    sending: int = 0
+    received: int = 0               # other devices' changes the last good tick brought
+    findings: tuple[str, ...] = ()
+    forgets: tuple[ForgetLine, ...] = ()
+    at: float | None = None         # the owner's clock when this was read ("12 s ago" from it)
+
+
+@dataclass(frozen=True, slots=True)
 class PairInvite:
     """A pairing opened on the device that set up sync: the code to type on the new device
     (also as the QR code's text), until ``expires_at``, ``tries`` attempts."""
@@ -1180,3 +1212,9 @@ class VaultAPI(Protocol):
     def sync_pair_cancel(self) -> Result[None]: ...
     @op(Access.PERSON)
     def sync_revoke(self, device_id: str) -> Result[SyncStatus]: ...
+    @op(Access.READ)
+    def sync_activity(self) -> SyncActivity: ...
+    @op(Access.LOCAL, why="the owner's own sync job; a client has none")
+    def sync_tick(self) -> SyncActivity: ...
+    @op(Access.LOCAL, why="callbacks do not cross processes")
+    def watch_sync(self, on_recorded: Callable[[], None]) -> None: ...

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.clock import Clock, SystemClock
+from app.errors import VaultLocked
 
 if TYPE_CHECKING:  # app.ports imports numpy: not on ``kept mcp``'s path (issue 14)
     import numpy as np
@@ -311,6 +312,7 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     from storage import agents, browse, consolidation_rows, inbox, lifecycle, repo, runlog
     from storage.lexicon import Lexicon
     from storage.migrations import schema_version
+    from storage.recall_cache import RecallRows
     from storage.vector import VectorIndex
     clock = clock or SystemClock()
     db = opened.db
@@ -318,7 +320,11 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     lexicon = Lexicon(repo.FTS_WEIGHTS)
     db.after_write.append(lexicon.on_write)
     ingest = IngestService(db, index, embedder, clock, repo, lifecycle)
-    recall = RecallService(db, index, embedder, lexicon=lexicon, rows=repo)
+    # What recall reads per memory, in RAM, dropped by the writer's own triggers as rows change.
+    recall_rows = RecallRows()
+    db.after_write.append(recall_rows.on_write)
+    db.on_writer(recall_rows.install)
+    recall = RecallService(db, index, embedder, lexicon=lexicon, rows=recall_rows)
     consolidation = ConsolidationService(db, clock, index, ingest, rows=consolidation_rows,
                                          runlog=runlog, inbox=inbox)
     parts = Parts(
@@ -328,10 +334,12 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
         context=ContextService(db, recall, rows=repo),
         forget=ForgetService(db, index, rows=lifecycle),
         browse=BrowseService(db, clock, rows=browse),
-        agents=AgentService(db, clock, agents, locked=lambda: opened.locked))
+        agents=AgentService(db, clock, agents, locked=lambda: opened.locked),
+        drop_on_lock=(recall_rows.clear, recall.forget_texts))
     _load_index(opened, index, embedder, vectors)
     _start_follower(opened, index, ingest, embedder)
-    _start_lexicon(opened, index, lexicon, embedder)
+    _start_lexicon(opened, index, lexicon, embedder,
+                   preload=lambda: recall_rows.preload(db.read, stop=lambda: opened.locked))
     return parts
 
 
@@ -373,9 +381,11 @@ def _load_index(opened: KeySession, index: ports.VectorIndex, embedder: Embedder
 
 
 def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexicon,
-                   embedder: Embedder | None) -> None:
+                   embedder: Embedder | None, preload: Callable[[], object] | None = None
+                   ) -> None:
     """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
-    background; FTS5 answers until it is ready and on small vaults."""
+    background; FTS5 answers until it is ready and on small vaults. Then, on the same
+    thread, ``preload`` (recall's per-memory fields, storage/recall_cache.py) and Chroma."""
     from storage import lexicon, repo
     db = opened.db
     rows = db.read(repo.memory_count)
@@ -383,6 +393,16 @@ def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexi
     if rows >= lexicon.MIN_ROWS and db.threaded:  # not for one-shot CLI commands
         # The lexicon first: it turns 300 ms of FTS5 into 2; Chroma is no faster than
         # exact search at this size, so its build waits rather than compete for the CPU.
-        lex.build_in_background(db.read, then=chroma, delay=BACKGROUND_GRACE_S)
+        def then() -> None:
+            if preload is not None:
+                try:
+                    preload()
+                except VaultLocked:
+                    pass  # locked meanwhile: nothing to fill
+                except Exception:  # an accelerator: recall reads the rows itself
+                    log.exception("recall's fields were not preloaded")
+            if chroma is not None:
+                chroma()
+        lex.build_in_background(db.read, then=then, delay=BACKGROUND_GRACE_S)
     elif chroma is not None:
         chroma()

@@ -62,6 +62,7 @@ from app.api import (
     RunSummary,
     SettingValue,
     Skipped,
+    SyncActivity,
     SyncStatus,
     Turn,
     UndoReport,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from app.sync.devices import SyncDevices
     from app.sync.journal import Journal
     from app.sync.ops import Gid
+    from app.sync.runner import SyncRunner
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,7 @@ class Vault:
         self._model_dir = parts.model_dir
         self._index = parts.index
         self._lexicon = parts.lexicon
+        self._drop_on_lock = parts.drop_on_lock
         self._rows = parts.rows
         self._lifecycle = parts.lifecycle
         self._schema_version = parts.schema_version
@@ -128,6 +131,8 @@ class Vault:
         self._backups: BackupService | None = None  # built on first use (issue 16)
         self._sync: Journal | None = None  # built on first use while sync.journal is on
         self._devices: SyncDevices | None = None  # built on first use (issue 29, devices)
+        self._sync_runner: SyncRunner | None = None  # the owner's first sync_tick builds it
+        self._sync_watchers: list[Callable[[], None]] = []  # told when the journal queued ops
         self._learn_owner()
 
     def _learn_owner(self) -> None:
@@ -207,11 +212,16 @@ class Vault:
     def lock(self) -> Result[None]:
         """Close connections, drop the vector index and model, wipe keys."""
         if self._opened is not None and not self._opened.locked:
+            runner = self._sync_runner
+            if runner is not None:
+                runner.close()  # no tick from now on; one under way gets a few seconds
             self._agents.flush_reads()  # what assistants read goes in before the keys go
             self._ingest.stop_follow()  # vectors not made yet stay pending (issue 28)
             self._save_lexicon()
             self._lexicon.clear()  # first: its thread may start the Chroma build when done
             self._index.close()
+            for drop in self._drop_on_lock:
+                drop()
             self._opened.lock()
         # The services were built once for this unlock: they let go of the model too.
         self._embedder = self._ingest.embedder = self._recall.embedder = None
@@ -1101,7 +1111,16 @@ class Vault:
             clock = self._clock
             self._sync = Journal(self._db, bootstrap.sync_journal_rows(),
                                  lambda: int(clock.now() * 1000), bootstrap.sync_apply_rows())
+            self._sync.recorded = self._sync_recorded
         return self._sync
+
+    def _sync_recorded(self) -> None:
+        """The journal queued ops (on the writer thread): the owner's sync job ticks soon."""
+        for watcher in list(self._sync_watchers):
+            try:
+                watcher()
+            except Exception:  # a watcher must never fail the write it hears about
+                log.exception("sync: a watcher failed")
 
     def _sync_remembered(self, d: Draft) -> Callable[[ports.Connection, MemoryId], None] | None:
         """What ``remember`` runs in the transaction that saves the memory: its create op."""
@@ -1163,6 +1182,37 @@ class Vault:
 
     def sync_revoke(self, device_id: str) -> Result[SyncStatus]:
         return Result(self._sync_devices().revoke(device_id), Changes(settings=True))
+
+    # --- the owner's sync job (issue 29 items 1 and 6; app/sync/runner.py) ------------------
+    def _runner(self) -> SyncRunner:
+        self._check_unlocked()
+        if self._sync_runner is None:
+            from app import bootstrap
+            from app.sync.engine import SyncEngine
+            from app.sync.runner import SyncRunner
+            keys, journal = bootstrap.sync_key_rows(), bootstrap.sync_journal_rows()
+            self._sync_runner = SyncRunner(
+                folder=lambda: str(self.setting("sync.folder") or ""),
+                set_up=lambda: self._db.read(keys.get_self) is not None,
+                make_engine=lambda folder: SyncEngine(self, folder),
+                sending=lambda: self._db.read(journal.count_unsent),
+                now=self._clock.now)
+        return self._sync_runner
+
+    def sync_activity(self) -> SyncActivity:
+        self._check_unlocked()
+        runner = self._sync_runner
+        return SyncActivity() if runner is None else runner.activity()
+
+    def sync_tick(self) -> SyncActivity:
+        """One round of this vault's sync engine (the owner's job calls it; a no-op while this
+        device does not sync, while another tick runs, or once locking began)."""
+        runner = self._runner()
+        runner.tick()
+        return runner.activity()
+
+    def watch_sync(self, on_recorded: Callable[[], None]) -> None:
+        self._sync_watchers.append(on_recorded)
 
     def _sync_corrected(self, old: int, new: int) -> None:
         journal = self._sync_journal()
@@ -1285,6 +1335,11 @@ class Internals:
         """Makes remember's vectors after the acknowledgement (issue 28); None without a
         model."""
         return self._vault._ingest.follower
+
+    @property
+    def sync_runner(self) -> SyncRunner:
+        """The owner's sync job's runner (issue 29; built on first use)."""
+        return self._vault._runner()
 
 
 def internals(vault: Vault) -> Internals:

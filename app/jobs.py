@@ -1,10 +1,14 @@
 """Scheduled jobs (docs/architecture.md#consolidation-and-jobs): heartbeat, consolidation, daily
-decay, weekly synthesis. Layer: app. Runs on: the single ``apscheduler`` worker thread; never
-touches Qt.
+decay, weekly synthesis, and sync's tick. Layer: app. Runs on: the single ``apscheduler``
+worker thread (sync: a second one of its own); never touches Qt.
 
 APScheduler 3 ``BackgroundScheduler`` with a one-thread executor, ``coalesce``,
 ``max_instances=1`` and a misfire grace, so two jobs never run at once and a sleeping laptop
-runs a missed job once, not many times. Jobs are plain functions taking the vault, a clock and
+runs a missed job once, not many times. The sync job is the exception on purpose: it runs on
+its own one-thread executor every ``policy.SYNC_TICK_S`` (and sooner after a local change,
+``sync_soon``), so a consolidation of minutes does not hold the other devices' changes back; a
+tick goes through the vault's services as the person's own acts do, which already run beside a
+consolidation. Jobs are plain functions taking the vault, a clock and
 a cancel token; they log and skip a failing batch instead of stopping (the pipeline does this
 per batch; the wrapper here catches whatever escapes, so the scheduler itself never stops).
 """
@@ -16,11 +20,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.api import CancelToken, Progress, RunReport, SettingValue, VaultAPI
 from app.clock import Clock
 from app.errors import AppError
+from app.policy import SYNC_SOON_S, SYNC_TICK_S
 
 if TYPE_CHECKING:  # apscheduler 3 has no type hints: mypy sees Any, readers see the class
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -51,6 +56,7 @@ class Jobs:
         self.on_done = on_done
         self.on_start = on_start  # a job's progress callback (the window shows a bar), or None
         self._running = threading.Lock()  # belt and braces on top of max_instances=1
+        self.sync_pool: Any = None  # the scheduler's sync executor (build_scheduler)
 
     def _run(self, job: str) -> JobOutcome:
         """Job ``job``: the consolidation steps that carry it in their schedule
@@ -114,13 +120,32 @@ class Jobs:
             self.on_done(outcome)
         return outcome
 
+    def sync(self) -> bool:
+        """One sync tick (issue 29; ``app/sync/runner.py``): nothing while this device does
+        not sync. Runs on the scheduler's own ``sync`` thread, so a consolidation of minutes
+        does not hold sync back; the runner lets one tick run at a time. Never raises (the
+        runner turns a failure into its status) and tells ``on_done`` nothing: it runs every
+        few seconds, and the window reads ``sync_activity``."""
+        if self.cancel.cancelled or self.vault.locked:
+            return False
+        try:
+            self.vault.sync_tick()
+        except Exception as exc:  # a vault locked between the check and the call, say
+            log.info("job sync skipped: %s", type(exc).__name__)
+            return False
+        return True
+
+
+SYNC_JOB = "sync"  # the job's id and its executor's alias
+
 
 def build_scheduler(jobs: Jobs, settings: Settings) -> BackgroundScheduler:
     """A configured, not yet started, BackgroundScheduler. Intervals come from settings."""
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.background import BackgroundScheduler
+    jobs.sync_pool = ThreadPoolExecutor(1)
     sched = BackgroundScheduler(
-        executors={"default": ThreadPoolExecutor(1)},
+        executors={"default": ThreadPoolExecutor(1), SYNC_JOB: jobs.sync_pool},
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
     # No ``timezone``: APScheduler takes the computer's own zone (tzlocal), so "daily decay at
     # 03:00" is three at night where the person is, as Settings says it (issue 25: schedules
@@ -137,7 +162,24 @@ def build_scheduler(jobs: Jobs, settings: Settings) -> BackgroundScheduler:
                   hours=_backup_hours(settings))
     if not _backup_on(settings):
         sched.pause_job("backup")
+    # Sync on a thread of its own: a tick with nothing new takes milliseconds, and must not
+    # wait behind a consolidation. A missed tick is not worth running late (grace 1 s).
+    sched.add_job(jobs.sync, "interval", id=SYNC_JOB, name=SYNC_JOB, executor=SYNC_JOB,
+                  seconds=SYNC_TICK_S, misfire_grace_time=1)
     return sched
+
+
+def sync_soon(sched: BackgroundScheduler) -> None:
+    """Tick within ``SYNC_SOON_S`` (a local change was recorded): the sync job's next run
+    moves earlier, never later, so a burst of writes (an import) makes one tick, not none.
+    Called on the vault's writer thread: it only moves a time and wakes the scheduler."""
+    from datetime import datetime
+    job = sched.get_job(SYNC_JOB)
+    if job is None or job.next_run_time is None:
+        return
+    soon = datetime.now(job.next_run_time.tzinfo) + timedelta(seconds=SYNC_SOON_S)
+    if soon < job.next_run_time:
+        job.modify(next_run_time=soon)
 
 
 def _backup_hours(settings: Settings) -> int:
@@ -179,6 +221,13 @@ def shutdown(sched: BackgroundScheduler, jobs: Jobs) -> None:
     docs/architecture.md#lock-order."""
     jobs.cancel.cancel()
     if sched.running:
+        # The sync thread is not waited for here: the vault's lock gives a tick under way
+        # SYNC_STOP_WAIT_S, then closes under it (app/sync/runner.py).
+        if sched.get_job(SYNC_JOB) is not None:
+            sched.remove_job(SYNC_JOB)
+        if jobs.sync_pool is not None:
+            sched.remove_executor(SYNC_JOB, shutdown=False)
+            jobs.sync_pool.shutdown(wait=False)
         sched.shutdown(wait=True)
 
 

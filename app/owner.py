@@ -8,7 +8,9 @@ Two front ends own a vault: the window (``ui/main.py``) and ``kept serve``
 1. unlock (``OwnerSession.open``; the window unlocks in its dialog and hands the vault over);
 2. serve the vault on its socket (``app.ipc.server.OwnerServer``) to the CLI and assistants;
    when the socket cannot be made, the session goes on without it (``serve_error`` says why);
-3. run the consolidation and backup schedule (``app.jobs``), rescheduled when settings change;
+3. run the consolidation and backup schedule (``app.jobs``), rescheduled when settings change,
+   and the sync job while this device syncs (a tick every few seconds, and about a second
+   after a local change: ``app/sync/runner.py``);
 4. notice idleness: ``idle_for`` counts from the last request over the socket (the window also
    counts the person's own input);
 5. lock, always in this order: the socket goes first (a client never meets a half-locked
@@ -80,7 +82,6 @@ class OwnerSession:
         """Serve the socket, then start the schedule. A socket that cannot be made (a folder
         path too long, no permission) leaves ``serve_error`` set; everything else works."""
         from app.ipc.server import OwnerServer
-        from app.jobs import Jobs, build_scheduler
         server = OwnerServer(self.vault, strict=self.strict)
         try:
             server.start()
@@ -88,11 +89,23 @@ class OwnerSession:
         except OSError as exc:
             log.warning("not serving assistants (%s)", type(exc).__name__)
             self.serve_error = type(exc).__name__
+        self._start_jobs()
+
+    def _start_jobs(self) -> None:
+        """The jobs and, unless ``schedule`` is off, the scheduler; with it the sync job,
+        told by the vault when a local change was recorded (``Vault.watch_sync``)."""
+        from app.jobs import Jobs, build_scheduler, sync_soon
         self.jobs = Jobs(self.vault, self.clock, on_done=self.on_job_done,
                          on_start=self.on_job_start)
         if self.schedule:
-            self.scheduler = build_scheduler(self.jobs, self.vault.setting)
-            self.scheduler.start()
+            scheduler: BackgroundScheduler = build_scheduler(self.jobs, self.vault.setting)
+            self.scheduler = scheduler
+            scheduler.start()
+
+            def soon() -> None:
+                if scheduler.running and self.scheduler is scheduler:
+                    sync_soon(scheduler)
+            self.vault.watch_sync(soon)
 
     def reschedule(self) -> None:
         """Changed schedule settings apply at once (blocks on the settings: off the GUI

@@ -41,3 +41,5 @@ class Parts:
     browse: BrowseService
     consolidation: ConsolidationService
     agents: AgentService
+    # RAM copies to empty at lock, beside the index and lexicon (storage/recall_cache.py).
+    drop_on_lock: tuple[Callable[[], None], ...] = ()

@@ -194,14 +194,6 @@ class ServeSession(OwnerSession):
         self.notify(f"Unlocked {how}.")
         return True
 
-    def _start_jobs(self) -> None:
-        from app.jobs import Jobs, build_scheduler
-        self.jobs = Jobs(self.vault, self.clock, on_done=self.on_job_done,
-                         on_start=self.on_job_start)
-        if self.schedule:
-            self.scheduler = build_scheduler(self.jobs, self.vault.setting)
-            self.scheduler.start()
-
     def lock(self, before_keys: Callable[[], None] | None = None) -> None:
         """For good (Ctrl-C, SIGTERM): never while a vault is being opened again."""
         with self._reopen_guard:

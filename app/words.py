@@ -112,12 +112,45 @@ def when(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None
     (default: the clock and the local zone)."""
     if ts is None:
         return never
+    now = clock() if now is None else now
+    key = (ts, short, tz, int(now // _WHEN_FRESH_S))
+    said = _when_said.get(key)
+    if said is not None:
+        ref_day, text = said
+        if ref_day == _ref_day(now, tz):
+            return text
     at = local_time(ts, tz)
-    ref = local_time(clock() if now is None else now, tz)
+    ref = local_time(now, tz)
     word = _day_word(at, ref)
     if word is not None:
-        return f"{word} {at:%H:%M}"
-    return f"{at.day} {at:%b %Y}, {at:%H:%M}" if short else f"{at.day} {at:%B %Y}, {at:%H:%M}"
+        text = f"{word} {at:%H:%M}"
+    else:
+        text = f"{at.day} {at:%b %Y}, {at:%H:%M}" if short else f"{at.day} {at:%B %Y}, {at:%H:%M}"
+    if len(_when_said) >= _WHEN_KEEP:
+        _when_said.clear()
+    _when_said[key] = (ref.date(), text)
+    return text
+
+
+# ``when`` is asked for every visible row at each list refresh (an import refreshes once a
+# second), and each answer took four of the C library's local-time conversions (0.1-0.2 ms
+# each here: it checks the zone file every time). So answers are kept, for a moment
+# (``_WHEN_FRESH_S``: a change of the computer's zone shows within it) and for the same
+# "today" (checked against the reference day, itself kept for a second).
+_WHEN_FRESH_S = 600
+_WHEN_KEEP = 4096
+_when_said: dict[tuple[float, bool, tzinfo | None, int], tuple[date, str]] = {}
+_ref_days: dict[tuple[int, tzinfo | None], date] = {}
+
+
+def _ref_day(now: float, tz: tzinfo | None) -> date:
+    key = (int(now), tz)
+    day = _ref_days.get(key)
+    if day is None:
+        if len(_ref_days) >= 64:
+            _ref_days.clear()
+        day = _ref_days[key] = local_time(now, tz).date()
+    return day
 
 
 def day(ts: float | None, *, now: float | None = None, tz: tzinfo | None = None,

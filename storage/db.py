@@ -210,6 +210,12 @@ class Database:
             fn, fut = item
             if not fut.set_running_or_notify_cancel():
                 continue
+            if isinstance(fn, _Setup):  # changes no page: need not wait for the self-test
+                try:
+                    fut.set_result(fn.fn(self._writer_conn()))
+                except BaseException as exc:
+                    fut.set_exception(exc)
+                continue
             self.start_verification()
             self._verified.wait()  # no write before the self-test passed
             if self._verify_state != "passed":
@@ -248,6 +254,27 @@ class Database:
 
     def write_sync(self, fn: Callable[[sqlcipher.Connection], T]) -> T:
         return self.write(fn).result()
+
+    def on_writer(self, fn: Callable[[sqlcipher.Connection], T]) -> Future[T]:
+        """Run ``fn`` on the write connection, outside any transaction, ahead of every write
+        queued after it and without waiting for the background self-test: for what changes
+        no page of the file (TEMP triggers, SQL functions: ``storage/recall_cache.py``)."""
+        if self._closed:
+            raise VaultLocked()
+        fut: Future[T] = Future()
+        if not self.threaded:
+            try:
+                fut.set_result(fn(self._writer_conn()))
+            except BaseException as exc:
+                fut.set_exception(exc)
+            return fut
+        self._queue.put((_Setup(fn), fut))
+        return fut
+
+    def _writer_conn(self) -> sqlcipher.Connection:
+        if self._write_conn is None:
+            raise VaultLocked()
+        return self._write_conn
 
     # --- group commit (issue 28) ---------------------------------------------------------
     def write_group(self, fn: Callable[[sqlcipher.Connection], T]) -> Future[T]:
@@ -452,6 +479,14 @@ class _TryApart(Exception):
 
 class _Grouped:
     """A queued ``write_group`` item: the writer may commit it with its neighbours."""
+
+    def __init__(self, fn: Callable[[sqlcipher.Connection], Any]) -> None:
+        self.fn = fn
+
+
+class _Setup:
+    """A queued item the writer runs on its connection, outside a transaction, before the
+    self-test has passed (``on_writer``)."""
 
     def __init__(self, fn: Callable[[sqlcipher.Connection], Any]) -> None:
         self.fn = fn

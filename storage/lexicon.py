@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from app.threads import background_priority
 from storage import batching, sqlcipher
 
 if TYPE_CHECKING:
@@ -399,6 +400,7 @@ class Lexicon:
         self._direct.read = read
 
         def run() -> None:
+            background_priority()  # recall and the window before the build (storage/threads.py)
             self._direct.prefetch()  # recall reads FTS5's index until the mirror is ready
             loaded = self._try_load(read)  # at once: reading is mostly I/O and numpy
             if not loaded and self._cancel.wait(delay):

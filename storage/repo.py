@@ -322,6 +322,13 @@ def fts_search(conn: Connection, match: str, limit: int,
 
 # --- meta for recall -------------------------------------------------------------------------
 
+_RECALL_META = ("SELECT m.id, m.store, m.status, m.occurred_at, m.created_at, m.composite, "
+                "m.importance, m.emotional, m.social, m.access_count, m.last_accessed_at, "
+                "m.decay_class, m.agent, m.context, m.valid_from, m.valid_until, m.speaker, "
+                "m.session, m.seq, m.user_validated, s.created_at, m.superseded_by FROM memory m "
+                "LEFT JOIN memory s ON s.id = m.superseded_by ")
+
+
 def recall_meta(conn: Connection, ids: Sequence[int]) -> dict[int, RecallMeta]:
     """id -> what recall filters and ranks it by. ``superseded_at`` is when the version that
     replaced it was learned (time travel)."""
@@ -329,15 +336,17 @@ def recall_meta(conn: Connection, ids: Sequence[int]) -> dict[int, RecallMeta]:
     out: dict[int, RecallMeta] = {}
     for chunk in _chunks([int(i) for i in ids], SQL_VARIABLES):
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-                "SELECT m.id, m.store, m.status, m.occurred_at, m.created_at, m.composite, "
-                "m.importance, m.emotional, m.social, m.access_count, m.last_accessed_at, "
-                "m.decay_class, m.agent, m.context, m.valid_from, m.valid_until, m.speaker, "
-                "m.session, m.seq, m.user_validated, s.created_at, m.superseded_by FROM memory m "
-                f"LEFT JOIN memory s ON s.id = m.superseded_by WHERE m.id IN ({marks})",
-                chunk):
+        for row in conn.execute(_RECALL_META + f"WHERE m.id IN ({marks})", chunk):
             out[row[0]] = make(row[1:])
     return out
+
+
+def recall_meta_after(conn: Connection, after: int, limit: int) -> dict[int, RecallMeta]:
+    """``recall_meta`` of the ``limit`` memories with the lowest ids above ``after`` (a scan
+    in id order, for ``storage.recall_cache``)."""
+    make = RecallMeta._make
+    return {row[0]: make(row[1:]) for row in conn.execute(
+        _RECALL_META + "WHERE m.id > ? ORDER BY m.id LIMIT ?", (int(after), int(limit)))}
 
 
 def fact_keys(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, str, str | None]]:

@@ -63,6 +63,9 @@ class SyncJournalRows:
         rows = conn.execute("SELECT op FROM sync_ops ORDER BY seq, idx LIMIT ?", (limit,))
         return [json.loads(r[0]) for r in rows]
 
+    def count_unsent(self, conn: Connection) -> int:
+        return int(conn.execute("SELECT count(*) FROM sync_ops").fetchone()[0])
+
     def sent(self, conn: Connection, op_ids: Sequence[str]) -> None:
         for part in chunks(list(op_ids)):
             qs = marks(len(part))

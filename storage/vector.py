@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from app.threads import background_priority
 from storage import blas
 from storage.embedder import EMBED_DIM
 
@@ -220,6 +221,7 @@ class VectorIndex:
         self._build_thread.start()
 
     def _build(self, on_ready: Callable[[], None] | None) -> None:
+        background_priority()  # exact search serves meanwhile (storage/threads.py)
         try:
             import chromadb
             from chromadb.config import Settings

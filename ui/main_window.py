@@ -41,6 +41,8 @@ from app.api import (
     RunSummary,
     Status,
     Store,
+    SyncActivity,
+    SyncStatus,
     VaultAPI,
     VaultStatus,
 )
@@ -62,6 +64,7 @@ log = logging.getLogger(__name__)
 
 NAV_ROLE = Qt.ItemDataRole.UserRole
 SYNC_NOTE_MS = 30_000  # the status bar's sync words follow the folder this often (a few listings)
+SYNC_ACTIVITY_MS = 2_000  # and the owner's sync job this often (memory only, and one count)
 # What a navigation item leads to, as its NAV_ROLE data holds it (and as a page's
 # ``navigate_requested`` names an item): ("store", store or None, label), ("entity", id, name),
 # ("day", "YYYY-MM-DD"), ("archive",), ("page", name), or ("none",) for a heading.
@@ -161,10 +164,14 @@ class MainWindow(WorkWindow):
 
     def _build_status_bar(self) -> None:
         """The vault's figures, what is still being prepared, and long work's progress."""
-        from ui.status_bar import StatusBar
+        from ui.status_bar import StatusBar, SyncButton
         self.setStatusBar(StatusBar(self))
         self.status_label = theme.plain(QLabel())  # may name a file
         self.statusBar().addPermanentWidget(self.status_label)
+        # Sync in a few words, a button to Settings > Devices (issue 29; ui/status_bar.py).
+        self.sync_button = SyncButton()
+        self.statusBar().addPermanentWidget(self.sync_button)
+        self.sync_button.clicked.connect(self._on_sync_button_clicked)
         # Long work (import, consolidation): a bar in the status bar (ui.progress).
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(220)
@@ -187,10 +194,14 @@ class MainWindow(WorkWindow):
         self._background = ""
         self._runs_note = ""  # "last consolidation had N failed batches", or ""
         self._pending_note = ""  # "N forget requests from assistants wait in the Inbox"
-        self._sync_note = ""  # "Sync: 1 other device, 3 waiting" while this device syncs
+        self._sync_note = ""  # "Synced 12 s ago" while this device syncs (the sync button)
+        self._sync_status: SyncStatus | None = None  # the folder's side, every SYNC_NOTE_MS
         self._sync_timer = QTimer(self)  # last seen and what waits change with the folder
         self._sync_timer.setInterval(SYNC_NOTE_MS)
         self._sync_timer.timeout.connect(self.refresh_sync_note)
+        self._activity_timer = QTimer(self)  # the owner's sync job: "Synced 12 s ago"
+        self._activity_timer.setInterval(SYNC_ACTIVITY_MS)
+        self._activity_timer.timeout.connect(self.refresh_sync_activity)
         self._bg_timer = QTimer(self)
         self._bg_timer.setInterval(500)
         self._bg_timer.timeout.connect(self._poll_background)
@@ -268,19 +279,38 @@ class MainWindow(WorkWindow):
             if self._cleared:  # locked while loading: the items are gone
                 return
             ents, days, inbox = result
-            for parent in (self.people_item, self.timeline_item):
-                parent.takeChildren()
+            people: list[tuple[str, NavKey, str]] = []
             for e in ents[:200]:
                 kind = e.kind if e.kind != "archive" else words.entity_kind(
                     e.kind, e.was_kind, e.ended_at, e.ended_how)
-                self._item(self.people_item, f"{e.name} ({kind}, {e.mentions})",
-                           ("entity", e.id, e.name))
-            for day, n in days:
-                item = self._item(self.timeline_item, f"{_nav_day(day)} ({n})", ("day", day))
-                item.setToolTip(0, f"{words.calendar_day(day)}: "
-                                   f"{words.count(n, 'memory', 'memories')}")
+                people.append((f"{e.name} ({kind}, {e.mentions})", ("entity", e.id, e.name), ""))
+            timeline: list[tuple[str, NavKey, str]] = [(f"{_nav_day(day)} ({n})", ("day", day),
+                         f"{words.calendar_day(day)}: {words.count(n, 'memory', 'memories')}")
+                        for day, n in days]
+            self._set_nav_children(self.people_item, people)
+            self._set_nav_children(self.timeline_item, timeline)
             self.inbox_item.setText(0, f"Inbox ({inbox})" if inbox else "Inbox")
         run_query(self, load, done)
+
+    def _set_nav_children(self, parent: QTreeWidgetItem,
+                          want: list[tuple[str, NavKey, str]]) -> None:
+        """``parent``'s children become ``want`` (label, key, tooltip), changing only what
+        differs: an import refreshes the navigation every second, and rebuilding 320 items
+        each time cost the GUI thread tens of milliseconds (issue 25); the selection and the
+        scroll position stay where they were."""
+        for i, (label, key, tip) in enumerate(want):
+            item = parent.child(i)
+            if item is None:
+                item = self._item(parent, label, key)
+            else:
+                if item.text(0) != label:
+                    item.setText(0, label)
+                if item.data(0, NAV_ROLE) != key:
+                    item.setData(0, NAV_ROLE, key)
+            if item.toolTip(0) != tip:
+                item.setToolTip(0, tip)
+        while parent.childCount() > len(want):
+            parent.takeChild(parent.childCount() - 1)
 
     # --- navigation ---------------------------------------------------------------------
     @Slot(object, object)
@@ -454,29 +484,81 @@ class MainWindow(WorkWindow):
         self._render_status()
 
     def refresh_sync_note(self) -> None:
-        """Sync in a few words (issue 29): nothing while this device does not sync."""
+        """Sync in a few words (issue 29): nothing while this device does not sync. The
+        folder's side (devices, what waits) every ``SYNC_NOTE_MS``; the owner's job's
+        (``sync_activity``: memory only) every ``SYNC_ACTIVITY_MS``."""
         if self._cleared or self.vault.locked:
             self._sync_timer.stop()
+            self._activity_timer.stop()
             return
-        from app.sync.device_words import summary
         vault = self.vault
-        run_query(self, lambda: summary(vault.sync_status()), self._show_sync_note,
-                  lambda _exc: self._show_sync_note("Sync: its state cannot be read"))
+        run_query(self, lambda: (vault.sync_status(), vault.sync_activity()), self._show_sync,
+                  lambda _exc: self._show_sync_words("Sync: its state cannot be read", ""))
 
-    def _show_sync_note(self, text: str) -> None:
+    @Slot()
+    def refresh_sync_activity(self) -> None:
+        if self._cleared or self.vault.locked or self._sync_status is None:
+            self._activity_timer.stop()
+            return
+        vault = self.vault
+        run_query(self, vault.sync_activity, self._show_activity)
+
+    def _show_sync(self, got: tuple[SyncStatus, SyncActivity]) -> None:
         if self._cleared:
             return
-        if text and not self._sync_timer.isActive():
-            self._sync_timer.start()
-        if text != self._sync_note:
-            self._sync_note = text
-            self._render_status()
+        st, act = got
+        self._sync_status = st if st.set_up else None
+        if st.set_up:
+            for timer in (self._sync_timer, self._activity_timer):
+                if not timer.isActive():
+                    timer.start()
+        else:
+            self._activity_timer.stop()
+        self._show_activity(act)
+
+    def _show_activity(self, act: SyncActivity) -> None:
+        from app.sync import device_words
+        if self._cleared:
+            return
+        st = self._sync_status
+        if st is None:
+            self._show_sync_words("", "")
+            return
+        detail = [device_words.summary(st)] + [f.words for f in act.forgets]
+        if act.findings:
+            n = len(act.findings)
+            detail.append(f"{n} {'file' if n == 1 else 'files'} in the folder waited for or "
+                          "refused (Settings > Devices, kept sync status)")
+        self._show_sync_words(device_words.activity(st, act), "\n".join(detail))
+
+    def _show_sync_words(self, text: str, detail: str) -> None:
+        self._sync_note = text
+        self.sync_button.say(text, detail)
+
+    @Slot()
+    def _on_sync_button_clicked(self) -> None:
+        self.show_devices()
+
+    def show_devices(self) -> None:
+        """Settings, scrolled to Devices."""
+        from PySide6.QtWidgets import QScrollArea
+        self.go(("page", "settings"))
+        devices = getattr(self.pages.get("settings"), "devices", None)
+        if devices is None:
+            return
+        area = devices.parentWidget()
+        while area is not None and not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        if area is not None and area.widget() is not None:
+            from PySide6.QtCore import QPoint
+            # Its top at the top: the table and the forgets' lines below it come into view.
+            top = devices.mapTo(area.widget(), QPoint(0, 0)).y()
+            area.verticalScrollBar().setValue(top)
 
     def _render_status(self) -> None:
         extra = f" · {self._background}…" if self._background else ""
         extra += f" · {self._runs_note}" if self._runs_note else ""
         extra += f" · {self._pending_note}" if self._pending_note else ""
-        extra += f" · {self._sync_note}" if self._sync_note else ""
         self.status_label.setText(self._status_base + extra)
 
     @Slot()
@@ -636,6 +718,9 @@ class MainWindow(WorkWindow):
                 del self.pages[name]
         self.nav.clear()
         self.status_label.clear()
+        self._sync_timer.stop()
+        self._activity_timer.stop()
+        self.sync_button.hide()
         self._stop_idle_watch()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt name)

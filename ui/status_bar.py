@@ -4,13 +4,17 @@ Qt's own status bar paints a passing message under its permanent widgets, so a l
 ran into the vault's figures ("…encrypted; re41 memories"). Here a passing message is a label
 laid out beside them: it takes the room left, ends in "…" when it does not fit (the whole text
 in its tooltip), and a gap always separates it from the figures on the right.
+
+Sync's few words ("Synced 12 s ago", "Sync folder missing", "Sending 3 changes") are a flat
+button of their own (``SyncButton``), so Tab reaches them, a screen reader reads them, and Space
+or Enter opens Settings > Devices, where the whole story is.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
 
 from ui import theme
 
@@ -70,3 +74,28 @@ class StatusBar(QStatusBar):
 
     def currentMessage(self) -> str:  # noqa: N802 (Qt name)
         return self._message.full
+
+
+class SyncButton(QToolButton):
+    """The status bar's sync words, as a flat button (hidden while this device does not sync).
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("syncStatus")
+        self.setAutoRaise(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.hide()
+
+    def say(self, words: str, detail: str = "") -> None:
+        """Show ``words`` (hide on ""); ``detail`` in the tooltip and for screen readers."""
+        if not words:
+            self.hide()
+            return
+        self.setText(words)
+        self.setAccessibleName(f"Sync status: {words}")
+        tip = (detail + "\n" if detail else "") + "Open Settings > Devices"
+        self.setToolTip(tip)
+        self.setAccessibleDescription(tip)
+        self.show()

@@ -1,4 +1,6 @@
 """``kept sync status|pair|syncthing|revoke`` (issue 29, item 6): this vault's devices from a terminal.
+``status`` also says what the running owner's sync job did (``Vault.sync_activity``: when it
+last synced, its problem, what waits to be sent, recent forgets' progress).
 Layer: app (headless front end). Runs on: the main thread.
 
 ``syncthing`` shares the sync folder with another device in the person's Syncthing, through
@@ -62,10 +64,11 @@ def cmd_sync_status(args: argparse.Namespace) -> int:
     vault = open_vault(args, load_model=False)
     try:
         st = vault.sync_status()
+        act = vault.sync_activity()  # the running owner's job; nothing when opened here
     finally:
         vault.lock()
     if args.json:
-        print_json(asdict(st))
+        print_json({**asdict(st), "activity": asdict(act)})
         return 0
     if not st.set_up:
         print("This device does not sync. Set it up: kept sync pair --folder FOLDER "
@@ -74,8 +77,11 @@ def cmd_sync_status(args: argparse.Namespace) -> int:
         return 0
     print(printable(f"Folder: {st.folder}" + ("" if st.folder_found else
                                               " (missing, or not this vault's)")))
+    for line in device_words.activity_lines(act):
+        print(printable(line))
     for row in st.devices:
-        print(printable("  " + device_words.line(row)))
+        acks = device_words.waiting_acks(row.name, act)
+        print(printable("  " + device_words.line(row) + (f"; {acks}" if acks else "")))
     if st.pairing:
         print(st.pairing)
     return 0

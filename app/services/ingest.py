@@ -26,6 +26,7 @@ from app.services import salience, scoring, slots
 from app.services.salience import Salience
 from app.services.text import date_words, emotional_score, social_score
 from app.services.vector_follow import VectorFollower
+from app.threads import background_priority
 from app.validation import check_string, check_text, check_time
 
 log = logging.getLogger(__name__)
@@ -376,7 +377,8 @@ class IngestService:
         from concurrent.futures import ThreadPoolExecutor
         pending: tuple[Future[list[MemoryId]], np.ndarray | None, int] | None = None
         chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
-        pool = ThreadPoolExecutor(1, thread_name_prefix="import-embed")
+        pool = ThreadPoolExecutor(1, thread_name_prefix="import-embed",
+                                  initializer=background_priority)
         try:
             routed = self._route_chunk(chunks[0], next_seq) if chunks else None
             embedding = pool.submit(self._embed_routed, routed) if routed is not None else None

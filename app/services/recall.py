@@ -5,6 +5,7 @@ connection; touches go through the writer).
 
 from __future__ import annotations
 
+import heapq
 import logging
 import re
 from collections.abc import Sequence
@@ -100,6 +101,7 @@ class RecallTuning:
 
 
 TUNING = RecallTuning()
+_TEXT_MEMO = 65_536  # texts whose slots, small talk and holder are kept (a bound on RAM)
 
 _TEMPORAL = re.compile(r"\b(when|what time|what year|what month|what day|how long ago|since|"
                        r"yesterday|today|last|ago|recently|before|after|during)\b", re.I)
@@ -295,6 +297,42 @@ class RecallService:
         self.rows = rows
         self.owner: str | None = None  # the person's name (setting owner.name), if known
         self._people_seen: dict[int, tuple[Any, tuple[int, int], tuple[str, ...]]] = {}
+        # Pure functions of a candidate's text, asked of the same texts query after query
+        # (issue 28: 3 ms of a 21 ms recall at 10k memories, bench/scale.py, dev). Keyed by
+        # the text itself, so an edit is a new key; emptied at lock (``forget_texts``).
+        self._slots: dict[str, tuple[str, ...]] = {}
+        self._chatter: dict[str, bool] = {}
+        self._holders: dict[tuple[str, str | None, str | None, str | None], str] = {}
+
+    def forget_texts(self) -> None:
+        """Lock: drop what was kept per text."""
+        self._slots, self._chatter, self._holders = {}, {}, {}
+
+    def _slots_of(self, text: str) -> tuple[str, ...]:
+        got = self._slots.get(text)
+        if got is None:
+            if len(self._slots) >= _TEXT_MEMO:
+                self._slots = {}
+            got = self._slots[text] = slots.slots_of(text)
+        return got
+
+    def _small_talk(self, text: str) -> bool:
+        got = self._chatter.get(text)
+        if got is None:
+            if len(self._chatter) >= _TEXT_MEMO:
+                self._chatter = {}
+            got = self._chatter[text] = is_small_talk(text)
+        return got
+
+    def _holder(self, text: str, speaker: str | None, subject: str | None = None) -> str:
+        key = (text, speaker, self.owner, subject)
+        got = self._holders.get(key)
+        if got is None:
+            if len(self._holders) >= _TEXT_MEMO:
+                self._holders = {}
+            got = self._holders[key] = currency.holder(text, speaker, self.owner,
+                                                       subject=subject)
+        return got
 
     # --- 1. query analysis ---------------------------------------------------------------
     def analyze(self, query: str, now: float, known_people: Sequence[str] = ()) -> QueryPlan:
@@ -413,22 +451,25 @@ class RecallService:
         span = (hi - lo) if hi - lo > 1e-9 else 1.0
         mention = _mention_patterns(plan.people)
         texts = self.db.read(lambda c: rows.texts(c, cand_ids)) if mention else {}
+        # Every candidate's final score, as plain floats; the breakdown (rounded parts, a
+        # dict each) only for those that can be shown: 1,150 round() calls and 275 dicts a
+        # query were a quarter of recall's own Python (issue 28, bench/scale.py, dev).
         rel: dict[int, float] = {}
-        parts: dict[int, dict[str, float]] = {}
+        parts: dict[int, tuple[float, float, float]] = {}
         for i in cand_ids:
             lx = lex.get(i, 0.0) / lex_max
             dn = min(1.0, max(0.0, (cos[i] - lo) / span)) if i in cos else 0.0
             sl = slot_of.get(i, 0.0) / slot_max
             rel[i] = t.w_lexical * lx + t.w_dense * dn + t.w_slot * sl
-            parts[i] = {"lexical": round(lx, 4), "dense": round(dn, 4)}
-            if sl:
-                parts[i]["slot"] = round(sl, 4)
+            parts[i] = (lx, dn, sl)
         best_in_session: dict[str, float] = {}
         for i in cand_ids:
             session = meta[i].session
             if session is not None:
                 best_in_session[session] = max(best_in_session.get(session, 0.0), rel[i])
-        scored: dict[int, dict[str, float]] = {}
+        finals: dict[int, float] = {}
+        terms: dict[int, tuple[float, float, float, float, float, float]] = {}
+        relevances: dict[int, tuple[float, float, float, float]] = {}
         for i in cand_ids:
             m = meta[i]
             session_bonus = t.session_share * best_in_session.get(m.session, 0.0) \
@@ -442,25 +483,58 @@ class RecallService:
                 boost *= t.time_range_boost
             if m.status == "archived":
                 boost *= t.archived_weight
-            relevance = (rel[i] + session_bonus + person) * boost
-            comp, comp_parts = self._composite(m, now)
-            final = t.w_relevance * relevance + t.w_composite * comp
-            scored[i] = {**parts[i], "relevance": round(rel[i], 4),
-                         "session": round(session_bonus, 4), "person": person, "boost": boost,
-                         "composite": comp, "lift": 0.0, "final": final, **comp_parts}
+            relevances[i] = ((rel[i] + session_bonus + person) * boost, session_bonus, person,
+                             boost)
+        n_head = max(4 * k, 40)
+        scoring_ids: Sequence[int] = cand_ids
+        if t.hop_weight <= 0 and len(cand_ids) > n_head:
+            # The composite (002) is the one part that needs exp and log per candidate. Its
+            # recency and frequency lie in [0, 1], so without them a candidate's final score
+            # is known to within w_composite * (W_RECENCY + W_FREQUENCY); one whose best case
+            # stays below the n_head-th best worst case cannot be shown and is not scored.
+            spread = t.w_composite * (policy.W_RECENCY + policy.W_FREQUENCY)
+            low = {i: t.w_relevance * relevances[i][0] + t.w_composite * scoring.composite(
+                meta[i].importance, 0.0, 0.0, meta[i].emotional, meta[i].social)
+                for i in cand_ids}
+            bar = heapq.nlargest(n_head, low.values())[-1] - 1e-9  # ulp-safe
+            scoring_ids = [i for i in cand_ids if low[i] + spread >= bar]
+        for i in scoring_ids:
+            m = meta[i]
+            relevance, session_bonus, person, boost = relevances[i]
+            comp, rec, freq = self._composite_terms(m, now)
+            finals[i] = t.w_relevance * relevance + t.w_composite * comp
+            terms[i] = (session_bonus, person, boost, comp, rec, freq)
 
-        if t.hop_weight > 0:
+        def breakdown(i: int) -> dict[str, float]:
+            lx, dn, sl = parts[i]
+            session_bonus, person, boost, comp, rec, freq = terms[i]
+            m = meta[i]
+            out = {"lexical": round(lx, 4), "dense": round(dn, 4)}
+            if sl:
+                out["slot"] = round(sl, 4)
+            return {**out, "relevance": round(rel[i], 4), "session": round(session_bonus, 4),
+                    "person": person, "boost": boost, "composite": comp, "lift": 0.0,
+                    "final": finals[i], "importance": m.importance, "recency": rec,
+                    "frequency": freq, "emotional": m.emotional, "social": m.social}
+
+        if t.hop_weight > 0:  # the second hop lends to any candidate: every breakdown
+            scored = {i: breakdown(i) for i in cand_ids}
             self._second_hop(scored)
+            finals = {i: s["final"] for i, s in scored.items()}
 
         # Ties go to conversation order (session, then turn), as people read them.
+        def first(i: int) -> tuple[float, str, int, int]:
+            return (-finals[i], meta[i].session or "", meta[i].seq or 0, i)
+        head = heapq.nsmallest(n_head, scoring_ids, key=first)  # == sorted(...)[:n_head]
+        if t.hop_weight <= 0:
+            scored = {i: breakdown(i) for i in head}
+
         def order(i: int) -> tuple[float, str, int, int]:
             return (-scored[i]["final"], meta[i].session or "", meta[i].seq or 0, i)
-        ranked = sorted(scored, key=order)
-        head = ranked[:max(4 * k, 40)]
         if self._lift_facts(head, meta, scored):
             head.sort(key=order)
         head_texts = self.db.read(lambda c: rows.texts(c, head))
-        chatter = [i for i in head if is_small_talk(head_texts.get(i, ""))]
+        chatter = [i for i in head if self._small_talk(head_texts.get(i, ""))]
         for i in chatter:
             scored[i]["small_talk"] = t.small_talk_weight
             scored[i]["final"] *= t.small_talk_weight
@@ -538,13 +612,13 @@ class RecallService:
         asked = currency.question_holder(plan.text, plan.people, self.owner)
         chosen = [i for i in head
                   if (scored[i]["relevance"] >= t.now_share * best
-                      or set(slots.slots_of(texts.get(i, ""))) & set(asked_slots)
+                      or set(self._slots_of(texts.get(i, ""))) & set(asked_slots)
                       and scored[i]["relevance"] >= t.now_slot_share * best)
                   and meta[i].status == "active" and "small_talk" not in scored[i]
-                  and (set(slots.slots_of(texts.get(i, ""))) & set(asked_slots)
+                  and (set(self._slots_of(texts.get(i, ""))) & set(asked_slots)
                        if asked_slots else _answers(texts.get(i, ""), stems))
                   and (asked is None or currency.compatible_holder(
-                      asked, currency.holder(texts.get(i, ""), meta[i].speaker, self.owner),
+                      asked, self._holder(texts.get(i, ""), meta[i].speaker),
                       texts.get(i, "").casefold()))]
         chosen = sorted(chosen, key=lambda i: -scored[i]["relevance"])[:t.now_block]
         if len(chosen) < 2:
@@ -569,7 +643,7 @@ class RecallService:
         for i in head:
             m = meta[i]
             text = texts.get(i, "")
-            if is_small_talk(text):
+            if self._small_talk(text):
                 continue
             vec = self.index.vector(i) if self.embedder is not None else None
             ended = m.valid_until if m.store in _FACT_STORES else None
@@ -580,10 +654,9 @@ class RecallService:
             key = keys.get(i)
             qualifier = (key[2] or "").partition("|q=")[2].partition("|")[0] if key else ""
             items.append(currency.Said(
-                i, m.occurred_at, currency.holder(text, m.speaker, self.owner,
-                                                  subject=key[0] if key else None), vec,
+                i, m.occurred_at, self._holder(text, m.speaker, key[0] if key else None), vec,
                 slot=f"{key[1]}|{qualifier}" if key else None, ended_at=ended,
-                successor=m.superseded_by, topics=frozenset(slots.slots_of(text)),
+                successor=m.superseded_by, topics=frozenset(self._slots_of(text)),
                 speaker="owner" if currency.is_owner(m.speaker, self.owner) else (
                     m.speaker or "").casefold(), text=text.casefold()))
         return currency.marks(items, same_topic=self.tuning.same_topic)
@@ -668,16 +741,14 @@ class RecallService:
         return True
 
     @staticmethod
-    def _composite(m: RecallMeta, now: float) -> tuple[float, dict[str, float]]:
-        importance, emotional, social = m.importance, m.emotional, m.social
-        access_count, last_access, decay_class = m.access_count, m.last_accessed_at, m.decay_class
-        reference = max(x for x in (m.occurred_at, last_access) if x is not None)
-        rec = scoring.recency(decay_class, (now - reference) / policy.HOUR)
-        freq = scoring.frequency(access_count, (now - last_access) / policy.HOUR
+    def _composite_terms(m: RecallMeta, now: float) -> tuple[float, float, float]:
+        """A candidate's composite score (002) now, with its recency and frequency."""
+        last_access = m.last_accessed_at
+        reference = m.occurred_at if last_access is None else max(m.occurred_at, last_access)
+        rec = scoring.recency(m.decay_class, (now - reference) / policy.HOUR)
+        freq = scoring.frequency(m.access_count, (now - last_access) / policy.HOUR
                                  if last_access is not None else None)
-        comp = scoring.composite(importance, rec, freq, emotional, social)
-        return comp, {"importance": importance, "recency": rec, "frequency": freq,
-                      "emotional": emotional, "social": social}
+        return scoring.composite(m.importance, rec, freq, m.emotional, m.social), rec, freq
 
     # --- 5. reinforcement ----------------------------------------------------------------
     def touch(self, ids: Sequence[int], now: float) -> None:

@@ -5,7 +5,9 @@ the same thing the same way."""
 from __future__ import annotations
 
 from app import words
-from app.api import SyncDeviceRow, SyncStatus
+from app.api import SyncActivity, SyncDeviceRow, SyncStatus
+
+FOLDER_MISSING = "Sync folder missing"
 
 
 def role(row: SyncDeviceRow) -> str:
@@ -42,7 +44,7 @@ def summary(status: SyncStatus) -> str:
     if not status.set_up:
         return ""
     if not status.folder_found:
-        return "Sync: folder missing"
+        return FOLDER_MISSING
     others = [d for d in status.devices if not d.this_device and not d.revoked]
     pending = sum(d.waiting for d in status.devices if not d.revoked)
     n = len(others)
@@ -56,3 +58,58 @@ def revoke_consequence(name: str) -> str:
             "writes from now on, and it gets no key for changes made after the next key "
             f"change. What {name} already received stays on it (in its own vault, behind its "
             "own password). This cannot be undone; to use it again, pair it as a new device.")
+
+
+def ago(seconds: float) -> str:
+    """"12 s ago", "4 min ago", "3 h ago", "2 days ago"."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s ago"
+    if s < 3600:
+        return f"{s // 60} min ago"
+    if s < 2 * 86_400:
+        return f"{s // 3600} h ago"
+    return f"{s // 86_400} days ago"
+
+
+def changes(n: int) -> str:
+    return f"{n:,} {'change' if n == 1 else 'changes'}"
+
+
+def activity(status: SyncStatus, act: SyncActivity) -> str:
+    """The status bar's sync words: "Synced 12 s ago", "Sync folder missing", "Sending 3
+    changes"; "" when this device does not sync."""
+    if not status.set_up:
+        return ""
+    if act.problem:
+        return act.problem
+    if not status.folder_found:
+        return FOLDER_MISSING
+    if not act.running or act.last_sync is None:
+        return "Sync starting"
+    if act.sending:
+        return f"Sending {changes(act.sending)}"
+    at = act.at if act.at is not None else act.last_sync
+    return f"Synced {ago(at - act.last_sync)}"
+
+
+def waiting_acks(name: str, act: SyncActivity) -> str:
+    """What a device has not acknowledged yet: "1 forget to acknowledge" or ""."""
+    n = sum(1 for f in act.forgets if name in f.waiting)
+    return "" if n == 0 else f"{n} {'forget' if n == 1 else 'forgets'} to acknowledge"
+
+
+def activity_lines(act: SyncActivity) -> list[str]:
+    """``kept sync status``'s lines about the owner's sync job."""
+    if not act.running:
+        return ["Not syncing now: changes move while Kept (the window) or `kept serve` runs "
+                "on this device."]
+    at = act.at if act.at is not None else 0.0
+    out = [("Last synced " + ago(at - act.last_sync)) if act.last_sync is not None
+           else "Not synced yet since Kept started"]
+    if act.problem:
+        out.append(f"Problem: {act.problem}")
+    out.append(f"Waiting to send: {changes(act.sending)}")
+    out += [f"Noticed in the folder: {f}" for f in act.findings]
+    out += [f.words for f in act.forgets]
+    return out

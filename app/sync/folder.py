@@ -43,6 +43,7 @@ from app.sync.keys import (
     EpochKey,
     Revocations,
     SealedKey,
+    SignedRecord,
     SyncRefused,
     Trust,
     canonical,
@@ -149,7 +150,7 @@ def write_once(path: Path, data: bytes) -> None:
 
 
 @dataclass(frozen=True)
-class Root:
+class Root(SignedRecord):
     """The signed root file: which format, which vault, whose key is the root of trust."""
 
     format: str
@@ -161,9 +162,6 @@ class Root:
     def body(self) -> dict[str, Any]:
         return {"kind": "kept-sync.root", "format": self.format, "vault": self.vault_id,
                 "founder": self.founder_key.hex(), "created_at": self.created_at}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
 
 def sign_root(founder: DeviceSecret, vault_id: str, created_at: int, fmt: str = FORMAT) -> Root:

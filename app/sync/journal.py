@@ -56,6 +56,7 @@ class JournalRows(Protocol):
     def append(self, conn: ports.Connection, ops: Sequence[dict[str, Any]],
                targets: Sequence[Sequence[str]]) -> None: ...
     def unsent(self, conn: ports.Connection, limit: int) -> list[dict[str, Any]]: ...
+    def count_unsent(self, conn: ports.Connection) -> int: ...
     def sent(self, conn: ports.Connection, op_ids: Sequence[str]) -> None: ...
     def forget(self, conn: ports.Connection, gids: Sequence[str], keep: str | None) -> int: ...
     def forgotten(self, conn: ports.Connection,
@@ -110,6 +111,9 @@ class Journal:
         self._rows = rows
         self._wall = wall_ms
         self._applied = applied  # migration 0033's rows (heads, merged ops, questions)
+        # Told (on the writer thread, inside the transaction) whenever ops were queued: the
+        # owner's sync job then ticks soon (app/sync/runner.py). Must not raise or block.
+        self.recorded: Callable[[], None] | None = None
 
     def _write_ops(self, conn: ports.Connection, bodies: Sequence[Body]) -> list[Op]:
         """Stamp ``bodies`` as one batch on this device's clock (kept in the vault, so the
@@ -127,6 +131,8 @@ class Journal:
         self._rows.save_clock(conn, device, writer.next_seq, str(clock.last))
         self._rows.append(conn, [o.to_dict() for o in ops],
                           [sorted(o.body.targets()) for o in ops])
+        if ops and self.recorded is not None:
+            self.recorded()
         return ops
 
     def observe(self, conn: ports.Connection, remote: Sequence[Stamp]) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.errors import AppError
+from app.sync.canonical import canonical_bytes
+
+canonical = canonical_bytes  # the name the sync modules use (one definition: app/sync/canonical.py)
 
 DEVICE_ID_BYTES = 16
 VAULT_ID_BYTES = 16
@@ -63,11 +66,6 @@ class SyncRefused(AppError):
 
     def __str__(self) -> str:
         return f"{self.user_message} ({self.reason})"
-
-
-def canonical(obj: Mapping[str, Any] | list[Any]) -> bytes:
-    """The one byte form that is signed or sealed: sorted keys, no spaces, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _raw(public: Ed25519PublicKey | X25519PublicKey) -> bytes:
@@ -143,8 +141,21 @@ class DeviceSecret:
             X25519PublicKey.from_public_bytes(peer_public))
 
 
+class SignedRecord:
+    """A record one device signs (a certificate, the revocation list, a sealed key, the root
+    file): ``body()`` is what is signed, ``to_bytes()`` the file, the body and its signature."""
+
+    signature: bytes
+
+    def body(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_bytes(self) -> bytes:
+        return canonical({**self.body(), "sig": self.signature.hex()})
+
+
 @dataclass(frozen=True)
-class Certificate:
+class Certificate(SignedRecord):
     """The founder's word that ``device_id`` (with these keys and this name) is one of the
     vault's devices."""
 
@@ -161,9 +172,6 @@ class Certificate:
         return {"kind": "kept-sync.cert", "vault": self.vault_id, "device": self.device_id,
                 "sign": self.sign_public.hex(), "box": self.box_public.hex(), "name": self.name,
                 "issued_at": self.issued_at, "issuer": self.issuer}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Certificate:
@@ -212,7 +220,7 @@ class Revocation:
 
 
 @dataclass(frozen=True)
-class Revocations:
+class Revocations(SignedRecord):
     """The founder's signed list of revoked devices. ``version`` only grows: a reader keeps
     the highest it has verified, so an old list replayed into the folder un-revokes nobody."""
 
@@ -225,9 +233,6 @@ class Revocations:
         return {"kind": "kept-sync.revocations", "vault": self.vault_id, "version": self.version,
                 "revoked": [[r.device_id, r.revoked_at, r.after_seq]
                             for r in sorted(self.revoked, key=lambda r: r.device_id)]}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Revocations:
@@ -320,7 +325,7 @@ class EpochKey:
 
 
 @dataclass(frozen=True)
-class SealedKey:
+class SealedKey(SignedRecord):
     """An epoch key sealed for one device (the file ``<format>/keys/<sender>/<epoch>-<to>``)."""
 
     vault_id: str
@@ -336,9 +341,6 @@ class SealedKey:
         return {"kind": "kept-sync.sealed-key", "vault": self.vault_id, "epoch": self.epoch,
                 "from": self.sender, "to": self.recipient, "eph": self.ephemeral.hex(),
                 "nonce": self.nonce.hex(), "ct": self.ciphertext.hex()}
-
-    def to_bytes(self) -> bytes:
-        return canonical({**self.body(), "sig": self.signature.hex()})
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> SealedKey:

@@ -40,8 +40,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NewType, TypeAlias
 
 from app.errors import ValidationError
+from app.sync.canonical import canonical_text
 from app.sync.hlc import HybridClock, Stamp, StampError, check_device
 from app.validation import MAX_LABEL, MAX_TEXT, check_string, check_time
+
+canonical = canonical_text  # the name the sync modules use (one definition: app/sync/canonical.py)
 
 Gid = NewType("Gid", str)
 OpId = NewType("OpId", str)
@@ -246,17 +249,9 @@ _CONTENT: dict[str, Check] = {
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryCreate(Body):
-    KIND: ClassVar[str] = "memory.create"
-    SCHEMA: ClassVar[dict[str, Check]] = {
-        "gid": _gid, "store": _one_of(*SIDE), "text": _text, **_CONTENT,
-        "session": _optional(_label), "speaker": _optional(_label), "turn": _optional(_int),
-        "ref": _optional(_label), "importance": _optional(_unit), "emotional": _optional(_unit),
-        "social": _optional(_unit), "side": _side,
-    }
+class _Content(Body):
+    """What a memory create and a fact op both carry (``_CONTENT``, and the gid)."""
     gid: Gid
-    store: str
-    text: str
     occurred_at: float
     learned_at: float
     agent: str
@@ -267,6 +262,22 @@ class MemoryCreate(Body):
     valid_from: float | None
     valid_to: float | None
     sources: tuple[Gid, ...]
+
+    def targets(self) -> frozenset[Gid]:
+        return frozenset((self.gid, *self.sources))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCreate(_Content):
+    KIND: ClassVar[str] = "memory.create"
+    SCHEMA: ClassVar[dict[str, Check]] = {
+        "gid": _gid, "store": _one_of(*SIDE), "text": _text, **_CONTENT,
+        "session": _optional(_label), "speaker": _optional(_label), "turn": _optional(_int),
+        "ref": _optional(_label), "importance": _optional(_unit), "emotional": _optional(_unit),
+        "social": _optional(_unit), "side": _side,
+    }
+    store: str
+    text: str
     session: str | None
     speaker: str | None
     turn: int | None
@@ -285,9 +296,6 @@ class MemoryCreate(Body):
             if k in self.side:
                 v = check(self.side[k], f"side.{k}")
                 self.side[k] = list(v) if isinstance(v, tuple) else v
-
-    def targets(self) -> frozenset[Gid]:
-        return frozenset((self.gid, *self.sources))
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,27 +322,13 @@ _FACT: dict[str, Check] = {
 
 
 @dataclass(frozen=True, slots=True)
-class _Fact(Body):
+class _Fact(_Content):
     """What a fact op carries (``_FACT``): the fields of an assert and a supersede."""
-    gid: Gid
     subject: str
     predicate: str
     object: str
     statement: str
     category: str
-    occurred_at: float
-    learned_at: float
-    agent: str
-    context: str | None
-    written_by: str
-    confidence: float | None
-    user_validated: bool
-    valid_from: float | None
-    valid_to: float | None
-    sources: tuple[Gid, ...]
-
-    def targets(self) -> frozenset[Gid]:
-        return frozenset((self.gid, *self.sources))
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,12 +425,6 @@ BODIES: dict[str, type[Body]] = {b.KIND: b for b in (
     MemoryCreate, MemoryEdit, FactAssert, FactSupersede, FactRetract, InboxPropose, InboxDecide,
     Forget)}
 OP_FIELDS = frozenset({"id", "device", "hlc", "kind", "body"})
-
-
-def canonical(data: Any) -> str:
-    """The one JSON form of an op or a state (sorted keys, no spaces), as part E encodes it."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True)

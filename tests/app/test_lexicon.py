@@ -8,6 +8,9 @@ forgotten memory's terms from RAM at once, and make recall rank exactly as witho
 from __future__ import annotations
 
 import json
+import os
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,3 +218,29 @@ def test_while_building_fts5_skips_the_context_column(lex_vault: Vault) -> None:
     finally:
         inside(v).lexicon._building = False
     assert quick and not quick & only_ctx
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="per-thread niceness is Linux's; elsewhere nothing is done")
+def test_the_lexicon_builds_below_the_threads_that_search(lex_vault: Vault) -> None:
+    """The lexicon's build thread reads the vault at the lower priority; a recall on this
+    thread meanwhile keeps its own."""
+    parts = inside(lex_vault)
+    read = parts.db.read
+    niceness: list[int] = []
+
+    def spy(fn: object) -> object:
+        if threading.current_thread().name == "lexicon":
+            niceness.append(_nice())
+        return read(fn)  # type: ignore[arg-type]
+
+    from app.threads import BULK_NICENESS
+
+    def _nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    mine = _nice()
+    parts.lexicon.build_in_background(spy)
+    assert parts.lexicon.wait_ready(60)
+    assert niceness and all(n == min(19, mine + BULK_NICENESS) for n in niceness)
+    assert _nice() == mine

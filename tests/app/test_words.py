@@ -155,3 +155,21 @@ def test_shared_name_finds_whom_two_memories_are_about(a: str, b: str, skip: lis
 def test_calendar_day_reads_only_a_whole_iso_day(text: str, shown: str) -> None:
     assert words.calendar_day(text) == shown
     assert (words.iso_day(text) is None) == (text == shown)
+
+
+def test_when_answers_from_memory_follow_midnight() -> None:
+    """``when`` keeps its answers (a list refresh asks for every visible row once a second),
+    but never past midnight: the same moment said at 23:59:50 and at 00:00:05 is "today"
+    then "yesterday", even within one ten-minute bucket."""
+    nepal = timezone(timedelta(hours=5, minutes=45))  # its midnight is not on a bucket's edge
+    at = datetime(2026, 7, 11, 9, 14, tzinfo=nepal).timestamp()
+    late = datetime(2026, 7, 11, 23, 59, 50, tzinfo=nepal).timestamp()
+    after = datetime(2026, 7, 12, 0, 0, 5, tzinfo=nepal).timestamp()
+    assert int(late // 600) == int(after // 600)
+    assert words.when(at, now=late, tz=nepal) == "today 09:14"
+    assert words.when(at, now=late, tz=nepal) == "today 09:14"  # from memory
+    assert words.when(at, now=after, tz=nepal) == "yesterday 09:14"
+    assert words.when(at, now=after, tz=nepal, short=True) == "yesterday 09:14"
+    far = datetime(2026, 9, 1, tzinfo=nepal).timestamp()
+    assert words.when(at, now=far, tz=nepal) == "11 July 2026, 09:14"
+    assert words.when(at, now=far, tz=nepal, short=True) == "11 Jul 2026, 09:14"

@@ -10,7 +10,8 @@ Allowed:
   vault) and never ``ui``;
 - ``storage`` imports from ``app`` only the modules it implements or reports with:
   ``app.domain``, ``app.errors``, ``app.api``, ``app.ports``, ``app.policy``, ``app.clock``,
-  ``app.changes``, ``app.kdf`` (the one-derive-at-a-time gate the owner socket shares); never
+  ``app.changes``, ``app.kdf`` (the one-derive-at-a-time gate the owner socket shares),
+  ``app.threads`` (background threads' lower priority); never
   ``ui``;
 - nothing in ``app`` or ``storage`` imports Qt.
 
@@ -31,7 +32,7 @@ from tests import ROOT
 PACKAGES = ("ui", "app", "storage")
 COMPOSITION = "app/bootstrap.py"  # the one app module that imports storage
 STORAGE_MAY_IMPORT = ("app.domain", "app.errors", "app.api", "app.ports", "app.policy",
-                      "app.clock", "app.changes", "app.kdf")
+                      "app.clock", "app.changes", "app.kdf", "app.threads")
 QT = ("PySide6", "shiboken6")
 
 

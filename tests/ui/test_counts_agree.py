@@ -98,3 +98,37 @@ def test_people_insights_and_status_bar_count_what_the_lists_show(
                        for lbl in page.stat_labels) if m]
     assert len(top) == 1, [lbl.text() for lbl in page.stat_labels]
     assert said_n[top[0].group(1)] == int(top[0].group(2)) == max(said_n.values())
+
+
+def test_a_navigation_refresh_changes_only_what_changed(qtbot: Any, window: Any) -> None:
+    """An import refreshes the navigation every second (issue 25's stall): the Timeline's
+    entries are updated where they stand, not rebuilt, so the person's selected day stays
+    selected, and a new day's count and a day that went away still show right."""
+    from app.domain.memory import Draft, Store
+    from ui.main_window import NAV_ROLE
+    window.show()
+    qtbot.waitExposed(window)
+    days = window.timeline_item
+    qtbot.waitUntil(lambda: days.childCount() >= 2, timeout=WAIT)
+    before = [days.child(i) for i in range(days.childCount())]
+    labels = [item.text(0) for item in before]
+    window.nav.setCurrentItem(before[-1])
+    picked = before[-1].data(0, NAV_ROLE)
+    from datetime import datetime
+    noon = datetime.strptime(picked[1], "%Y-%m-%d").replace(hour=12).timestamp()  # local
+    window.vault.remember(Draft(text="A note on that day again.", store=Store.EPISODIC,
+                                speaker="Maya", occurred_at=noon))
+    window.reload_nav_children()
+    qtbot.waitUntil(lambda: [days.child(i).text(0) for i in range(days.childCount())] != labels,
+                    timeout=WAIT)
+    after = [days.child(i) for i in range(days.childCount())]
+    assert after == before  # the same items, in place
+    changed = [i for i, item in enumerate(after) if item.text(0) != labels[i]]
+    assert changed == [len(after) - 1]  # the day that got a memory, its count one more
+    n_before = int(labels[changed[0]].rsplit("(", 1)[1].rstrip(")"))
+    assert after[changed[0]].text(0).endswith(f"({n_before + 1})")
+    assert window.nav.currentItem() is before[-1]
+    assert window.nav.currentItem().data(0, NAV_ROLE) == picked
+    window._set_nav_children(days, [(labels[0], ("day", "2020-01-01"), "")])  # fewer: the rest go
+    assert days.childCount() == 1 and days.child(0) is before[0]
+    assert days.child(0).data(0, NAV_ROLE) == ("day", "2020-01-01")

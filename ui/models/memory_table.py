@@ -37,6 +37,12 @@ class Column(IntEnum):
     RELEVANCE = 5  # search results only (the browse page hides it in a list)
 
 
+_COLUMNS = tuple(Column)  # by number: data() is hot, Column(n) is an enum call
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_USER = int(Qt.ItemDataRole.UserRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_ROLES_ANSWERED = frozenset((_DISPLAY, _USER, _TOOLTIP))
+
 HEADERS = {Column.TEXT: "Memory", Column.STORE: "Kind", Column.WHEN: "When",
            Column.TIER: "Freshness", Column.SCORE: "Strength", Column.RELEVANCE: "Relevance"}
 
@@ -205,11 +211,17 @@ class MemoryTableModel(QAbstractTableModel):
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid() or index.row() >= len(self.rows):
+        # Asked for every role of every visible cell at each repaint and refresh (an import
+        # refreshes once a second): the roles answered here are plain ints compared first,
+        # and every other role (fonts, colours, alignment...) returns at once.
+        if role not in _ROLES_ANSWERED or not index.isValid():
             return None
-        row = self.rows[index.row()]
-        col = Column(index.column())
-        if role == Qt.ItemDataRole.DisplayRole:
+        r = index.row()
+        if r >= len(self.rows):
+            return None
+        row = self.rows[r]
+        col = _COLUMNS[index.column()]
+        if role == _DISPLAY:
             if col is Column.TEXT:
                 text = row.text.replace("\n", " ")
                 if row.speaker and row.store in ("short_term", "episodic"):
@@ -227,18 +239,19 @@ class MemoryTableModel(QAbstractTableModel):
             if col is Column.RELEVANCE:
                 return (words.relevance_word(row.relevance, self.best)
                         if row.relevance is not None else "")
-        if role == Qt.ItemDataRole.UserRole:
+            return None
+        if role == _USER:
             return row
-        if role == Qt.ItemDataRole.ToolTipRole and col is Column.WHEN:
+        # the tooltip role
+        if col is Column.WHEN:
             return words.when(row.occurred_at) or None
-        if role == Qt.ItemDataRole.ToolTipRole and col is Column.TIER:
+        if col is Column.TIER:
             return words.tier_tip(row.tier) or None
-        if (role == Qt.ItemDataRole.ToolTipRole and col is Column.RELEVANCE
-                and row.relevance is not None):
+        if col is Column.RELEVANCE and row.relevance is not None:
             return words.relevance_tip(row.relevance, self.best)
-        if role == Qt.ItemDataRole.ToolTipRole and col is Column.SCORE:
+        if col is Column.SCORE:
             return words.strength_tip(row.composite)
-        if role == Qt.ItemDataRole.ToolTipRole and col is Column.TEXT:
+        if col is Column.TEXT:
             mark = agent_mark(row)
             tip = f"Written by an assistant ({mark}):\n{row.text}" if mark else row.text
             when = currency_tip(row)

@@ -4,14 +4,17 @@ that set sync up, pair a new device (``ui/dialogs/sync_pair.py``, code and QR co
 with a code. Layer: ui. GUI thread; reads and writes go through ``ui.tasks``.
 
 A section of the Settings page (owned by it), a ``Page`` of its own so it follows the bridge:
-it reloads on ``Changes.settings`` (one query, ``Vault.sync_status``, which lists a few folders).
+it reloads on ``Changes.settings`` (one query: ``Vault.sync_status``, which lists a few folders,
+and ``Vault.sync_activity``, the owner's sync job), and every ``REFRESH_MS`` while shown and
+syncing. Recent forgets show how far each went ("Forgotten on 2 of 3 devices; waiting for
+phone."), and each device what it has not acknowledged yet.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import (
     QGridLayout,
     QGroupBox,
@@ -22,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.api import Result, SyncDeviceRow, SyncStatus, VaultAPI
+from app.api import Result, SyncActivity, SyncDeviceRow, SyncStatus, VaultAPI
 from app.changes import Changes
 from app.sync import device_words
 from ui import errors, fit, theme
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from ui.dialogs.sync_pair import SyncJoinDialog, SyncPairDialog
 
 HEADERS = ("Device", "", "Last wrote to the folder", "Waiting", "")
+REFRESH_MS = 10_000  # while shown and syncing: last seen, what waits, forgets' progress
 NOTE = ("Kept can keep this vault on your other computers through a folder your sync tool "
         "already shares (Syncthing, Dropbox, Nextcloud, OneDrive, iCloud Drive). Everything "
         "in that folder is encrypted for your devices only; Kept runs no server. Device names "
@@ -48,6 +52,7 @@ class DevicesPanel(Page):
                  ) -> None:
         super().__init__(vault, bridge, parent)
         self.status: SyncStatus | None = None
+        self.activity = SyncActivity()
         self.remove_buttons: dict[str, QPushButton] = {}
         self.dialog: SyncPairDialog | SyncJoinDialog | None = None
         note = QLabel(NOTE)
@@ -58,6 +63,10 @@ class DevicesPanel(Page):
         self.table = QWidget()
         self.grid = QGridLayout(self.table)
         self.grid.setContentsMargins(0, 0, 0, 0)
+        self.forgets = theme.plain(QLabel())  # device names only, never a memory
+        self.forgets.setObjectName("syncForgets")
+        self.forgets.setWordWrap(True)
+        self.forgets.hide()
         self.message = theme.plain(QLabel())
         self.message.setObjectName("devicesMessage")
         self.message.setWordWrap(True)
@@ -77,6 +86,7 @@ class DevicesPanel(Page):
         gl.addWidget(note)
         gl.addWidget(self.state)
         gl.addWidget(self.table)
+        gl.addWidget(self.forgets)
         gl.addWidget(self.message)
         gl.addLayout(buttons)
         lay = QVBoxLayout(self)
@@ -85,15 +95,38 @@ class DevicesPanel(Page):
         self.set_up_btn.clicked.connect(self._on_set_up_btn_clicked)
         self.pair_btn.clicked.connect(self._on_pair_btn_clicked)
         self.join_btn.clicked.connect(self._on_join_btn_clicked)
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self._on_timer_timeout)
         self._fill(SyncStatus(set_up=False))
         self.refresh()
 
     # --- loading ------------------------------------------------------------------------
     def refresh(self) -> None:
-        self.load(self.vault.sync_status, self._fill)
+        vault = self.vault
+        self.load(lambda: (vault.sync_status(), vault.sync_activity()), self._fill_both)
 
     def wants(self, changes: Changes) -> bool:
         return changes.settings
+
+    @Slot()
+    def _on_timer_timeout(self) -> None:
+        if self.isVisible() and not self.vault.locked:
+            self.refresh()
+
+    def _fill_both(self, got: tuple[SyncStatus, SyncActivity]) -> None:
+        st, act = got
+        if st.set_up and not self._timer.isActive():
+            self._timer.start()
+        elif not st.set_up:
+            self._timer.stop()
+        if act != self.activity:
+            self.activity = act
+            self.status = None  # the per-device lines name what each has not acknowledged
+        self._fill(st)
+        lines = [f.words for f in act.forgets] if st.set_up else []
+        self.forgets.setText("Recent forgets:\n" + "\n".join(lines) if lines else "")
+        self.forgets.setVisible(bool(lines))
 
     def _fill(self, st: SyncStatus) -> None:
         if st == self.status:
@@ -121,9 +154,11 @@ class DevicesPanel(Page):
             if text:
                 self.grid.addWidget(QLabel(f"<b>{text}</b>"), 0, col)
         for r, row in enumerate(st.devices, start=1):
+            waits = "; ".join(w for w in (device_words.waiting(row),
+                                           device_words.waiting_acks(row.name, self.activity))
+                              if w)
             for col, text in enumerate((row.name, device_words.role(row),
-                                        device_words.last_seen(row),
-                                        device_words.waiting(row) or "nothing")):
+                                        device_words.last_seen(row), waits or "nothing")):
                 self.grid.addWidget(theme.plain(QLabel(text)), r, col)
             if st.founder and not row.this_device and not row.revoked:
                 btn = QPushButton("Remove…")

@@ -48,8 +48,40 @@ def test_join_with_the_code_then_status_lists_both_devices(founder: Any) -> None
     r = kept_in_process(b, "sync", "status")
     lines = r.stdout.splitlines()
     assert lines[0] == f"Folder: {shared.resolve()}"
-    assert lines[1].startswith("  desktop (this device):")
-    assert lines[2].startswith("  laptop (set sync up): last wrote ")  # its root, cert and key
+    # No owner runs this vault: the command opened it itself, and says changes do not move now.
+    assert lines[1].startswith("Not syncing now: changes move while Kept")
+    assert lines[2].startswith("  desktop (this device):")
+    assert lines[3].startswith("  laptop (set sync up): last wrote ")  # its root, cert and key
+
+
+def test_status_asks_the_running_owner_what_its_sync_job_did(founder: Any) -> None:
+    import json
+    import time
+
+    from app.owner import OwnerSession
+    a, shared, _b = founder
+    session = OwnerSession(a)
+    session.start()
+    try:
+        assert session.server is not None, session.serve_error
+        start = time.monotonic()
+        while a.sync_activity().last_sync is None and time.monotonic() - start < 30:
+            time.sleep(0.1)
+        r = kept_in_process(Path(a.folder), "sync", "status")
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[1].startswith("Last synced ") and lines[1].endswith(" ago")
+        assert "Waiting to send: 0 changes" in lines
+        data = json.loads(kept_in_process(Path(a.folder), "sync", "status", "--json").stdout)
+        assert data["activity"]["running"] and data["activity"]["problem"] == ""
+        # The folder goes away (the sync tool unmounted it): one problem, in words.
+        shared.rename(shared.with_name("Sync-away"))
+        while a.sync_activity().problem == "" and time.monotonic() - start < 60:
+            time.sleep(0.1)
+        r = kept_in_process(Path(a.folder), "sync", "status")
+        assert "Problem: Sync folder missing" in r.stdout.splitlines()
+    finally:
+        session.lock()
 
 
 def test_revoke_says_what_happens_and_asks_first(founder: Any, tmp_path: Path) -> None:

@@ -59,9 +59,10 @@ class Fleet:
 
 
 def make_fleet(tmp: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any, n: int = 2,
-               shared: bool = True) -> Fleet:
+               shared: bool = True, threaded: bool = False) -> Fleet:
     """``n`` vaults of one synced vault; ``shared``: one folder for all (a perfect sync tool),
-    else a folder each."""
+    else a folder each; ``threaded``: each vault with its writer thread (an owner's jobs call
+    it from theirs)."""
     from tests.conftest import new_vault
     share_embedder(monkeypatch, embedder)
     vault_id = new_vault_id()
@@ -73,7 +74,7 @@ def make_fleet(tmp: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any, n: int
     fleet = Fleet()
     for i, s in enumerate(secrets):
         clock = FixedClock(T0 + i * 0.25)
-        v = new_vault(tmp / f"vault-{NAMES[i]}", PW, threaded=False, clock=clock,
+        v = new_vault(tmp / f"vault-{NAMES[i]}", PW, threaded=threaded, clock=clock,
                       use_chroma=False)
         folder = tmp / ("folder" if shared else f"folder-{NAMES[i]}")
         folder.mkdir(exist_ok=True)

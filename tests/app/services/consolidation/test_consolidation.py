@@ -236,7 +236,10 @@ def test_scheduler_wiring_adds_the_jobs(vault: Vault) -> None:
     sched.start(paused=True)  # job defaults apply when jobs are scheduled; nothing runs
     try:
         ids = {j.id for j in sched.get_jobs()}
-        assert ids == {"heartbeat", "consolidation", "decay", "synthesis", "backup"}
+        assert ids == {"heartbeat", "consolidation", "decay", "synthesis", "backup", "sync"}
+        sync = sched.get_job("sync")  # its own thread, every SYNC_TICK_S (issue 29)
+        assert sync.executor == "sync" and sync.trigger.interval.total_seconds() == 2
+        assert sync.max_instances == 1 and sync.coalesce is True
         backup = sched.get_job("backup")  # off by default: added, paused until turned on
         assert backup.next_run_time is None
         hb = sched.get_job("heartbeat")
