@@ -374,10 +374,9 @@ class Vault:
             raise ValidationError(
                 f"Not stored: it is about {category.replace('_', ' ')}, which you chose never "
                 "to store (setting privacy.never_store).")
-        mid, saved = self._ingest.remember_once(d)
+        mid, saved = self._ingest.remember_once(d, also=self._sync_remembered(d))
         if not saved:  # its (session, ref) was saved already: no change (issue 26)
             return Result(mid, Changes())
-        self._sync_remembered(mid, d)
         self._emit(MEMORY_CHANGES)
         return Result(mid, MEMORY_CHANGES)
 
@@ -536,8 +535,11 @@ class Vault:
         """Step 2: delete exactly the plan, in one transaction. Cannot be undone."""
         self._check_unlocked()
         gids = self._sync_gids(plan.memory_ids)  # read first: the map rows go with the memories
-        report = self._forget.forget(plan)
+        # The forget op is journaled before the memories go: a kill -9 in between leaves it
+        # queued, and the next tick erases them here and everywhere. The other order let a
+        # kill leave them forgotten here only, and brought them back from the merged state.
         self._sync_forgotten(gids)
+        report = self._forget.forget(plan)
         if report.memories:
             # Implicit statistics are recomputed from what is left (their text may name
             # what was forgotten).
@@ -1120,10 +1122,18 @@ class Vault:
             except Exception:  # a watcher must never fail the write it hears about
                 log.exception("sync: a watcher failed")
 
-    def _sync_remembered(self, mid: MemoryId, d: Draft) -> None:
+    def _sync_remembered(self, d: Draft) -> Callable[[ports.Connection, MemoryId], None] | None:
+        """What ``remember`` runs in the transaction that saves the memory: its create op."""
         journal = self._sync_journal()
-        if journal is not None:
-            journal.record_create(self.get(mid), d.derived_from)
+        if journal is None:
+            return None
+        rows = self._rows
+
+        def also(conn: ports.Connection, mid: MemoryId) -> None:
+            memory = rows.get_memory(conn, mid)
+            assert memory is not None  # inserted in this very transaction
+            journal.create_in(conn, memory, d.derived_from)
+        return also
 
     def _sync_gids(self, ids: Sequence[int]) -> list[Gid]:
         journal = self._sync_journal()

@@ -1,7 +1,10 @@
-"""``kept sync status|pair|revoke`` (issue 29, item 6): this vault's devices from a terminal.
+"""``kept sync status|pair|syncthing|revoke`` (issue 29, item 6): this vault's devices from a terminal.
 ``status`` also says what the running owner's sync job did (``Vault.sync_activity``: when it
 last synced, its problem, what waits to be sent, recent forgets' progress).
 Layer: app (headless front end). Runs on: the main thread.
+
+``syncthing`` shares the sync folder with another device in the person's Syncthing, through
+its REST API on this computer (``app/sync/syncthing.py``), when the person gives the API key.
 
 ``pair`` on the device that set sync up (or, with ``--folder``, sets it up first) shows a
 12-digit code (and a QR code at a terminal) and waits for the new device; ``pair --join`` on the
@@ -40,6 +43,16 @@ def add_parsers(sub: Subcommands) -> None:
     p.add_argument("--join", action="store_true", help="this is the new device")
     p.add_argument("--code", help="with --join: the 12-digit code (else it is asked for)")
     p.set_defaults(fn=cmd_sync_pair)
+    p = a.add_parser("syncthing", help="share the sync folder with another device in "
+                     "Syncthing, through its REST API on this computer (optional)")
+    p.add_argument("--device", required=True, help="the other device's Syncthing ID "
+                   "(Actions > Show ID there)")
+    p.add_argument("--address", default="127.0.0.1:8384", help="Syncthing's GUI address on "
+                   "this computer (Actions > Settings > GUI)")
+    p.add_argument("--api-key", help="Syncthing's API key (Actions > Settings > GUI); else "
+                   "$KEPT_SYNCTHING_API_KEY, else it is asked for")
+    p.add_argument("--folder", help="the folder to share (default: this vault's sync folder)")
+    p.set_defaults(fn=cmd_sync_syncthing)
     p = a.add_parser("revoke", help="remove a lost or old device")
     p.add_argument("device", help="its name, or its id (or the id's first 8 characters)")
     p.add_argument("--yes", action="store_true", help="do not ask")
@@ -118,6 +131,35 @@ def cmd_sync_pair(args: argparse.Namespace) -> int:
         vault.lock()
     print(printable(step.message), file=sys.stdout if step.state == "joined" else sys.stderr)
     return 0 if step.state == "joined" else 2
+
+
+def cmd_sync_syncthing(args: argparse.Namespace) -> int:
+    import os
+
+    from app.sync.syncthing import SyncthingApi, set_up_folder
+    key = args.api_key or os.environ.get("KEPT_SYNCTHING_API_KEY", "")
+    if not key:
+        if not sys.stdin.isatty():
+            raise ValidationError("No API key: add --api-key KEY (Syncthing's Actions > "
+                                  "Settings > GUI > API Key).")
+        import getpass
+        key = getpass.getpass("Syncthing's API key (Actions > Settings > GUI): ")
+    api = SyncthingApi(args.address, key)  # a bad address is said before the vault opens
+    folder = args.folder
+    if not folder:
+        vault = open_vault(args, load_model=False)
+        try:
+            st = vault.sync_status()
+        finally:
+            vault.lock()
+        if not st.set_up or not st.folder:
+            raise ValidationError("This device does not sync yet: set it up first (kept sync "
+                                  "pair --folder FOLDER), or give --folder.")
+        folder = st.folder
+    report = set_up_folder(api, Path(folder), args.device)
+    for line in report.lines:
+        print(printable(line))
+    return 0
 
 
 def cmd_sync_revoke(args: argparse.Namespace) -> int:

@@ -13,8 +13,10 @@ Layer: app. Runs on: one thread per vault (the sync job's); ``tick`` is not reen
    this device, and if the founder's snapshot of a newer epoch is here, load its ops like
    received ones and continue each device's log from what it covers (``cursors_after``).
 3. **scan** the other devices' logs (``FolderReader``): new segments, in order, verified.
-4. **keep** their ops (``sync_received``), the tombstones of their forgets and the devices' read
-   cursors in ONE transaction: after it, a segment is never read again, and before it, it will
+4. **keep** their ops (``sync_received``), the tombstones of their forgets, the devices' read
+   cursors and this device's clock having seen their stamps (``Journal.observe``: what it
+   writes next sorts after them, whatever its wall clock says) in ONE transaction: after it, a
+   segment is never read again, and before it, it will
    be read again. Exactly once, restart-safe.
 5. **merge** them into the ``Replica`` (rebuilt from ``sync_received`` after a restart).
 6. **erase** what was forgotten (before writing anything: a device back from offline applies
@@ -312,8 +314,11 @@ class SyncEngine:
         moved = {d: c for d, c in self.reader.cursors.items() if before.get(d) != c}
         now = self._now()
 
+        stamps = [o.hlc for o in ops]
+
         def run(conn: Any) -> None:
             self.rows.keep_ops(conn, raw, [op_targets(o) for o in raw])
+            self.side.journal.observe(conn, stamps)
             self.applier.tombstone(conn, gone)
             for c in moved.values():
                 self.rows.put_cursor(conn, c.device_id, c.last_seq, c.last_hash, now)
@@ -327,7 +332,11 @@ class SyncEngine:
     def _merge(self, ops: list[Op], report: TickReport | None = None) -> None:
         delta = self.replica.apply(ops)
         self._todo |= delta.changed
-        self._erase |= delta.erased
+        # Every gid a forget names, not only those the merge held: a forget journaled here
+        # just before a kill -9 (its memories not gone yet, their ops already dropped from the
+        # kept set) is erased here by the tick that sends it.
+        self._erase |= delta.erased | {g for o in ops if isinstance(o.body, Forget)
+                                       for g in o.body.gids}
         self._questions = True
         if report is not None:
             report.dropped += delta.dropped

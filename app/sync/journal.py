@@ -135,6 +135,21 @@ class Journal:
             self.recorded()
         return ops
 
+    def observe(self, conn: ports.Connection, remote: Sequence[Stamp]) -> None:
+        """Take in the stamps of ops read from other devices (the HLC's receive rule), in the
+        transaction that keeps them: every op this device writes later sorts after them, even
+        when this device's wall clock is behind (found over real Syncthing with a clock 10
+        minutes slow: an edit was stamped before the version it edits)."""
+        if not remote:
+            return
+        state = self._rows.clock(conn)
+        if state is None:  # no identity adopted yet: nothing written, nothing to order
+            return
+        device, next_seq, last_text = state
+        clock = HybridClock(device, self._wall, Stamp.parse(last_text) if last_text else None)
+        clock.observe(max(remote))
+        self._rows.save_clock(conn, device, next_seq, str(clock.last))
+
     def device(self) -> str | None:
         state = self._db.read(self._rows.clock)
         return None if state is None else state[0]
@@ -142,25 +157,30 @@ class Journal:
     def record_create(self, memory: Memory, derived_from: Sequence[int] = ()) -> Op | None:
         """A ``memory.create`` for a memory just saved; None if it is already named (saved
         before) or derives from something forgotten (``should_write``)."""
-        def run(conn: ports.Connection) -> Op | None:
-            if self._rows.gids(conn, [int(memory.id)]):
-                return None
-            sources = [Gid(g) for g in self._rows.gids(conn, list(derived_from)).values()]
-            if self._rows.forgotten(conn, sources):
-                return None
-            gid = new_gid()
-            try:
-                body = create_body(memory, gid, sources)
-            except OpInvalid as exc:
-                # The memory is saved; a column the op schema bounds tighter than the vault
-                # (a 2,000-character trigger) must not fail the remember. Logged without
-                # content; the snapshot carries it instead.
-                log.warning("sync journal: memory %s not journaled (%s)", int(memory.id),
-                            exc.user_message.split(":")[0])
-                return None
-            self._rows.name(conn, int(memory.id), gid)
-            return self._write_ops(conn, [body])[0]
-        return self._db.write_sync(run)
+        return self._db.write_sync(lambda c: self.create_in(c, memory, derived_from))
+
+    def create_in(self, conn: ports.Connection, memory: Memory,
+                  derived_from: Sequence[int] = ()) -> Op | None:
+        """``record_create`` inside the caller's transaction: the remember that saves the
+        memory journals it in the same commit, so a kill -9 between the two cannot leave a
+        memory that never reaches the other devices (found over real Syncthing)."""
+        if self._rows.gids(conn, [int(memory.id)]):
+            return None
+        sources = [Gid(g) for g in self._rows.gids(conn, list(derived_from)).values()]
+        if self._rows.forgotten(conn, sources):
+            return None
+        gid = new_gid()
+        try:
+            body = create_body(memory, gid, sources)
+        except OpInvalid as exc:
+            # The memory is saved; a column the op schema bounds tighter than the vault
+            # (a 2,000-character trigger) must not fail the remember. Logged without
+            # content; the snapshot carries it instead.
+            log.warning("sync journal: memory %s not journaled (%s)", int(memory.id),
+                        exc.user_message.split(":")[0])
+            return None
+        self._rows.name(conn, int(memory.id), gid)
+        return self._write_ops(conn, [body])[0]
 
     def gids_of(self, memory_ids: Sequence[int]) -> dict[int, Gid]:
         """Read before a forget: the map rows go with the memories."""

@@ -117,6 +117,78 @@ def test_a_forget_erases_everywhere_and_never_comes_back(two: Fleet) -> None:
     assert not any("Ana" in t for t in texts(b.vault)) and a.hash() == b.hash()
 
 
+def test_an_edit_on_a_device_whose_clock_is_slow_is_stamped_after_what_it_edits(
+        two: Fleet) -> None:
+    """The HLC's receive rule (found over real Syncthing, tests/sync_loopback): a device
+    whose clock is 10 minutes behind stamps its edit after the version it saw, so the order
+    of the merge is the order of cause and effect."""
+    a, b = two.members
+    a.clock.advance(-600)
+    remember(b.vault, "Dentist on the 4th")
+    rounds([b, a])
+    (theirs,) = _active(a.vault)
+    a.vault.correct(theirs.id, "Dentist on the 5th")
+    rounds([a, b])
+    assert texts(a.vault) == texts(b.vault) == {"Dentist on the 5th"}
+    (item,) = b.sync().state().items.values()
+    (old,) = item.history
+    assert old.text == "Dentist on the 4th" and item.head.text == "Dentist on the 5th"
+    assert old.hlc < item.head.hlc
+    assert a.hash() == b.hash()
+
+
+class Killed(BaseException):
+    """A kill -9 at this point: nothing after it runs (BaseException: no handler catches it)."""
+
+
+def test_a_remember_and_its_op_are_one_commit(two: Fleet,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill between saving a memory and journaling it left a memory that never reached the
+    other device (found over real Syncthing, tests/sync_loopback): now one transaction, so a
+    kill in the journaling keeps neither."""
+    a, b = two.members
+    journal = a.vault._sync_journal()
+    assert journal is not None
+
+    def die(*_a: Any, **_k: Any) -> None:
+        raise Killed()
+    monkeypatch.setattr(journal, "create_in", die)
+    with pytest.raises(Killed):
+        remember(a.vault, "Half-saved: the boiler code is 4471")
+    monkeypatch.undo()
+    assert _count(a.vault) == 0
+    remember(a.vault, "Saved whole: the boiler was serviced")
+    a.restart()
+    rounds([a, b])
+    assert texts(a.vault) == texts(b.vault) == {"Saved whole: the boiler was serviced"}
+    assert a.hash() == b.hash()
+
+
+def test_a_kill_between_the_forget_op_and_the_erase_still_forgets_everywhere(
+        two: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forget op is journaled first: a kill before the memories go here leaves it queued,
+    and the restarted engine erases them here and on the other device. (Journaled after, a
+    kill left them forgotten here only, and the merged state brought them back.)"""
+    a, b = two.members
+    gone = remember(a.vault, "Ana's test results came back on Tuesday")
+    remember(a.vault, "Sam likes green tea")
+    rounds([a, b])
+
+    def die(*_a: Any, **_k: Any) -> None:
+        raise Killed()
+    monkeypatch.setattr(a.vault._forget, "forget", die)  # type: ignore[attr-defined]
+    with pytest.raises(Killed):
+        a.vault.forget(a.vault.forget_plan(ids=[gone]))
+    monkeypatch.undo()
+    assert "Ana's test results came back on Tuesday" in texts(a.vault)  # the kill came first
+    a.restart()
+    rounds([a, b])
+    for m in (a, b):
+        assert texts(m.vault) == {"Sam likes green tea"}
+        assert not any("Ana" in h.text for h in m.vault.recall("Ana test results"))
+    assert a.hash() == b.hash()
+
+
 @pytest.fixture
 def three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, monkeypatch, embedder, 3, shared=False)
