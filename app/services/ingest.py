@@ -242,9 +242,11 @@ class IngestService:
         model = self.model_name
 
         def run(conn: Connection) -> list[MemoryId]:
-            ids = [self.rows.insert_memory(conn, d, now=now, decay_class=sc[1], scores=sc[0],
-                                           confidence=sc[2], fts_keys=k, index_text=False)
-                   for d, sc, k in zip(drafts, scored, keys, strict=True)]
+            # One statement per table for the batch (``storage/bulk_insert.py``): the same
+            # rows as ``insert_memory`` a draft, ~15x less writer CPU a memory (issue 29).
+            ids = self.rows.insert_memories(
+                conn, [(d, sc[0], sc[1], sc[2]) for d, sc in zip(drafts, scored, strict=True)],
+                now=now)
             # Full-text rows once per batch, as an import writes them (``index_texts``).
             self.rows.index_texts(conn, [(m, d.text, k, d.session, d.store.value, d.seq)
                                          for m, d, k in zip(ids, drafts, keys, strict=True)])
