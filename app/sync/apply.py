@@ -171,8 +171,9 @@ class Applier:
                 done |= self._create(state, new[i:i + BATCH], local, later)
         finally:
             self.side.ingest.follow(later)  # vectors after the last batch, not between
+        fresh = set(new)  # not the list: 8k creates x 9k items compared pairwise took ~2 s
         for g in todo:
-            if g in local and g not in new:
+            if g in local and g not in fresh:
                 if self._update(state.items[g], local[g], heads.get(g, g)):
                     done.add(g)
         self._statuses(state, todo, local)
