@@ -12,7 +12,10 @@ Prints JSON. Real SQLCipher vaults, the real ONNX model (``KEPT_MODEL_DIR``), no
   creates, edits, and forgets of memories B had and edited offline. B's one ``tick`` is timed,
   then the wait until B's vectors are all made (the follower embeds after the commit).
   ``resurrections``: forgotten memories found afterwards on B (listed, in its merged state, in
-  what it wrote to the folder); must be 0.
+  what it wrote to the folder); must be 0. ``tick_cpu_s``: the process's CPU seconds (every
+  thread) during the tick, less sensitive to the other workers' load than ``tick_s``;
+  ``peak_rss_mb_*``: the process's peak resident set before the tick (the vault, the model and
+  C's ops already made), after it, and after the vectors.
 """
 
 from __future__ import annotations
@@ -155,9 +158,13 @@ def catch_up(tmp: Path, total: int) -> dict[str, Any]:
     send([MemoryEdit(gid=g, bases=(g,), text=f"Edited: {g[:6]}", confidence=None,
                      user_validated=True) for g in rng.sample(later, total // 10)])
     send([Forget(gids=tuple(sorted(forgotten)))])
-    t0 = time.perf_counter()
+    load_at_tick = os.getloadavg()[0]
+    rss_before = _peak_rss_mb()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     report = eb.tick()
     tick_s = time.perf_counter() - t0
+    tick_cpu = time.process_time() - cpu0
+    rss_tick = _peak_rss_mb()
     pending = 1
     while pending:
         pending = internals(b).db.read(lambda c: c.execute(
@@ -179,9 +186,18 @@ def catch_up(tmp: Path, total: int) -> dict[str, Any]:
     n_ops = len(written) - n_first
     b.lock()
     return {"ops": len(written), "ops_after_offline": n_ops, "tick_s": round(tick_s, 2),
+            "tick_cpu_s": round(tick_cpu, 2), "load_at_tick": round(load_at_tick, 2),
+            "peak_rss_mb_before_tick": rss_before, "peak_rss_mb_after_tick": rss_tick,
+            "peak_rss_mb_after_vectors": _peak_rss_mb(),
             "until_vectors_s": round(vectors_s, 2), "applied": report.applied,
             "erased": report.erased, "dropped": report.dropped, "resurrections": res,
             "equal_state_hash": same, "forgotten": len(gone)}
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux: ru_maxrss in KiB)."""
+    import resource
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _decode(path: Path, engine: Any) -> list[dict[str, Any]]:
