@@ -106,7 +106,7 @@ def visible(tmp: Path, n: int) -> dict[str, Any]:
             "segment_bytes_p50": int(statistics.median(sizes)), "equal_state_hash": same}
 
 
-def catch_up(tmp: Path, total: int) -> dict[str, Any]:
+def catch_up(tmp: Path, total: int, old_edits: int = 0) -> dict[str, Any]:
     from app.facade import internals
     from app.sync.engine import SyncEngine
     from app.sync.folder import FolderWriter
@@ -153,10 +153,13 @@ def catch_up(tmp: Path, total: int) -> dict[str, Any]:
         b.correct(local[g], f"Edited offline: {g[:6]} secret detail")
     # C: creates, edits, forgets (30 days of ops).
     wall[0] += 30 * 86_400_000
-    later = [new_gid() for _ in range(total - len(first) - total // 10 - 1)]
+    later = [new_gid() for _ in range(total - len(first) - total // 10 - 1 - old_edits)]
     send([create(g, f"Later: {rng.choice(words)} note {i}") for i, g in enumerate(later)])
     send([MemoryEdit(gid=g, bases=(g,), text=f"Edited: {g[:6]}", confidence=None,
                      user_validated=True) for g in rng.sample(later, total // 10)])
+    kept = sorted(set(first) - set(forgotten))
+    send([MemoryEdit(gid=g, bases=(g,), text=f"Edited before: {g[:6]}", confidence=None,
+                     user_validated=True) for g in rng.sample(kept, old_edits)])
     send([Forget(gids=tuple(sorted(forgotten)))])
     load_at_tick = os.getloadavg()[0]
     rss_before = _peak_rss_mb()
@@ -190,6 +193,7 @@ def catch_up(tmp: Path, total: int) -> dict[str, Any]:
             "peak_rss_mb_before_tick": rss_before, "peak_rss_mb_after_tick": rss_tick,
             "peak_rss_mb_after_vectors": _peak_rss_mb(),
             "until_vectors_s": round(vectors_s, 2), "applied": report.applied,
+            "old_edits": old_edits,
             "erased": report.erased, "dropped": report.dropped, "resurrections": res,
             "equal_state_hash": same, "forgotten": len(gone)}
 
@@ -209,12 +213,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--visible", type=int, default=40)
     ap.add_argument("--catch-up", type=int, default=10_000)
+    ap.add_argument("--old-edits", type=int, default=0,
+                    help="of the catch-up's ops, edits of memories B had before it went "
+                         "offline (the rest as before: creates, edits of new ones, a forget)")
     args = ap.parse_args()
     out: dict[str, Any] = {"load_before": os.getloadavg()[0], "set": "synthetic (dev)"}
     with tempfile.TemporaryDirectory() as d:
         out["visible"] = visible(Path(d), args.visible)
     with tempfile.TemporaryDirectory() as d:
-        out["catch_up"] = catch_up(Path(d), args.catch_up)
+        out["catch_up"] = catch_up(Path(d), args.catch_up, args.old_edits)
     out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=2))
 
