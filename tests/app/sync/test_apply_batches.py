@@ -75,3 +75,60 @@ def test_a_failure_in_the_middle_of_a_batch_leaves_it_out_and_the_next_tick_comp
     b.restart()
     b.tick()
     assert _consistent(b.vault)["memory"] == 8
+
+
+def test_edits_of_memories_shown_here_go_in_batches_and_survive_a_failure(
+        two: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edits made on A of memories B already shows: corrections on B a batch per transaction;
+    a failure inside the second batch keeps the first, writes nothing of the second, and the
+    next tick completes it. The old texts stay in B's history; B finds the new ones by
+    meaning (their vectors were made after the commit)."""
+    a, b = two.members
+    ids = [remember(a.vault, f"Plant number {i} needs water on Mondays") for i in range(5)]
+    a.tick()
+    b.tick()
+    assert _consistent(b.vault)["memory"] == 5
+    for i, mid in enumerate(ids):
+        a.vault.correct(mid, f"Plant number {i} needs water on Fridays")
+    a.tick()
+    monkeypatch.setattr(apply, "BATCH", 2)  # edit batches of 2, 2 and 1
+    rows = b.sync().rows
+    real = rows.move_gid
+    calls = {"n": 0}
+
+    def dies_in_batch_two(conn: Any, gid: str, memory_id: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError("killed in the middle of an edit batch")
+        real(conn, gid, memory_id)
+    monkeypatch.setattr(rows, "move_gid", dies_in_batch_two)
+    with pytest.raises(OSError):
+        b.tick()
+
+    def shown(v: Any) -> list[str]:
+        return sorted(inside(v).db.read(lambda c: [r[0] for r in c.execute(
+            "SELECT text FROM memory WHERE status = 'active'")]))
+    after_crash = shown(b.vault)
+    assert sum("Fridays" in t for t in after_crash) == 2 and len(after_crash) == 5
+    named = inside(b.vault).db.read(lambda c: c.execute(
+        "SELECT count(*) FROM sync_gids JOIN memory ON memory.id = memory_id "
+        "WHERE memory.status = 'active'").fetchone()[0])
+    assert named == 5  # every shown memory keeps its name; none of batch two moved
+
+    monkeypatch.setattr(rows, "move_gid", real)
+    b.tick()
+    assert shown(b.vault) == sorted(f"Plant number {i} needs water on Fridays"
+                                    for i in range(5))
+    assert a.hash() == b.hash()
+    old = inside(b.vault).db.read(lambda c: sorted(r[0] for r in c.execute(
+        "SELECT text FROM history WHERE action = 'superseded'")))
+    assert old == sorted(f"Plant number {i} needs water on Mondays" for i in range(5))
+    vectors = inside(b.vault).db.read(lambda c: c.execute(
+        "SELECT (SELECT count(*) FROM vector) + (SELECT count(*) FROM vector_pending)"
+        ).fetchone()[0])
+    assert vectors == 10  # both versions of each: the old one's and the correction's
+    hits = b.vault.recall("which day do the plants need water")
+    assert any("Fridays" in h.text for h in hits)
+    b.restart()
+    b.tick()
+    assert len(shown(b.vault)) == 5
