@@ -15,7 +15,9 @@ Prints JSON. Real SQLCipher vaults, the real ONNX model (``KEPT_MODEL_DIR``), no
   what it wrote to the folder); must be 0. ``tick_cpu_s``: the process's CPU seconds (every
   thread) during the tick, less sensitive to the other workers' load than ``tick_s``;
   ``peak_rss_mb_*``: the process's peak resident set before the tick (the vault, the model and
-  C's ops already made), after it, and after the vectors.
+  C's ops already made), after it, and after the vectors; ``rss_mb_tick_start`` and
+  ``rss_mb_tick_max``: the resident set when the tick starts and its highest sample (every
+  20 ms) during the tick (Linux ``/proc``).
 """
 
 from __future__ import annotations
@@ -163,11 +165,13 @@ def catch_up(tmp: Path, total: int, old_edits: int = 0) -> dict[str, Any]:
     send([Forget(gids=tuple(sorted(forgotten)))])
     load_at_tick = os.getloadavg()[0]
     rss_before = _peak_rss_mb()
+    sampler = _RssSampler()
     t0, cpu0 = time.perf_counter(), time.process_time()
     report = eb.tick()
     tick_s = time.perf_counter() - t0
     tick_cpu = time.process_time() - cpu0
     rss_tick = _peak_rss_mb()
+    rss_at = sampler.stop()
     pending = 1
     while pending:
         pending = internals(b).db.read(lambda c: c.execute(
@@ -191,11 +195,39 @@ def catch_up(tmp: Path, total: int, old_edits: int = 0) -> dict[str, Any]:
     return {"ops": len(written), "ops_after_offline": n_ops, "tick_s": round(tick_s, 2),
             "tick_cpu_s": round(tick_cpu, 2), "load_at_tick": round(load_at_tick, 2),
             "peak_rss_mb_before_tick": rss_before, "peak_rss_mb_after_tick": rss_tick,
+            "rss_mb_tick_start": rss_at[0], "rss_mb_tick_max": rss_at[1],
             "peak_rss_mb_after_vectors": _peak_rss_mb(),
             "until_vectors_s": round(vectors_s, 2), "applied": report.applied,
             "old_edits": old_edits,
             "erased": report.erased, "dropped": report.dropped, "resurrections": res,
             "equal_state_hash": same, "forgotten": len(gone)}
+
+
+class _RssSampler:
+    """The resident set every 20 ms while the tick runs (the process's peak so far may be
+    older than the tick: the model, C's ops)."""
+
+    def __init__(self) -> None:
+        import threading
+        self.first = self.top = _rss_mb()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            self.top = max(self.top, _rss_mb())
+
+    def stop(self) -> tuple[float, float]:
+        self._done.set()
+        self._thread.join()
+        return self.first, max(self.top, _rss_mb())
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        kib = next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+    return round(kib / 1024, 1)
 
 
 def _peak_rss_mb() -> float:
