@@ -391,19 +391,24 @@ class IngestService:
                     continue
                 done[int(old.id)] = self._write_correction(conn, old, d, by, scores,
                                                            decay_class, keys, now)
-            new_at = [i for i in embed_at if int(todo[i][0].id) in done]
+            rows_at, new_at = written(done)
             if vecs is not None:
                 self.rows.put_vectors(conn, [done[int(todo[i][0].id)] for i in new_at],
-                                      vecs[new_at], model)
+                                      vecs[rows_at], model)
             elif follower is not None:
                 for i in new_at:
                     follower.rows.mark_pending(conn, done[int(todo[i][0].id)])
             also(conn, done, skipped)
             return done
+
+        def written(done: dict[int, MemoryId]) -> tuple[list[int], list[int]]:
+            """Of the texts embedded, the rows of ``vecs`` and the ``todo`` indexes written."""
+            pairs = [(k, i) for k, i in enumerate(embed_at) if int(todo[i][0].id) in done]
+            return [k for k, _i in pairs], [i for _k, i in pairs]
         done = self.db.write_sync(run)
-        new_at = [i for i in embed_at if int(todo[i][0].id) in done]
+        rows_at, new_at = written(done)
         if vecs is not None and new_at:
-            self.index.add([done[int(todo[i][0].id)] for i in new_at], vecs[new_at])
+            self.index.add([done[int(todo[i][0].id)] for i in new_at], vecs[rows_at])
         elif follower is not None:
             work = [(int(done[int(todo[i][0].id)]), embed_text(todo[i][1])) for i in new_at]
             if later is not None:
