@@ -13,7 +13,12 @@ Prints JSON. Real SQLCipher vaults, the real ONNX model (``KEPT_MODEL_DIR``), no
   creates, edits, and forgets of memories B had and edited offline. B's one ``tick`` is timed,
   then the wait until B's vectors are all made (the follower embeds after the commit).
   ``resurrections``: forgotten memories found afterwards on B (listed, in its merged state, in
-  what it wrote to the folder); must be 0.
+  what it wrote to the folder); must be 0. ``tick_cpu_s``: the process's CPU seconds (every
+  thread) during the tick, less sensitive to the other workers' load than ``tick_s``;
+  ``peak_rss_mb_*``: the process's peak resident set before the tick (the vault, the model and
+  C's ops already made), after it, and after the vectors; ``rss_mb_tick_start`` and
+  ``rss_mb_tick_max``: the resident set when the tick starts and its highest sample (every
+  20 ms) during the tick (Linux ``/proc``).
 """
 
 from __future__ import annotations
@@ -135,7 +140,7 @@ def idle(tmp: Path, n: int) -> dict[str, Any]:
             "pair_p90_ms": round(_pct(times, .9), 2)}
 
 
-def catch_up(tmp: Path, total: int) -> dict[str, Any]:
+def catch_up(tmp: Path, total: int, old_edits: int = 0) -> dict[str, Any]:
     from app.facade import internals
     from app.sync.engine import SyncEngine
     from app.sync.folder import FolderWriter
@@ -182,14 +187,23 @@ def catch_up(tmp: Path, total: int) -> dict[str, Any]:
         b.correct(local[g], f"Edited offline: {g[:6]} secret detail")
     # C: creates, edits, forgets (30 days of ops).
     wall[0] += 30 * 86_400_000
-    later = [new_gid() for _ in range(total - len(first) - total // 10 - 1)]
+    later = [new_gid() for _ in range(total - len(first) - total // 10 - 1 - old_edits)]
     send([create(g, f"Later: {rng.choice(words)} note {i}") for i, g in enumerate(later)])
     send([MemoryEdit(gid=g, bases=(g,), text=f"Edited: {g[:6]}", confidence=None,
                      user_validated=True) for g in rng.sample(later, total // 10)])
+    kept = sorted(set(first) - set(forgotten))
+    send([MemoryEdit(gid=g, bases=(g,), text=f"Edited before: {g[:6]}", confidence=None,
+                     user_validated=True) for g in rng.sample(kept, old_edits)])
     send([Forget(gids=tuple(sorted(forgotten)))])
-    t0 = time.perf_counter()
+    load_at_tick = os.getloadavg()[0]
+    rss_before = _peak_rss_mb()
+    sampler = _RssSampler()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     report = eb.tick()
     tick_s = time.perf_counter() - t0
+    tick_cpu = time.process_time() - cpu0
+    rss_tick = _peak_rss_mb()
+    rss_at = sampler.stop()
     pending = 1
     while pending:
         pending = internals(b).db.read(lambda c: c.execute(
@@ -211,9 +225,47 @@ def catch_up(tmp: Path, total: int) -> dict[str, Any]:
     n_ops = len(written) - n_first
     b.lock()
     return {"ops": len(written), "ops_after_offline": n_ops, "tick_s": round(tick_s, 2),
+            "tick_cpu_s": round(tick_cpu, 2), "load_at_tick": round(load_at_tick, 2),
+            "peak_rss_mb_before_tick": rss_before, "peak_rss_mb_after_tick": rss_tick,
+            "rss_mb_tick_start": rss_at[0], "rss_mb_tick_max": rss_at[1],
+            "peak_rss_mb_after_vectors": _peak_rss_mb(),
             "until_vectors_s": round(vectors_s, 2), "applied": report.applied,
+            "old_edits": old_edits,
             "erased": report.erased, "dropped": report.dropped, "resurrections": res,
             "equal_state_hash": same, "forgotten": len(gone)}
+
+
+class _RssSampler:
+    """The resident set every 20 ms while the tick runs (the process's peak so far may be
+    older than the tick: the model, C's ops)."""
+
+    def __init__(self) -> None:
+        import threading
+        self.first = self.top = _rss_mb()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            self.top = max(self.top, _rss_mb())
+
+    def stop(self) -> tuple[float, float]:
+        self._done.set()
+        self._thread.join()
+        return self.first, max(self.top, _rss_mb())
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        kib = next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+    return round(kib / 1024, 1)
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux: ru_maxrss in KiB)."""
+    import resource
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _decode(path: Path, engine: Any) -> list[dict[str, Any]]:
@@ -226,6 +278,9 @@ def main() -> None:
     ap.add_argument("--visible", type=int, default=40)
     ap.add_argument("--catch-up", type=int, default=10_000)
     ap.add_argument("--idle", type=int, default=100)
+    ap.add_argument("--old-edits", type=int, default=0,
+                    help="of the catch-up's ops, edits of memories B had before it went "
+                         "offline (the rest as before: creates, edits of new ones, a forget)")
     args = ap.parse_args()
     out: dict[str, Any] = {"load_before": os.getloadavg()[0], "set": "synthetic (dev)"}
     with tempfile.TemporaryDirectory() as d:
@@ -233,7 +288,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         out["visible"] = visible(Path(d), args.visible)
     with tempfile.TemporaryDirectory() as d:
-        out["catch_up"] = catch_up(Path(d), args.catch_up)
+        out["catch_up"] = catch_up(Path(d), args.catch_up, args.old_edits)
     out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=2))
 

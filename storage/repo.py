@@ -17,6 +17,7 @@ from app.domain.memory import Draft, LinkKind, Memory, MemoryId, Scores, Status,
 from app.ports import EntitySummary, Json, RecallMeta, Reinforcement
 from storage import scores as _scores
 from storage.batching import SQL_VARIABLES
+from storage.bulk_insert import insert_memories as insert_memories  # sync's batches (issue 29)
 from storage.embedder import EMBED_DIM
 from storage.hops import linked as linked  # recall's second hop (re-exported)
 from storage.hops import sharing_entities as sharing_entities
