@@ -67,6 +67,16 @@ def syncthing_path() -> str | None:
     return shutil.which("syncthing")
 
 
+def needs_syncthing() -> list[Any]:
+    """A test module's ``pytestmark``: the slow group, and skipped without Syncthing unless
+    ``KEPT_REQUIRE_SYNCTHING=1`` (CI), where a missing Syncthing fails instead."""
+    import pytest
+    return [pytest.mark.slow,
+            pytest.mark.skipif(syncthing_path() is None
+                               and os.environ.get("KEPT_REQUIRE_SYNCTHING") != "1",
+                               reason="syncthing not installed (apt-get install -y syncthing)")]
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

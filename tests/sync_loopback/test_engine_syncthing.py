@@ -35,18 +35,14 @@ import pytest
 from tests.sync_loopback.harness import (
     Syncthing,
     loopback,
-    syncthing_path,
+    needs_syncthing,
     wait_connected,
     wait_for,
     wait_synced,
 )
 from tests.sync_loopback.owners import OwnerProc, settle, start_pair
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(syncthing_path() is None and os.environ.get("KEPT_REQUIRE_SYNCTHING") != "1",
-                       reason="syncthing not installed (apt-get install -y syncthing)"),
-]
+pytestmark = needs_syncthing()
 VISIBLE_S = 5.0         # issue 29's target for a change
 FORGET_S = 15.0         # issue 29's target for a forget
 WAIT_S = 60.0           # a bound on a wait, not a target

@@ -43,18 +43,14 @@ from tests.app.sync.devices import Devices, memory_op, two_devices
 from tests.sync_loopback.harness import (
     Syncthing,
     loopback,
+    needs_syncthing,
     network_calls,
-    syncthing_path,
     wait_connected,
     wait_for,
     wait_synced,
 )
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(syncthing_path() is None and os.environ.get("KEPT_REQUIRE_SYNCTHING") != "1",
-                       reason="syncthing not installed (apt-get install -y syncthing)"),
-]
+pytestmark = needs_syncthing()
 ARRIVE_S = 60.0   # generous: a bound on a wait, not a speed target (bench/sync_syncthing.py)
 
 

@@ -29,16 +29,12 @@ from tests.sync_loopback.harness import (
     Syncthing,
     free_port,
     loopback,
+    needs_syncthing,
     network_calls,
-    syncthing_path,
     wait_for,
 )
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(syncthing_path() is None and os.environ.get("KEPT_REQUIRE_SYNCTHING") != "1",
-                       reason="syncthing not installed (apt-get install -y syncthing)"),
-]
+pytestmark = needs_syncthing()
 ROOT = Path(__file__).resolve().parents[2]
 
 
