@@ -394,7 +394,11 @@ class FolderReader:
                 applied = hashlib.sha256((where / seq_name(seq)).read_bytes()).digest()
             except (SyncRefused, OSError):
                 continue
-            if seg.device_id == cursor.device_id and seg.seq == seq and seg.hash != applied:
+            # Only another log segment of that sequence proves equivocation: an acknowledgement
+            # or a snapshot carries a number too (the sync tool may leave any of the device's
+            # files under a conflict name), and is no second version of this segment.
+            if (seg.kind is Kind.LOG and seg.device_id == cursor.device_id and seg.seq == seq
+                    and seg.hash != applied):
                 self._stop(Finding(Verdict.EQUIVOCATION.value, cursor.device_id, seq,
                                    "conflict copy"), scan)
                 return
@@ -413,7 +417,8 @@ class FolderReader:
         except SyncRefused as e:
             scan.findings.append(Finding("unreadable", cursor.device_id, cursor.last_seq, e.reason))
             return
-        if seg.device_id == cursor.device_id and seg.seq == cursor.last_seq:
+        if (seg.kind is Kind.LOG and seg.device_id == cursor.device_id
+                and seg.seq == cursor.last_seq):
             self._stop(Finding(check_chain(cursor, seg).value, cursor.device_id, seg.seq), scan)
 
     def _stop(self, finding: Finding, scan: Scan) -> None:

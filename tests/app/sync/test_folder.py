@@ -365,6 +365,28 @@ def test_snapshots_and_acknowledgements_are_read_only_when_they_verify(tmp_path:
     assert old_only.acks()[dev.other.device_id].ops == [{"epoch": 1}]
 
 
+def test_the_devices_acknowledgement_under_a_log_conflict_name_is_no_equivocation(
+        tmp_path: Path) -> None:
+    """A sync tool may leave any file of a device under a conflict name. An acknowledgement
+    (or a snapshot) carries a number in the same envelope as a segment: acknowledgement 1 kept
+    as a conflict copy of log segment 1, or lying at the last applied log name, is no second
+    version of that segment and must not stop the device (found by the three-vault faulty
+    folder test, seed 3, once the engine wrote acknowledgements)."""
+    dev = two_devices()
+    w = _writer(dev, tmp_path)
+    w.append([{"n": 1}], dev.key)
+    ack = w.write_ack(1, {"kind": "kept-sync.ack"}, dev.key)
+    folder = (tmp_path / _log(dev, 1)).parent
+    reader = _reader(dev, tmp_path)
+    assert _ops(reader) == [1]
+    (folder / f"{seq_name(1)}.sync-conflict-20261126-101010-ABCDEF7").write_bytes(
+        ack.read_bytes())
+    w.append([{"n": 2}], dev.key)
+    scan = reader.scan()
+    assert scan.findings == []
+    assert [op["n"] for seg in scan.segments for op in seg.ops] == [2]
+
+
 def test_a_conflict_copy_holding_another_valid_segment_is_equivocation(tmp_path: Path) -> None:
     dev = two_devices()
     w = _writer(dev, tmp_path)
