@@ -38,16 +38,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, as in every bench script)
+from bench.sync_syncthing import TEXTS, _pct  # noqa: E402  (the same texts and percentile)
 from tests.sync_loopback.harness import loopback, wait_synced  # noqa: E402
 from tests.sync_loopback.owners import OwnerProc, settle, start_pair  # noqa: E402
-
-TEXTS = ("Sam moved to Lisbon", "Ana prefers green tea in the afternoon",
-         "The dentist appointment moved to Thursday at 9")
-
-
-def _pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def _dist(xs: list[float]) -> dict[str, float]:

@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import storage  # noqa: E402,F401  (first: onnxruntime telemetry off, as every bench script)
+from bench.sync_loopback import wait_vectors  # noqa: E402
 
 PASSWORD = "sync-first-snapshot-bench"
 WORDS = ["garden", "invoice", "train", "dentist", "birthday", "tax", "holiday", "boiler"]
@@ -50,7 +51,6 @@ def run(tmp: Path, n: int) -> dict[str, Any]:
     from app import policy
     from app.clock import FixedClock
     from app.domain.memory import Draft, Store
-    from app.facade import internals
     from app.sync.engine import SyncEngine
     clock_a, clock_b = FixedClock(time.time()), FixedClock(time.time())
     a, b = _vault(tmp / "a", clock_a), _vault(tmp / "b", clock_b)
@@ -74,12 +74,7 @@ def run(tmp: Path, n: int) -> dict[str, Any]:
         t = time.perf_counter()
         rb = eb.tick()
         joiner_s = time.perf_counter() - t
-        pending = 1
-        while pending:
-            pending = internals(b).db.read(lambda c: c.execute(
-                "SELECT count(*) FROM vector_pending").fetchone()[0])
-            if pending:
-                time.sleep(0.05)
+        wait_vectors(b)
         vectors_s = time.perf_counter() - t
         ea.tick()
         eb.tick()

@@ -204,12 +204,7 @@ def catch_up(tmp: Path, total: int, old_edits: int = 0) -> dict[str, Any]:
     tick_cpu = time.process_time() - cpu0
     rss_tick = _peak_rss_mb()
     rss_at = sampler.stop()
-    pending = 1
-    while pending:
-        pending = internals(b).db.read(lambda c: c.execute(
-            "SELECT count(*) FROM vector_pending").fetchone()[0])
-        if pending:
-            time.sleep(0.05)
+    wait_vectors(b)
     vectors_s = time.perf_counter() - t0
     # Resurrections: a forgotten memory listed on B, in its merged state, or in what B wrote.
     mine = folder / "v1" / "log" / eb.device.device_id
@@ -254,6 +249,14 @@ class _RssSampler:
         self._done.set()
         self._thread.join()
         return self.first, max(self.top, _rss_mb())
+
+
+def wait_vectors(v: Any) -> None:
+    """Until every vector the vault queued (``vector_pending``) is made."""
+    from app.facade import internals
+    while internals(v).db.read(lambda c: c.execute(
+            "SELECT count(*) FROM vector_pending").fetchone()[0]):
+        time.sleep(0.05)
 
 
 def _rss_mb() -> float:
