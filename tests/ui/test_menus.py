@@ -293,10 +293,15 @@ def test_the_recovery_code_can_be_copied_and_printed_and_leaves_the_clipboard(
     dlg.show()
     qtbot.waitExposed(dlg)
     assert "My vault" in dlg.windowTitle()
+    assert not dlg.copied.isVisible()  # no blank line before there is something to say
     dlg.copy_btn.setFocus()
     qtbot.keyClick(dlg.copy_btn, Qt.Key.Key_Space)
     clip = QApplication.clipboard()
     assert clip.text() == code and "Copied" in dlg.copied.text()
+    # The message shows, and the dialog grows to hold it (its layout's height at its width).
+    lay = dlg.layout()
+    qtbot.waitUntil(lambda: dlg.copied.isVisible()
+                    and dlg.height() >= lay.totalHeightForWidth(dlg.width()), timeout=5_000)
     qtbot.waitUntil(lambda: clip.text() != code, timeout=5_000)  # cleared after its time
     dlg.print_btn.setFocus()
     qtbot.keyClick(dlg.print_btn, Qt.Key.Key_Space)

@@ -450,6 +450,7 @@ class RecoveryCodeDialog(QDialog):
         self.copied = QLabel()
         self.copied.setWordWrap(True)
         theme.set_muted(self.copied)
+        self.copied.hide()  # no blank line until there is something to say
         done = QPushButton("I have saved it")
         done.setDefault(True)
         done.clicked.connect(self.accept)
@@ -479,6 +480,7 @@ class RecoveryCodeDialog(QDialog):
         self.copied.setText(f"Copied. Paste it into your password manager now: Kept clears the "
                             f"clipboard in {self.CLIPBOARD_SECONDS} seconds, or when this "
                             "closes.")
+        self.copied.show()
 
     @Slot()
     def _clear_clipboard(self) -> None:

@@ -90,7 +90,22 @@ def settle(qtbot: Any) -> None:
     qtbot.wait(50)
 
 
+def active(widget: Any) -> None:
+    """Make ``widget``'s window the active one, as the window a person looks at is. Whether
+    a window is active changes how selections and default buttons are drawn, and without this
+    it depends on which tests ran before in the same process (pytest-xdist shares them out
+    differently from run to run)."""
+    from PySide6.QtTest import QTest
+    top = widget.window()
+    top.raise_()
+    top.activateWindow()
+    assert QTest.qWaitForWindowActive(top, WAIT), f"{type(top).__name__} never became active"
+
+
 def check(widget: Any, name: str, look: str) -> None:
+    active(widget)
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+    QApplication.processEvents()
     image = widget.grab().toImage()
     name = f"{name}-{look}"
     path = BASELINE / f"{name}.png"
@@ -124,13 +139,17 @@ def test_main_window(qtbot: Any, window: Any, demo: Any, look: str) -> None:
     select(qtbot, window, mid)
     qtbot.waitUntil(lambda: window.status_label.text() != "", timeout=WAIT)
     qtbot.waitUntil(lambda: window.timeline_item.childCount() > 0, timeout=WAIT)
+    expand_nav(window)
     settle(qtbot)
     assert window.size() == QSize(1200, 760)
     check(window, "main_window", look)
 
 
-def _nav_child(window: Any, parent: Any) -> Any:
-    return parent.child(0)
+def expand_nav(window: Any) -> None:
+    """Every branch of the navigation open, whichever pages were shown before (an entity's
+    page opens People; without this the pictures depend on the tests' order)."""
+    for n in range(window.nav.topLevelItemCount()):
+        window.nav.topLevelItem(n).setExpanded(True)
 
 
 PAGES = ["inbox", "consolidation", "insights", "settings", "entity", "archive", "timeline_day"]
@@ -156,6 +175,8 @@ def test_page(qtbot: Any, window: Any, look: str, page: str) -> None:
     if page in ("entity", "timeline_day"):  # (the demo's Archive is empty)
         qtbot.waitUntil(lambda: window.browse.model.rowCount() > 0, timeout=WAIT)
         settle(qtbot)
+    expand_nav(window)
+    settle(qtbot)
     check(window, page, look)
 
 
