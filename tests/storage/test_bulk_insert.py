@@ -153,6 +153,10 @@ def test_a_failure_inside_the_batch_turns_sqlites_checks_back_on(db: Database) -
     with pytest.raises(IntegrityError, match="NOT NULL"):
         db.write_sync(lambda conn: insert_memories(conn, new, now=NOW))
     assert db.read(lambda c: c.execute("SELECT count(*) FROM memory").fetchone()[0]) == before
+    # A row of its own to break (the module's vault may be empty: pytest-xdist may run this
+    # test first on its worker), written the ordinary way.
+    mid = int(db.write_sync(lambda conn: insert_memories(conn, _drafts("ok", 0)[1:2],
+                                                           now=NOW))[0])
     with pytest.raises(IntegrityError, match="CHECK constraint failed"):
         db.write_sync(lambda conn: conn.execute(
-            "UPDATE memory SET decay_class = 'forever' WHERE id = (SELECT max(id) FROM memory)"))
+            "UPDATE memory SET decay_class = 'forever' WHERE id = ?", (mid,)))

@@ -132,6 +132,10 @@ class ForgetDialog(QDialog):
                 why = QTreeWidgetItem(line, [it.why, ""])
                 why.setToolTip(0, it.why)
                 line.setExpanded(True)
+        # The list starts at its top for the keyboard, however soon the plan came (Qt picks a
+        # current row on focus only if the rows were there when the focus came).
+        if self.tree.topLevelItemCount():
+            self.tree.setCurrentItem(self.tree.topLevelItem(0))
         n = len(plan.items)
         their = "its" if n == 1 else "their"
         self.summary.setText(

@@ -200,6 +200,7 @@ def test_forget_dialog(qtbot: Any, window: Any, demo: Any, look: str) -> None:
     qtbot.waitUntil(lambda: dlg.plan is not None, timeout=WAIT)
     settle(qtbot)
     assert not dlg.forget_btn.isEnabled()
+    assert dlg.tree.currentItem() is dlg.tree.topLevelItem(0)  # the keyboard starts at the top
     check(dlg, "forget_dialog", look)
     dlg.reject()
 
