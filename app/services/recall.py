@@ -105,6 +105,12 @@ class RecallTuning:
 
 
 TUNING = RecallTuning()
+# Embed the query on a worker while the lexical search runs (``RecallService.recall``,
+# issue 28). Off: on the 2-core machine at load 14-15 (bench/recall_ab.py, 10k memories, dev,
+# two rounds alternating) recall over the bare embedding was p50 2.45x with it against 2.25x
+# without: the overlap saves ~1.5 ms of CPU, but the worker waits for a core and the caller
+# for the worker, two scheduling delays a recall on a loaded machine.
+OVERLAP_EMBEDDING = False
 _TEXT_MEMO = 65_536  # texts whose slots, small talk and holder are kept (a bound on RAM)
 
 _TEMPORAL = re.compile(r"\b(when|what time|what year|what month|what day|how long ago|since|"
@@ -365,6 +371,7 @@ class RecallService:
         self._chatter: dict[str, bool] = {}
         self._holders: dict[tuple[str, str | None, str | None, str | None], str] = {}
         self._embed_workers = EmbedWorkers()  # the query embedded beside the lexical search
+        self.overlap_embedding = OVERLAP_EMBEDDING
 
     def forget_texts(self) -> None:
         """Lock: drop what was kept per text, and end the embedding workers."""
@@ -446,12 +453,14 @@ class RecallService:
         first (None: when the question is about one thing as it is now; True: unless it is
         about the past, as a briefing does; False: never).
 
-        The query is embedded on a thread of its own (``QueryEmbedding``) while this one
-        analyses the query and runs the lexical searches, which need no vector: onnxruntime
-        releases the GIL, so on two cores the wall time is about the longer of the two, not
-        their sum (issue 28). The work ends with the call."""
+        With ``overlap_embedding`` (off by default: ``OVERLAP_EMBEDDING``), the query is
+        embedded on a worker (``QueryEmbedding``) while this thread analyses the query and
+        runs the lexical searches, which need no vector: onnxruntime releases the GIL, so on
+        free cores the wall time is about the longer of the two, not their sum (issue 28).
+        The work ends with the call."""
         pending = None
-        if qvec is None and self.embedder is not None and len(self.index) > 0:
+        if self.overlap_embedding and qvec is None and self.embedder is not None \
+                and len(self.index) > 0:
             pending = QueryEmbedding(self._embed_workers, self.embedder.embed_one, query)
         try:
             return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,

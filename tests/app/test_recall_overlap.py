@@ -73,6 +73,7 @@ def test_the_query_is_embedded_beside_the_lexical_search_with_the_same_answers(
         vault: Vault) -> None:
     _fill(vault)
     service = inside(vault).recall
+    service.overlap_embedding = True  # off by default (OVERLAP_EMBEDDING)
     real = service.embedder
     when = 1.8e9
     # The sequential way: the vector made first and handed in.
@@ -105,6 +106,7 @@ def test_the_query_is_embedded_beside_the_lexical_search_with_the_same_answers(
 def test_the_embedders_error_reaches_the_caller_and_no_thread_is_left(vault: Vault) -> None:
     _fill(vault)
     service = inside(vault).recall
+    service.overlap_embedding = True  # off by default (OVERLAP_EMBEDDING)
     real = service.embedder
     watched = Watched(real)
     watched.fail_on = "who ran a marathon"
@@ -122,6 +124,7 @@ def test_the_embedders_error_reaches_the_caller_and_no_thread_is_left(vault: Vau
 
 def test_a_vector_handed_in_or_no_vectors_start_no_thread(vault: Vault) -> None:
     service = inside(vault).recall
+    service.overlap_embedding = True  # off by default (OVERLAP_EMBEDDING)
     real = service.embedder
     watched = Watched(real)
     service.embedder = watched
@@ -156,6 +159,7 @@ def _embedded_at_callers_priority(vault: Vault) -> None:
         assert time.monotonic() < deadline, "the vectors never arrived"
         time.sleep(0.05)
     service = inside(vault).recall
+    service.overlap_embedding = True  # off by default (OVERLAP_EMBEDDING)
     real = service.embedder
     seen: list[int] = []
 
@@ -186,3 +190,18 @@ def _embedded_at_callers_priority(vault: Vault) -> None:
     assert found and found[0] > 0  # the background recall was served
     assert seen == [mine, mine + BULK_NICENESS, mine]
     assert len(_recall_embed_threads()) == 2  # one worker per priority
+
+
+def test_off_by_default_the_query_is_embedded_on_the_callers_thread(vault: Vault) -> None:
+    _fill(vault)
+    service = inside(vault).recall
+    assert service.overlap_embedding is False
+    real = service.embedder
+    watched = Watched(real)
+    service.embedder = watched
+    try:
+        assert service.recall("who ran a marathon", now=1.8e9)
+    finally:
+        service.embedder = real
+    assert watched.threads == [threading.current_thread().name]
+    assert not _recall_embed_threads()
