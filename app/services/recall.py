@@ -291,6 +291,27 @@ def _parse_time_range(query: str, now: float) -> tuple[float, float] | None:
     return None
 
 
+def plain(f: Filters) -> bool:
+    """No filter but ``happened_by`` (which the facade sets for an explicit ``now``), nothing
+    superseded included: then ``visible_plain`` answers for ``RecallService._visible``."""
+    return (f.stores is None and f.agent is None and f.context is None and f.since is None
+            and f.until is None and f.as_of is None and f.known_at is None
+            and not f.only_archived and not f.include_superseded)
+
+
+def visible_plain(ids: Sequence[int], meta: dict[int, RecallMeta], f: Filters,
+                  now: float) -> list[int]:
+    """The ids with ranking fields that ``RecallService._visible`` accepts, for ``plain``
+    filters: its three checks that apply, in one comprehension instead of a call per
+    candidate (issue 28: ~400 calls a query, 0.5 ms CPU at 10k memories, cProfile, dev).
+    ``tests/app/test_recall_speed.py`` checks both give the same."""
+    happened_by, day = f.happened_by, policy.DAY
+    return [i for i in ids if (m := meta.get(i)) is not None
+            and m.status != "superseded"
+            and (happened_by is None or not m.occurred_at > happened_by)
+            and (m.store != "short_term" or now - m.occurred_at <= day)]
+
+
 class QueryEmbedding:
     """``embed(query)`` handed to a ``recall-embed`` worker thread; ``result()`` waits for the
     vector (or raises what the embedder raised), ``join()`` for the work to end.
@@ -517,7 +538,11 @@ class RecallService:
         if not cand_ids:
             return []
         meta = self.db.read(lambda c: rows.recall_meta(c, cand_ids))
-        cand_ids = [i for i in cand_ids if i in meta and self._visible(meta[i], filters, now)]
+        if plain(filters):  # the usual recall: the few checks that apply
+            cand_ids = visible_plain(cand_ids, meta, filters, now)
+        else:
+            cand_ids = [i for i in cand_ids
+                        if i in meta and self._visible(meta[i], filters, now)]
         if filters.entity_id is not None and cand_ids:
             eid, ids = filters.entity_id, cand_ids
             mentioned = self.db.read(lambda c: rows.mentioning(c, eid, ids))
