@@ -339,7 +339,9 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     _load_index(opened, index, embedder, vectors)
     _start_follower(opened, index, ingest, embedder)
     _start_lexicon(opened, index, lexicon, embedder,
-                   preload=lambda: recall_rows.preload(db.read, stop=lambda: opened.locked))
+                   preload=lambda: (recall_rows.preload(db.read, stop=lambda: opened.locked),
+                                    recall.warm_texts(recall_rows.said(),
+                                                      stop=lambda: opened.locked)))
     return parts
 
 

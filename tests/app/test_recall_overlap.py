@@ -205,3 +205,36 @@ def test_off_by_default_the_query_is_embedded_on_the_callers_thread(vault: Vault
         service.embedder = real
     assert watched.threads == [threading.current_thread().name]
     assert not _recall_embed_threads()
+
+
+def test_texts_worked_out_ahead_are_what_recall_works_out_and_go_at_lock(vault: Vault) -> None:
+    from app.services import currency, slots
+    from app.services.text import is_small_talk
+    _fill(vault)
+    remember(vault, "Thanks!", Store.EPISODIC, speaker="Tom")
+    service = inside(vault).recall
+    when = 1.8e9
+    cold = {q: _digest(service.recall(q, now=when)) for q in QUERIES}
+    said = inside(vault).recall.rows.said()  # what the queries read, kept with their speakers
+    assert said and all(isinstance(t, str) for t, _ in said)
+    service.forget_texts()
+    assert service.warm_texts(said) == len(said)
+    for text, speaker in said:
+        assert service._slots[text] == slots.slots_of(text)
+        assert service._chatter[text] == is_small_talk(text)
+        assert service._holders[(text, speaker, service.owner, None)] == currency.holder(
+            text, speaker, service.owner, subject=None)
+    assert {q: _digest(service.recall(q, now=when)) for q in QUERIES} == cold  # same answers
+    # A lock while texts are being worked out: nothing of them stays.
+    many = [(f"{t} ({n})", sp) for n in range(200) for t, sp in said]
+    calls = [0]
+
+    def lock_at_second_slice() -> bool:
+        calls[0] += 1
+        if calls[0] == 2:
+            service.forget_texts()
+        return False
+    service.forget_texts()
+    stored = service.warm_texts(many, stop=lock_at_second_slice)
+    assert stored == 500  # the first slice, then the lock
+    assert not service._slots and not service._chatter and not service._holders
