@@ -387,7 +387,8 @@ def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexi
                    ) -> None:
     """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
     background; FTS5 answers until it is ready and on small vaults. Then, on the same
-    thread, ``preload`` (recall's per-memory fields, storage/recall_cache.py) and Chroma."""
+    thread, ``preload`` (recall's per-memory fields, storage/recall_cache.py, and its
+    per-text results, ``RecallService.warm_texts``) and Chroma."""
     from storage import lexicon, repo
     db = opened.db
     rows = db.read(repo.memory_count)
