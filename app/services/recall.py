@@ -107,10 +107,11 @@ class RecallTuning:
 
 TUNING = RecallTuning()
 # Embed the query on a worker while the lexical search runs (``RecallService.recall``,
-# issue 28). Off: on the 2-core machine at load 14-15 (bench/recall_ab.py, 10k memories, dev,
-# two rounds alternating) recall over the bare embedding was p50 2.45x with it against 2.25x
-# without: the overlap saves ~1.5 ms of CPU, but the worker waits for a core and the caller
-# for the worker, two scheduling delays a recall on a loaded machine.
+# issue 28). Off: on the 2-core machine at load 12-16 (bench/recall_ab.py, dev, two rounds
+# alternating, same answers) recall over the bare embedding was p50 2.45x with it against
+# 2.25x without at 10k memories, 4.20x against 3.98x at 100k: it can hide the lexical search
+# and the query analysis (1-3 ms CPU), but the worker waits for a core and the caller then
+# waits to be woken, two scheduling delays a recall on a loaded machine.
 OVERLAP_EMBEDDING = False
 _TEXT_MEMO = 65_536  # texts whose slots, small talk and holder are kept (a bound on RAM)
 
