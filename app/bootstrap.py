@@ -339,7 +339,9 @@ def compose(opened: KeySession, *, clock: Clock | None = None, embedder: Embedde
     _load_index(opened, index, embedder, vectors)
     _start_follower(opened, index, ingest, embedder)
     _start_lexicon(opened, index, lexicon, embedder,
-                   preload=lambda: recall_rows.preload(db.read, stop=lambda: opened.locked))
+                   preload=lambda: (recall_rows.preload(db.read, stop=lambda: opened.locked),
+                                    recall.warm_texts(recall_rows.said(),
+                                                      stop=lambda: opened.locked)))
     return parts
 
 
@@ -385,7 +387,8 @@ def _start_lexicon(opened: KeySession, index: ports.VectorIndex, lex: ports.Lexi
                    ) -> None:
     """Big vaults: mirror the full-text index in RAM (storage/lexicon.py), built in the
     background; FTS5 answers until it is ready and on small vaults. Then, on the same
-    thread, ``preload`` (recall's per-memory fields, storage/recall_cache.py) and Chroma."""
+    thread, ``preload`` (recall's per-memory fields, storage/recall_cache.py, and its
+    per-text results, ``RecallService.warm_texts``) and Chroma."""
     from storage import lexicon, repo
     db = opened.db
     rows = db.read(repo.memory_count)

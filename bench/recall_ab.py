@@ -12,8 +12,10 @@ machine's load hits both alike. In a child, once the RAM lexicon (and Chroma, if
 ready: every query twice, ``fresh`` (the first time any recall sees it) and ``again``; each
 recall (``touch=False``, query embedding included, one ``now`` for every side) is followed by the same query's bare
 embedding (``Embedder.embed_one``), so the ratio of the two is taken under the same load.
-Wall time and process CPU per call; the load average at each child's start and end; then
-``bench/scale.py``'s CPU per stage over the first 100 queries (asked a third time). Every
+Wall time and process CPU per call; the load average at each child's start and end; the
+floor (the embedding, the exact vector search and the lexical search alone, one after the
+other) over the bare embedding on the same queries; then ``bench/scale.py``'s CPU per stage
+over the first 100 queries (asked a third time). Every
 hit (id, score, breakdown, text, refs, marks) of every query goes into a digest: the two sides
 must print the same one (same answers), else the report says so.
 
@@ -107,6 +109,34 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                           "ratio_p95": round(rec["p95_ms"] / emb["p95_ms"], 3),
                           "ratio_cpu_p50": round(rec["cpu_p50_ms"] / emb["cpu_p50_ms"], 3)}
         out["answers_digest"] = digest.hexdigest()[:16]
+        # The floor (as bench/scale.py's): the query's embedding, the exact vector search (the
+        # dense candidates and the similarity floor) and the lexical search, one after the
+        # other and nothing else; each followed by the bare embedding, as recall is above.
+        from app.services.recall import query_tokens
+        from storage import repo
+        service = inner.recall
+        depth, lex_depth = service.tuning.dense_depth, service.tuning.lexical_depth
+
+        def floor_call(q: str) -> None:
+            qv = embed(q)
+            inner.index.search_with_floor(qv, depth, exact=True)
+            toks = query_tokens(q)
+            if inner.lexicon.search(toks, lex_depth) is None:
+                inner.db.read(lambda c: repo.fts_search(c, repo.fts_query(toks), lex_depth))
+        fw, fc, ew, ec = [], [], [], []
+        for q in queries:
+            t0, c0 = time.perf_counter(), time.process_time()
+            floor_call(q)
+            fw.append(time.perf_counter() - t0)
+            fc.append(time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            embed(q)
+            ew.append(time.perf_counter() - t0)
+            ec.append(time.process_time() - c0)
+        flo, emb = summary(fw, fc), summary(ew, ec)
+        out["floor"] = {"embedding_vector_lexical": flo, "query_embedding": emb,
+                        "ratio_p50": round(flo["p50_ms"] / emb["p50_ms"], 3),
+                        "ratio_p95": round(flo["p95_ms"] / emb["p95_ms"], 3)}
         # Process CPU per stage (bench/scale.py's wrappers; a cache hit is no call), again.
         out["stages_cpu_ms"] = stage_profile(vault, queries[:min(len(queries), 100)])
         out["load_avg_at_end"] = os.getloadavg()
@@ -171,6 +201,9 @@ def main() -> None:
         result[phase] = {side: {k: round(statistics.median(r[phase][k] for r in rs), 3)
                                 for k in ("ratio_p50", "ratio_p95", "ratio_cpu_p50")}
                          for side, rs in runs.items() if rs}
+    result["floor"] = {side: {k: round(statistics.median(r["floor"][k] for r in rs), 3)
+                              for k in ("ratio_p50", "ratio_p95")}
+                       for side, rs in runs.items() if rs}
     print(json.dumps(result, indent=1))
 
 

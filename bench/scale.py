@@ -417,8 +417,9 @@ STAGES = (("repo", "fts_search"), ("repo", "recall_meta"), ("repo", "refs_of"),
 
 
 def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
-    """Process CPU ms per recall stage (median, p95 over the queries), by wrapping the functions
-    recall calls; "rest" is everything else (query analysis, ranking, Python glue)."""
+    """CPU ms per recall stage (median, p95 over the queries), by wrapping the functions
+    recall calls (each stage its own thread's CPU); "total" is the process's CPU per recall
+    and "rest" everything else (query analysis, ranking, Python glue)."""
     from app.facade import internals
     from app.services import recall as recall_mod
     from storage import repo
@@ -427,7 +428,10 @@ def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
               "index": type(inner.index), "embedder": type(inner.embedder),
               "lexicon": type(inner.lexicon)}
     acc: dict[str, float] = {}
-    depth = [0]
+    # Per thread: recall embeds the query on a thread of its own while its caller searches
+    # (app/services/recall.py:QueryEmbedding), so each stage counts its own thread's CPU and
+    # a stage nested in another on the same thread is not counted twice.
+    local = threading.local()
     saved = []
     for owner, name in STAGES:
         obj = owners[owner]
@@ -437,15 +441,15 @@ def stage_profile(vault: Any, queries: list[str]) -> dict[str, Any]:
         saved.append((obj, name, fn))
 
         def wrapper(*a: Any, __fn: Any = fn, __key: str = name, **k: Any) -> Any:
-            if depth[0]:
+            if getattr(local, "depth", 0):
                 return __fn(*a, **k)
-            depth[0] += 1
-            c0 = time.process_time()
+            local.depth = 1
+            c0 = time.thread_time()
             try:
                 return __fn(*a, **k)
             finally:
-                acc[__key] = acc.get(__key, 0.0) + time.process_time() - c0
-                depth[0] -= 1
+                acc[__key] = acc.get(__key, 0.0) + time.thread_time() - c0
+                local.depth = 0
         setattr(obj, name, wrapper)
     per: dict[str, list[float]] = {}
     try:

@@ -740,8 +740,8 @@ class Lexicon:
                 cand, sc = cand[part], sc[part]
             order = np.argsort(-sc, kind="stable")
             rowids = np.frombuffer(self._slot_rowid, dtype=np.int64)
-            out = [(int(rowids[c]), float(v)) for c, v in zip(cand[order], sc[order],
-                                                                strict=True)]
+            # tolist(): the same ints and floats as int()/float() of each element, in C.
+            out = list(zip(rowids[cand[order]].tolist(), sc[order].tolist(), strict=True))
             del alive, size, rowids
             return out
 

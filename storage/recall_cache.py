@@ -191,6 +191,13 @@ class RecallRows:
                     cache.update(got)
         return out
 
+    def said(self) -> list[tuple[str, str | None]]:
+        """(text, speaker) of every memory kept with its ranking fields, in id order: what
+        ``RecallService.warm_texts`` works out ahead of the first query."""
+        with self._lock:
+            return [(t, m.speaker) for i, t in sorted(self._texts.items())
+                    if (m := self._meta.get(i)) is not None]
+
     # --- filled ahead ----------------------------------------------------------------------
     def preload(self, read: Callable[[Callable[[Connection], Any]], Any],
                 stop: Callable[[], bool] = lambda: False) -> int:

@@ -168,7 +168,9 @@ class VectorIndex:
         want = min(n, k)
         top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(int(ids[i]), float(sims[i])) for i in top if ids[i] >= 0][:k], floor
+        top = top[ids[top] >= 0]
+        # tolist(): the same ints and floats as int()/float() of each element, in C.
+        return list(zip(ids[top].tolist(), sims[top].tolist(), strict=True))[:k], floor
 
     def similarities(self, q: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Cosines of ``q`` with the given ids (those in the index)."""

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import heapq
 import logging
+import os
 import re
-from collections.abc import Sequence
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -101,6 +106,13 @@ class RecallTuning:
 
 
 TUNING = RecallTuning()
+# Embed the query on a worker while the lexical search runs (``RecallService.recall``,
+# issue 28). Off: on the 2-core machine at load 12-16 (bench/recall_ab.py, dev, two rounds
+# alternating, same answers) recall over the bare embedding was p50 2.45x with it against
+# 2.25x without at 10k memories, 4.20x against 3.98x at 100k: it can hide the lexical search
+# and the query analysis (1-3 ms CPU), but the worker waits for a core and the caller then
+# waits to be woken, two scheduling delays a recall on a loaded machine.
+OVERLAP_EMBEDDING = False
 _TEXT_MEMO = 65_536  # texts whose slots, small talk and holder are kept (a bound on RAM)
 
 _TEMPORAL = re.compile(r"\b(when|what time|what year|what month|what day|how long ago|since|"
@@ -281,6 +293,84 @@ def _parse_time_range(query: str, now: float) -> tuple[float, float] | None:
     return None
 
 
+def plain(f: Filters) -> bool:
+    """No filter but ``happened_by`` (which the facade sets for an explicit ``now``), nothing
+    superseded included: then ``visible_plain`` answers for ``RecallService._visible``."""
+    return (f.stores is None and f.agent is None and f.context is None and f.since is None
+            and f.until is None and f.as_of is None and f.known_at is None
+            and not f.only_archived and not f.include_superseded)
+
+
+def visible_plain(ids: Sequence[int], meta: dict[int, RecallMeta], f: Filters,
+                  now: float) -> list[int]:
+    """The ids with ranking fields that ``RecallService._visible`` accepts, for ``plain``
+    filters: its three checks that apply, in one comprehension instead of a call per
+    candidate (issue 28: ~400 calls a query, 0.5 ms CPU at 10k memories, cProfile, dev).
+    ``tests/app/test_recall_speed.py`` checks both give the same."""
+    happened_by, day = f.happened_by, policy.DAY
+    return [i for i in ids if (m := meta.get(i)) is not None
+            and m.status != "superseded"
+            and (happened_by is None or not m.occurred_at > happened_by)
+            and (m.store != "short_term" or now - m.occurred_at <= day)]
+
+
+class QueryEmbedding:
+    """``embed(query)`` handed to a ``recall-embed`` worker thread; ``result()`` waits for the
+    vector (or raises what the embedder raised), ``join()`` for the work to end.
+
+    One worker per scheduling priority of the callers (``EmbedWorkers``), started by the
+    first caller of that priority, so it inherits it (app/threads.py: a background recall
+    embeds at background priority, the person's at theirs; Linux cannot raise a thread's
+    priority back). A thread started per call was tried first: ``Thread.start()`` waits for
+    the new thread to run, 11 ms a call at load 15 on two cores (cProfile, 10k memories,
+    dev). An idle worker blocks on its queue: nothing spins between recalls."""
+
+    def __init__(self, workers: EmbedWorkers, embed: Callable[[str], FloatArray],
+                 query: str) -> None:
+        self._future = workers.pool().submit(embed, query)
+
+    def join(self) -> None:
+        futures.wait([self._future])
+
+    def result(self) -> FloatArray:
+        vec: FloatArray = self._future.result()
+        return vec
+
+
+class EmbedWorkers:
+    """The ``recall-embed`` workers, one per caller priority (niceness on Linux, one
+    elsewhere); ``close`` (lock) ends them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pools: dict[int, futures.ThreadPoolExecutor] = {}
+
+    def pool(self) -> futures.ThreadPoolExecutor:
+        key = _niceness()
+        with self._lock:
+            got = self._pools.get(key)
+            if got is None:
+                got = self._pools[key] = futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="recall-embed")
+            return got
+
+    def close(self) -> None:
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for p in pools:
+            p.shutdown(wait=True)
+
+
+def _niceness() -> int:
+    """This thread's niceness (Linux: per thread), else 0."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    except OSError:
+        return 0
+
+
 class RecallService:
     """Stateless apart from its collaborators; safe to call from several threads. ``rows``:
     the queries (``storage.repo``); ``lexicon``: the RAM mirror of the full-text index, or
@@ -303,10 +393,52 @@ class RecallService:
         self._slots: dict[str, tuple[str, ...]] = {}
         self._chatter: dict[str, bool] = {}
         self._holders: dict[tuple[str, str | None, str | None, str | None], str] = {}
+        self._memo_lock = threading.Lock()  # forget_texts against warm_texts
+        self._memo_gen = 0
+        self._embed_workers = EmbedWorkers()  # the query embedded beside the lexical search
+        self.overlap_embedding = OVERLAP_EMBEDDING
 
     def forget_texts(self) -> None:
-        """Lock: drop what was kept per text."""
-        self._slots, self._chatter, self._holders = {}, {}, {}
+        """Lock: drop what was kept per text, and end the embedding workers."""
+        with self._memo_lock:
+            self._memo_gen += 1  # a warm_texts under way stores nothing more
+            self._slots, self._chatter, self._holders = {}, {}, {}
+        self._embed_workers.close()
+
+    def warm_texts(self, said: Sequence[tuple[str, str | None]],
+                   stop: Callable[[], bool] = lambda: False) -> int:
+        """Work out ahead what recall keeps per text (its slots, whether it is small talk,
+        whom it is about, for a memory that is no fact) for ``said`` (text, speaker), on the
+        caller's thread (the lexicon's, at background priority, after the preload): a
+        question's first recall then finds them, as a question asked again does (issue 28:
+        at 10k memories recall was 2.10x the bare embedding for a new question against 1.85x
+        asked again, bench/recall_ab.py, dev). Pure functions of the text, so the answers are
+        the same. In slices, each stored only if no lock came meanwhile; stops at
+        ``stop()``, at lock, or before the memos' bound (``_TEXT_MEMO``). Returns the texts
+        stored."""
+        with self._memo_lock:
+            gen = self._memo_gen
+        done = 0
+        for start in range(0, len(said), 500):
+            if stop():
+                break
+            part = said[start:start + 500]
+            slots_ = {t: slots.slots_of(t) for t, _ in part}
+            chatter = {t: is_small_talk(t) for t, _ in part}
+            owner = self.owner
+            holders: dict[tuple[str, str | None, str | None, str | None], str] = {
+                (t, sp, owner, None): currency.holder(t, sp, owner, subject=None)
+                for t, sp in part}
+            with self._memo_lock:
+                if self._memo_gen != gen or len(self._slots) + len(slots_) >= _TEXT_MEMO \
+                        or len(self._holders) + len(holders) >= _TEXT_MEMO:
+                    break
+                self._slots.update(slots_)
+                self._chatter.update(chatter)
+                self._holders.update(holders)
+            done += len(part)
+            time.sleep(0)  # let a recall have the GIL between slices
+        return done
 
     def _slots_of(self, text: str) -> tuple[str, ...]:
         got = self._slots.get(text)
@@ -381,7 +513,27 @@ class RecallService:
         """Best first. ``dedupe=False`` keeps a turn and the episode made from it both (explain
         needs the score of the very memory asked about). ``current``: put the latest answers
         first (None: when the question is about one thing as it is now; True: unless it is
-        about the past, as a briefing does; False: never)."""
+        about the past, as a briefing does; False: never).
+
+        With ``overlap_embedding`` (off by default: ``OVERLAP_EMBEDDING``), the query is
+        embedded on a worker (``QueryEmbedding``) while this thread analyses the query and
+        runs the lexical searches, which need no vector: onnxruntime releases the GIL, so on
+        free cores the wall time is about the longer of the two, not their sum (issue 28).
+        The work ends with the call."""
+        pending = None
+        if self.overlap_embedding and qvec is None and self.embedder is not None \
+                and len(self.index) > 0:
+            pending = QueryEmbedding(self._embed_workers, self.embedder.embed_one, query)
+        try:
+            return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,
+                                dedupe=dedupe, current=current, pending=pending)
+        finally:
+            if pending is not None:
+                pending.join()  # nothing of this call runs on after it
+
+    def _recall(self, query: str, *, k: int, now: float, filters: Filters,
+                qvec: FloatArray | None, dedupe: bool, current: bool | None,
+                pending: QueryEmbedding | None) -> list[Hit]:
         t = self.tuning
         rows = self.rows
         plan = self.analyze(query, now, self.known_people())
@@ -416,7 +568,8 @@ class RecallService:
         lo = hi = 0.0
         if self.embedder is not None and len(self.index) > 0:
             if qvec is None:
-                qvec = self.embedder.embed_one(query)
+                qvec = pending.result() if pending is not None else \
+                    self.embedder.embed_one(query)
             dense, floor = self.index.search_with_floor(qvec, t.dense_depth)
             if dense:
                 hi = dense[0][1]
@@ -426,7 +579,11 @@ class RecallService:
         if not cand_ids:
             return []
         meta = self.db.read(lambda c: rows.recall_meta(c, cand_ids))
-        cand_ids = [i for i in cand_ids if i in meta and self._visible(meta[i], filters, now)]
+        if plain(filters):  # the usual recall: the few checks that apply
+            cand_ids = visible_plain(cand_ids, meta, filters, now)
+        else:
+            cand_ids = [i for i in cand_ids
+                        if i in meta and self._visible(meta[i], filters, now)]
         if filters.entity_id is not None and cand_ids:
             eid, ids = filters.entity_id, cand_ids
             mentioned = self.db.read(lambda c: rows.mentioning(c, eid, ids))

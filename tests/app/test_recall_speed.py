@@ -108,3 +108,38 @@ def test_numpy_blas_runs_on_one_thread_once_there_is_an_index() -> None:
     if (os.cpu_count() or 1) > 1:
         assert before > 1  # OpenBLAS's own default: a thread per core
     assert after == 1
+
+
+def test_the_plain_visibility_check_gives_what_the_full_one_gives() -> None:
+    from app.api import Filters
+    from app.ports import RecallMeta
+    from app.services.recall import RecallService, plain, visible_plain
+    rng = random.Random(28)
+    now = 1.8e9
+    day = 86_400.0
+    meta: dict[int, RecallMeta] = {}
+    for i in range(1, 3001):
+        occurred = now + rng.choice([-400, -2, -1.0000001, -1, -0.5, 0, 0.5, 2]) * day
+        meta[i] = RecallMeta(
+            store=rng.choice(["episodic", "semantic", "short_term", "procedural"]),
+            status=rng.choice(["active", "superseded", "archived", "active"]),
+            occurred_at=occurred, created_at=occurred, composite=.5, importance=.5,
+            emotional=0., social=0., access_count=0, last_accessed_at=None,
+            decay_class="normal", agent=rng.choice(["global", "claude"]),
+            context=rng.choice([None, "work"]), valid_from=None,
+            valid_until=rng.choice([None, now - day]), speaker=None, session=None, seq=None,
+            user_validated=0, superseded_at=rng.choice([None, now - 3 * day]))
+    ids = list(meta) + [5000, 5001]  # ids without ranking fields are dropped by both
+    cases = [Filters(), Filters(happened_by=now), Filters(happened_by=now - day),
+             Filters(min_share=.5, entity_id=3, include_archived=True)]
+    for f in cases:
+        assert plain(f)
+        full = [i for i in ids if i in meta and RecallService._visible(
+            None, meta[i], f, now)]  # type: ignore[arg-type]  # it reads no state
+        got = visible_plain(ids, meta, f, now)
+        assert got == full
+        assert 0 < len(got) < len(meta)  # some kept, some dropped
+    for f in (Filters(stores=("episodic",)), Filters(agent="claude"), Filters(as_of=now),
+              Filters(known_at=now), Filters(include_superseded=True), Filters(since=now),
+              Filters(until=now), Filters(context="work"), Filters(only_archived=True)):
+        assert not plain(f)  # these go through the full check
