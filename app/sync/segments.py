@@ -64,6 +64,7 @@ TAG_BYTES = 16
 SIGNATURE_BYTES = 64
 OVERHEAD = HEADER_BYTES + 4 + TAG_BYTES + SIGNATURE_BYTES  # 173
 MIN_BUCKET = 512
+V1_MIN_BUCKET = 1024  # version 1 was never written below 1 KiB
 MAX_BUCKET = 64 * 1024 * 1024
 # The most JSON a version 2 payload may inflate to: a compressed payload of a few KiB could
 # otherwise inflate to gigabytes in the reader (the writer is certified, but may be buggy).
@@ -171,7 +172,7 @@ def encode_segment(device: DeviceSecret, vault_id: str, key: EpochKey, seq: int,
     if version not in VERSIONS:
         raise ValueError("unknown segment version")
     body = encode_ops(ops) if version == 1 else compress(encode_ops(ops))
-    size = max(bucket(OVERHEAD + len(body)), 1024 if version == 1 else MIN_BUCKET)
+    size = max(bucket(OVERHEAD + len(body)), V1_MIN_BUCKET if version == 1 else MIN_BUCKET)
     plain = struct.pack(">I", len(body)) + body
     plain += bytes(size - OVERHEAD - len(body))
     header = _HEAD.pack(MAGIC, version, int(kind), bytes.fromhex(vault_id),
@@ -202,7 +203,7 @@ def read_header(data: bytes) -> Header:
         raise SyncRefused("not a segment")
     if version not in VERSIONS:
         raise SyncRefused("unknown segment version")
-    if version == 1 and len(data) < 1024:  # version 1 was never written below 1 KiB
+    if version == 1 and len(data) < V1_MIN_BUCKET:
         raise SyncRefused("not a whole segment")
     if kind not in tuple(Kind):
         raise SyncRefused("unknown segment kind")
