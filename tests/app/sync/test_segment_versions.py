@@ -13,6 +13,7 @@ import pytest
 
 from app.sync import segments
 from app.sync.epochs import parse_ack, parse_snapshot
+from app.sync.folder import FolderReader, seq_name, write_once
 from app.sync.hlc import HybridClock
 from app.sync.keys import DeviceSecret, EpochKey, SyncRefused, Trust, issue_certificate
 from app.sync.ops import MemoryCreate, OpWriter, new_gid, parse_ops
@@ -174,3 +175,20 @@ def test_another_epoch_key_or_device_is_still_refused_in_version_2() -> None:
         decode_segment(encode_segment(DeviceSecret.generate(), DEV.vault_id, DEV.key, 1,
                                       GENESIS, []), TRUST, DEV.keys)
     assert Kind(read_header(data).kind) is Kind.LOG
+
+
+def test_a_device_log_mixing_versions_is_read_in_order_by_the_folder_reader(
+        tmp_path: Path) -> None:
+    """A device updated mid-log: segments 1 and 3 in version 1 (1 KiB), 2 in version 2
+    (512 bytes), one chain; the reader applies all three in order, nothing reported."""
+    log = tmp_path / "v1" / "log" / DEV.founder.device_id
+    prev = GENESIS
+    for seq, version in ((1, 1), (2, 2), (3, 1)):
+        data = encode_segment(DEV.founder, DEV.vault_id, DEV.key, seq, prev, [{"n": seq}],
+                              version=version)
+        assert len(data) == (1024 if version == 1 else 512)
+        write_once(log / seq_name(seq), data)
+        prev = hashlib.sha256(data).digest()
+    scan = FolderReader(tmp_path, DEV.other.device_id, DEV.trust(), DEV.keys, {}).scan()
+    assert [s.ops for s in scan.segments] == [[{"n": 1}], [{"n": 2}], [{"n": 3}]]
+    assert scan.findings == []
