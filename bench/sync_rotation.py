@@ -31,7 +31,7 @@ from app.sync.keys import (  # noqa: E402
     new_vault_id,
 )
 from app.sync.merge import fold, state_hash  # noqa: E402
-from app.sync.segments import Cursor  # noqa: E402
+from app.sync.segments import Cursor, compress, encode_ops  # noqa: E402
 from bench.sync_merge import build  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.sync_epochs import SyncEpochRows  # noqa: E402
@@ -79,6 +79,9 @@ def main() -> None:
             assert state_hash(fold(snap.ops)) == state_hash(fold(ops))
             size = rotation.snapshot.stat().st_size
             json_bytes = sum(len(json.dumps(o.to_dict(), separators=(",", ":"))) for o in kept)
+            # What the envelope seals (version 2: the ops' JSON compressed), the snapshot's
+            # small head object aside.
+            sealed_bytes = len(compress(encode_ops([o.to_dict() for o in kept])))
             db.write_sync(lambda c: SyncEpochRows().put_epoch_key(c, 0, os.urandom(32), 0.0))
             t = time.perf_counter()
             destroyed = db.write_sync(lambda c: SyncEpochRows().destroy_epoch_keys(
@@ -93,7 +96,7 @@ def main() -> None:
         "rotate_s": round(rotate_s, 3), "target_s": 10.0, "compact_s": round(compact_s, 3),
         "load_snapshot_s": round(load_s, 3), "destroy_s": round(destroy_s, 4),
         "keys_destroyed": destroyed, "snapshot_bytes": size, "snapshot_json_bytes": json_bytes,
-        "padding_share": round(1 - json_bytes / size, 3),
+        "snapshot_sealed_bytes": sealed_bytes, "padding_share": round(1 - sealed_bytes / size, 3),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }))
 

@@ -190,7 +190,9 @@ def test_kill_9_of_syncthing_mid_transfer(tmp_path: Path, victim: str) -> None:
         at_b = Collected(_reader(dev, b, dev.other))
         _write(a, wa, [_op(0)], dev)
         at_b.until(1)
-        big = [{**_op(i), "text": os.urandom(2048).hex()} for i in range(1, 160)]  # ~650 KB
+        # Hex of random bytes compresses to about half (4 bits a character): 1.3 MB of JSON is
+        # ~750 KB sealed, a 1 MiB file.
+        big = [{**_op(i), "text": os.urandom(4096).hex()} for i in range(1, 160)]
         seg = _write(a, wa, big, dev)
         where = b.folder / "v1" / "log" / dev.founder.device_id
 

@@ -422,3 +422,19 @@ def test_a_late_create_of_something_forgotten_is_never_kept(two: Fleet) -> None:
             f"SELECT * FROM {t}")]))
     state = a.sync().state()
     assert gid in state.forgotten and gid not in state.items
+
+
+def test_a_lone_small_memory_is_one_512_byte_log_file_and_arrives(two: Fleet) -> None:
+    """Issue 29's "a small memory <= 1.5 KiB on the wire": the engine's segment for one
+    memory of 32 characters, alone in a tick, is the 512-byte bucket (Syncthing adds ~550)."""
+    a, b = two.members
+    rounds([a, b])
+    log = a.folder / "v1" / "log" / a.secret.device_id
+    before = set(log.iterdir()) if log.exists() else set()
+    remember(a.vault, "Ana prefers green tea at eleven.")
+    a.tick()
+    (new,) = set(log.iterdir()) - before
+    assert new.stat().st_size == 512
+    assert b"green tea" not in new.read_bytes()
+    b.tick()
+    assert "Ana prefers green tea at eleven." in texts(b.vault)

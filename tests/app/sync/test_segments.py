@@ -3,6 +3,7 @@ chain verdicts a reader acts on."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from app.sync.segments import (
     Verdict,
     bucket,
     check_chain,
+    compress,
     decode_segment,
     encode_ops,
     encode_segment,
@@ -34,10 +36,10 @@ def _encode(ops: list[dict[str, Any]], seq: int = 1, prev: bytes = GENESIS,
     return encode_segment(device, DEV.vault_id, key, seq, prev, ops)
 
 
-def test_a_small_memory_is_one_kib_on_the_wire_and_comes_back_as_written() -> None:
+def test_a_small_memory_is_half_a_kib_on_the_wire_and_comes_back_as_written() -> None:
     op = memory_op()
     data = _encode([op])
-    assert len(data) == MIN_BUCKET <= 1536
+    assert len(data) == MIN_BUCKET == 512
     seg = decode_segment(data, TRUST, DEV.keys)
     assert seg.ops == [op] and seg.kind is Kind.LOG
     assert (seg.device_id, seg.seq, seg.epoch, seg.prev) == (DEV.founder.device_id, 1, 1, GENESIS)
@@ -45,7 +47,7 @@ def test_a_small_memory_is_one_kib_on_the_wire_and_comes_back_as_written() -> No
 
 
 @given(st.integers(0, 40 * 1024 * 1024))
-def test_a_bucket_is_the_smallest_power_of_two_from_one_kib_that_holds_it(n: int) -> None:
+def test_a_bucket_is_the_smallest_power_of_two_from_512_bytes_that_holds_it(n: int) -> None:
     b = bucket(n)
     assert b >= max(n, MIN_BUCKET) and b & (b - 1) == 0
     assert b == MIN_BUCKET or b // 2 < n
@@ -56,12 +58,23 @@ def test_past_the_largest_bucket_the_writer_is_refused() -> None:
         bucket(64 * 1024 * 1024 + 1)
 
 
+def _noise(n: int, seed: str) -> str:
+    out, h = "", seed.encode()
+    while len(out) < n:
+        h = hashlib.sha256(h).digest()
+        out += h.hex()
+    return out[:n]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 3000), st.integers(0, 3000))
 def test_lengths_in_one_bucket_are_indistinguishable(a: int, b: int) -> None:
-    da, db = _encode([memory_op("x" * a)]), _encode([memory_op("y" * b)])
-    same_bucket = bucket(OVERHEAD + len(encode_ops([memory_op("x" * a)]))) == \
-        bucket(OVERHEAD + len(encode_ops([memory_op("y" * b)])))
+    # Texts that compress little (hex of a hash chain), so that lengths spread over buckets.
+    x, y = _noise(a, "x"), _noise(b, "y")
+    da, db = _encode([memory_op(x)]), _encode([memory_op(y)])
+    # The bucket follows the compressed payload (what is sealed), not the JSON.
+    same_bucket = bucket(OVERHEAD + len(compress(encode_ops([memory_op(x)])))) == \
+        bucket(OVERHEAD + len(compress(encode_ops([memory_op(y)]))))
     assert (len(da) == len(db)) == same_bucket
 
 
@@ -110,7 +123,9 @@ def test_each_binding_is_checked_with_its_reason() -> None:
     with pytest.raises(SyncRefused, match="decrypt"):
         decode_segment(data, TRUST, {1: EpochKey.generate(1).key})
     with pytest.raises(SyncRefused, match="whole segment"):
-        decode_segment(data[:700], TRUST, DEV.keys)
+        decode_segment(data[:-1], TRUST, DEV.keys)
+    with pytest.raises(SyncRefused, match="whole segment"):
+        decode_segment(data[:256], TRUST, DEV.keys)
     revoked = DEV.trust()
     revoked.set_revocations(sign_revocations(DEV.founder, DEV.vault_id, 1,
                                              [Revocation(DEV.other.device_id, 9, 1)]))
