@@ -46,6 +46,7 @@ from app.sync.keys import (
 )
 from app.sync.pairing import Code, Inviter, Joiner, PairingFailed, WrongCode
 from app.sync.segments import Cursor
+from app.sync.succession import appoint_first
 from app.validation import check_string
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,12 @@ class KeyRows(Protocol):
                       now: float) -> None: ...
     def epoch_keys(self, conn: ports.Connection) -> dict[int, bytes]: ...
     def cursors(self, conn: ports.Connection) -> dict[str, tuple[int, bytes]]: ...
+    def put_takeover(self, conn: ports.Connection, generation: int, record: bytes,
+                     now: float) -> None: ...
+    def takeovers(self, conn: ports.Connection) -> list[bytes]: ...
+    def put_successor(self, conn: ports.Connection, generation: int, version: int,
+                      record: bytes) -> bool: ...
+    def successor(self, conn: ports.Connection) -> bytes | None: ...
 
 
 def check_device_name(name: str) -> str:
@@ -115,7 +122,9 @@ class SyncDevices:
     def _trust(self, vault_id: str, founder_key: bytes) -> Trust:
         certs = self._db.read(self._keys.devices)
         return load_trust(vault_id, founder_key, [c for _d, c, _s in certs],
-                          self._db.read(self._keys.revocations))
+                          self._db.read(self._keys.revocations),
+                          self._db.read(self._keys.takeovers),
+                          self._db.read(self._keys.successor))
 
     def _folder_path(self) -> Path:
         text = self._folder()
@@ -186,7 +195,7 @@ class SyncDevices:
     # --- pairing ------------------------------------------------------------------------
     def invite(self) -> PairInvite:
         vault_id, me, _name, founder_key = self._me()
-        if me.device_id != device_id_of(founder_key):
+        if me.device_id != self._trust(vault_id, founder_key).founder_id:
             raise NotFounder()
         folder = self._folder_path()
         if not _holds_root(folder, vault_id):
@@ -262,6 +271,13 @@ class SyncDevices:
                 pass  # sealed for this device once already (a retried admit)
         self._db.write_sync(lambda c: self._keys.put_device(c, cert.device_id, cert.to_bytes(),
                                                             now))
+        # The first other device to join is named the founder's successor (changeable):
+        # without one, losing this device would leave nobody to pair, rotate or revoke.
+        trust = self._trust(vault_id, founder_key)
+        try:
+            appoint_first(self._db, self._keys, self._folder_path(), me, trust, now)
+        except (SyncRefused, AlreadyWritten, OSError) as e:
+            log.warning("sync: no successor named (%s)", type(e).__name__)
         log.info("sync: device %s paired", cert.device_id[:8])
         return cert
 
@@ -280,17 +296,22 @@ class SyncDevices:
             return PairStep("waiting", "Waiting for the device that set sync up to answer "
                             "(keep Kept open there).")
         trust = Trust(welcome.root.vault_id, welcome.root.founder_key)
-        trust.add_certificate(welcome.certificate)
         reader = FolderReader(joiner.folder, joiner.secret.device_id, trust, {}, {})
-        reader.load_trust()
+        reader.load_trust()  # the founders' chain first: the welcome is the current founder's
+        trust.add_certificate(welcome.certificate)
         keys = reader.sealed_for(joiner.secret)
         now = self._now()
         revs = trust.revocations
+        heir = trust.successor
 
         def run(conn: ports.Connection) -> None:
             self._keys.put_self(conn, welcome.root.vault_id, joiner.secret.device_id,
                                 joiner.secret.to_bytes(), joiner.name, welcome.root.founder_key,
                                 now)
+            for t in trust.takeovers:
+                self._keys.put_takeover(conn, t.generation, t.to_bytes(), now)
+            if heir is not None:
+                self._keys.put_successor(conn, heir.generation, heir.version, heir.to_bytes())
             for cert in trust.devices():
                 self._keys.put_device(conn, cert.device_id, cert.to_bytes(), now)
             if revs.version > 0:
@@ -313,9 +334,9 @@ class SyncDevices:
     # --- revoke -------------------------------------------------------------------------
     def revoke(self, device_id: str) -> SyncStatus:
         vault_id, me, _name, founder_key = self._me()
-        if me.device_id != device_id_of(founder_key):
-            raise NotFounder()
         trust = self._trust(vault_id, founder_key)
+        if me.device_id != trust.founder_id:
+            raise NotFounder()
         if device_id == me.device_id:
             raise ValidationError("This device set sync up and cannot remove itself.")
         try:
@@ -359,13 +380,14 @@ def _names(path: Path) -> list[str]:
 
 
 def _certified(folder: Path) -> int:
-    """How many certificates the folder's founder has published (to name a new device)."""
+    """How many devices the folder's founders have certified (to name a new device)."""
     try:
-        founder = device_id_of(read_root((folder / f"{ROOT_PREFIX}{FORMAT}").read_bytes())
-                               .founder_key)
+        root = read_root((folder / f"{ROOT_PREFIX}{FORMAT}").read_bytes())
     except (OSError, SyncRefused):
         return 0
-    return sum(1 for n in _names(folder / FORMAT / "certs" / founder) if _STRICT.match(n))
+    trust = Trust(root.vault_id, root.founder_key)
+    FolderReader(folder, "0" * 32, trust, {}, {}).load_trust()
+    return len(trust.devices())
 
 
 def _last_seen(folder: Path, device_id: str) -> float | None:

@@ -1,0 +1,164 @@
+"""A successor founder (app/sync/keys.py ``Successor``/``Takeover``, ``Trust.accept_takeover``;
+docs/sync.md#a-successor-founder): a device accepts a founder change only when the founder it
+trusts now signed the delegation. Real keys; every forgery a folder host, a device naming
+itself or a lost founder could write is refused, and nothing of the trust changes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app.sync.keys import (
+    Certificate,
+    DeviceSecret,
+    Revocation,
+    Successor,
+    SyncRefused,
+    Takeover,
+    Trust,
+    issue_certificate,
+    load_trust,
+    name_successor,
+    new_vault_id,
+    sign_revocations,
+    take_over_record,
+)
+from app.sync.keys import canonical as canon
+
+NAMES = ("laptop", "desktop", "phone")
+
+
+class Three:
+    """Founder a, devices b and c, certified by a; ``trust()`` is what c holds."""
+
+    def __init__(self) -> None:
+        self.vault_id = new_vault_id()
+        self.a, self.b, self.c = (DeviceSecret.generate() for _ in range(3))
+        self.certs = [issue_certificate(self.a, self.vault_id, d.sign_public, d.box_public,
+                                        n, 100) for d, n in zip((self.a, self.b, self.c), NAMES,
+                                                                strict=True)]
+
+    def trust(self) -> Trust:
+        t = Trust(self.vault_id, self.a.sign_public)
+        for c in self.certs:
+            t.add_certificate(c)
+        return t
+
+    def named(self, who: DeviceSecret, by: DeviceSecret | None = None, version: int = 1,
+              generation: int = 0) -> Successor:
+        cert = next(c for c in self.certs if c.device_id == who.device_id)
+        return name_successor(by or self.a, self.vault_id, generation, version, cert, 200)
+
+
+def _fields(t: Trust) -> tuple[object, ...]:
+    return (t.founder_id, t.generation, t.revocations.version, len(t.devices()))
+
+
+def test_the_named_successor_takes_over_and_the_others_follow() -> None:
+    x = Three()
+    c_trust = x.trust()
+    assert c_trust.set_successor(Successor.from_bytes(x.named(x.b).to_bytes()))
+    b_trust = x.trust()
+    b_trust.set_successor(x.named(x.b))
+    rec = take_over_record(x.b, b_trust.successor, b_trust.devices(),  # type: ignore[arg-type]
+                           b_trust.revocations, 7, 300)
+    c_trust.accept_takeover(Takeover.from_bytes(rec.to_bytes()))
+    assert c_trust.founder_id == x.b.device_id and c_trust.generation == 1
+    assert c_trust.revocations.of(x.a.device_id) == Revocation(x.a.device_id, 300, 7)
+    assert c_trust.may_write(x.a.device_id, 7) and c_trust.successor is None
+    with pytest.raises(SyncRefused, match="revoked"):
+        c_trust.may_write(x.a.device_id, 8)
+    assert {d.device_id for d in c_trust.active()} == {x.b.device_id, x.c.device_id}
+    # The new founder certifies; the lost one no longer can.
+    d = DeviceSecret.generate()
+    c_trust.add_certificate(issue_certificate(x.b, x.vault_id, d.sign_public, d.box_public,
+                                              "tablet", 400))
+    e = DeviceSecret.generate()
+    with pytest.raises(SyncRefused, match="not issued by the founder"):
+        c_trust.add_certificate(issue_certificate(x.a, x.vault_id, e.sign_public,
+                                                  e.box_public, "intruder", 400))
+    # Its lists and delegations are of a generation that is over.
+    with pytest.raises(SyncRefused, match="revocations signature"):
+        c_trust.set_revocations(sign_revocations(x.a, x.vault_id, 99, []))
+    with pytest.raises(SyncRefused, match="current founder"):
+        c_trust.set_successor(x.named(x.c, version=5))
+    # From the vault again: the chain, a carried certificate and the new one.
+    again = load_trust(x.vault_id, x.a.sign_public,
+                       [c.to_bytes() for c in c_trust.devices()], c_trust.revocations.to_bytes(),
+                       [rec.to_bytes()])
+    assert _fields(again) == _fields(c_trust)
+
+
+def _forged(x: Three, c_trust: Trust, rec: Takeover, match: str) -> None:
+    before = _fields(c_trust)
+    with pytest.raises(SyncRefused, match=match):
+        c_trust.accept_takeover(Takeover.from_bytes(rec.to_bytes()))
+    assert _fields(c_trust) == before and c_trust.founder_id == x.a.device_id
+
+
+def test_forged_takeovers_are_refused() -> None:
+    x = Three()
+    c_trust = x.trust()
+    # b names itself (its own key signs the delegation): not the founder's signature.
+    self_named = x.named(x.b, by=x.b)
+    rec = take_over_record(x.b, self_named, x.certs, c_trust.revocations, 0, 300)
+    _forged(x, c_trust, rec, "not delegated by the current founder")
+    claimed = dataclasses.replace(self_named, founder=x.a.device_id)  # claims a's name
+    claimed = dataclasses.replace(claimed, signature=x.b.sign(canon(claimed.body())))
+    rec = take_over_record(x.b, claimed, x.certs, c_trust.revocations, 0, 300)
+    _forged(x, c_trust, rec, "successor signature")
+    # Signed by nobody: a real delegation, the takeover's signature zeroed.
+    real = take_over_record(x.b, x.named(x.b), x.certs, c_trust.revocations, 0, 300)
+    _forged(x, c_trust, dataclasses.replace(real, signature=bytes(64)), "takeover signature")
+    # Signed by another device than the one named (c takes b's delegation).
+    stolen = take_over_record(x.b, x.named(x.b), x.certs, c_trust.revocations, 0, 300)
+    resigned = dataclasses.replace(stolen, signature=x.c.sign(canon(stolen.body())))
+    _forged(x, c_trust, resigned, "takeover signature")
+    # A delegation the founder replaced since (b named, then c): b cannot use the old one.
+    c_trust.set_successor(x.named(x.b, version=1))
+    c_trust.set_successor(x.named(x.c, version=2))
+    _forged(x, c_trust, real, "replaced delegation")
+    # A generation skipped, or a takeover that does not revoke the founder.
+    skip = take_over_record(x.b, x.named(x.b, generation=1), x.certs, c_trust.revocations, 0,
+                            300)
+    _forged(x, c_trust, skip, "next generation")
+    # A named successor revoked by the founder since.
+    y = Three()
+    y_trust = y.trust()
+    y_trust.set_successor(y.named(y.b))
+    y_trust.set_revocations(sign_revocations(y.a, y.vault_id, 1,
+                                             [Revocation(y.b.device_id, 250, 0)]))
+    late = take_over_record(y.b, y.named(y.b), y.certs, y_trust.revocations, 0, 300)
+    _forged(y, y_trust, late, "revoked")
+
+
+def test_after_the_takeover_the_lost_founder_cannot_take_it_back() -> None:
+    x = Three()
+    c_trust = x.trust()
+    rec = take_over_record(x.b, x.named(x.b), x.certs, c_trust.revocations, 0, 300)
+    c_trust.accept_takeover(rec)
+    # The lost founder (its key in a thief's hands) names itself for the next generation.
+    own = name_successor(x.a, x.vault_id, 1, 1, x.certs[0], 500)
+    back = take_over_record(x.a, own, x.certs, c_trust.revocations, 0, 500)
+    with pytest.raises(SyncRefused, match="current founder|revoked"):
+        c_trust.accept_takeover(back)
+    # A second takeover of generation 1 (a rival delegation by the old founder): refused too.
+    rival = take_over_record(x.c, x.named(x.c, version=9), x.certs,
+                             sign_revocations(x.a, x.vault_id, 0, []), 0, 500)
+    with pytest.raises(SyncRefused, match="next generation"):
+        c_trust.accept_takeover(rival)
+    assert c_trust.founder_id == x.b.device_id
+
+
+def test_records_parse_strictly() -> None:
+    x = Three()
+    rec = take_over_record(x.b, x.named(x.b), x.certs, Trust(x.vault_id, x.a.sign_public)
+                           .revocations, 0, 300)
+    raw = rec.to_bytes()
+    for bad in (b"", b"[]", raw[:-3], raw.replace(b"kept-sync.takeover", b"kept-sync.other")):
+        with pytest.raises(SyncRefused):
+            Takeover.from_bytes(bad)
+    with pytest.raises(SyncRefused):
+        Successor.from_bytes(x.named(x.b).to_bytes().replace(b'"version":1', b'"version":"1"'))
+    assert Certificate.from_bytes(x.certs[1].to_bytes()) == x.certs[1]
