@@ -6,6 +6,8 @@ itself or a lost founder could write is refused, and nothing of the trust change
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,3 +164,119 @@ def test_records_parse_strictly() -> None:
     with pytest.raises(SyncRefused):
         Successor.from_bytes(x.named(x.b).to_bytes().replace(b'"version":1', b'"version":"1"'))
     assert Certificate.from_bytes(x.certs[1].to_bytes()) == x.certs[1]
+
+
+# --- three real vaults (tests/app/sync/fleet.py): the founder is lost --------------------------
+def test_the_founder_is_lost_b_takes_over_forgets_rotate_and_d_pairs_through_b(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> None:
+    from app import policy
+    from app.sync.folder import FORMAT, write_once
+    from tests.app.conftest import remember
+    from tests.app.sync.fleet import make_fleet
+    from tests.app.sync.test_engine import texts
+    from tests.app.sync.test_engine_epochs import WORDS, _held, rounds
+    from tests.app.sync.test_epochs import _hits
+
+    secret = "Ana's biopsy results came back on Tuesday"
+    fleet = make_fleet(tmp_path, monkeypatch, embedder, 3)
+    a, b, c = fleet.members
+    try:
+        for m in fleet.members:
+            m.vault.set_setting("sync.folder", str(m.folder))
+        folder = a.folder
+        base = folder / FORMAT
+        a.sync().writer.write_root(1_764_150_000)  # what set-up and pairing write (the
+        for cert in a.sync().trust.devices():      # fleet puts them in the vaults only)
+            a.sync().writer.publish_certificate(cert)
+        root = (folder / "kept-sync-root.v1").read_bytes()
+        # b forges its own takeover before anyone is named: c refuses it.
+        forged = take_over_record(b.secret, Successor(
+            c.sync().trust.vault_id, 0, 1, b.secret.device_id, b.secret.device_id,
+            b.secret.sign_public, 1, b""), c.sync().trust.devices(), c.sync().trust.revocations,
+            0, 1)
+        forged = dataclasses.replace(forged, successor=dataclasses.replace(
+            forged.successor, founder=a.secret.device_id,
+            signature=b.secret.sign(canon(dataclasses.replace(
+                forged.successor, founder=a.secret.device_id).body()))))
+        forged = dataclasses.replace(forged, signature=b.secret.sign(canon(forged.body())))
+        planted = base / "founders" / b.secret.device_id / "00000001"
+        write_once(planted, forged.to_bytes())
+        c.tick()
+        assert c.sync().trust.founder_id == a.secret.device_id
+        planted.rename(tmp_path / "removed")  # the person deletes it (it blocks b's name)
+        # The founder names b; everyone learns it from the folder.
+        a.sync().appoint(b.secret.device_id)
+        remember(a.vault, "Sam moved to Lisbon in March")
+        remember(c.vault, secret)
+        remember(c.vault, "Sam likes green tea")
+        rounds(fleet.members)
+        assert c.sync().trust.successor.device_id == b.secret.device_id  # type: ignore[union-attr]
+        assert secret in texts(b.vault)
+        # a is lost: it never ticks again. b, as the person says so, takes over.
+        rotation = b.sync().take_over()
+        assert sorted(rotation.sealed_for) == sorted([b.secret.device_id, c.secret.device_id])
+        assert (base / "founders" / b.secret.device_id / "00000001").is_file()
+        assert (folder / "kept-sync-root.v1").read_bytes() == root  # never rewritten
+        rounds([b, c], 2, advance=policy.SYNC_ACK_EVERY_S + 1)
+        assert c.sync().trust.founder_id == b.secret.device_id
+        assert c.sync().trust.successor.device_id == c.secret.device_id  # type: ignore[union-attr]
+        assert a.secret.device_id in {r.device_id for r in c.sync().trust.revocations.revoked}
+        assert max(_held(c)) == rotation.epoch
+        # A forget on c, then a rotation without a: every key b and c hold opens nothing of it.
+        (mid,) = [m.id for m in c.vault.recall("biopsy results") if m.text == secret]
+        c.vault.forget(c.vault.forget_plan(ids=[mid]))
+        rounds([b, c], 2, advance=policy.SYNC_ACK_EVERY_S + 1)
+        assert secret not in texts(b.vault)
+        every = {e: k for m in (b, c) for e, k in _held(m).items()}
+        assert _hits(folder, b.sync().trust, every, WORDS) >= 1  # the check can fail
+        for m in (b, c):
+            m.clock.advance(policy.SYNC_ROTATION_SLOT_S)
+        reports = rounds([b, c], 3, advance=policy.SYNC_ACK_EVERY_S + 1)
+        assert [r.rotated for r in reports if r.rotated] == [rotation.epoch + 1]
+        assert set(_held(b)) == set(_held(c)) == {rotation.epoch + 1}
+        every = {e: k for m in (b, c) for e, k in _held(m).items()}
+        assert _hits(folder, b.sync().trust, every, WORDS) == 0
+        assert _hits(folder, b.sync().trust, every, "green tea") >= 1
+        assert b.hash() == c.hash()
+        # The lost device, its key stolen, after its revocation: a takeover of the next
+        # generation, a certificate and a key of its own; c takes none of it.
+        e = DeviceSecret.generate()
+        grab = name_successor(a.secret, c.sync().trust.vault_id, 1, 1,
+                              issue_certificate(a.secret, c.sync().trust.vault_id,
+                                                e.sign_public, e.box_public, "x", 1), 1)
+        back = take_over_record(e, grab, [], c.sync().trust.revocations, 0, 2)
+        write_once(base / "founders" / e.device_id / "00000002", back.to_bytes())
+        write_once(base / "certs" / a.secret.device_id / e.device_id, issue_certificate(
+            a.secret, c.sync().trust.vault_id, e.sign_public, e.box_public, "x", 1).to_bytes())
+        # ... and a record signed by nobody.
+        write_once(base / "founders" / c.secret.device_id / "00000002",
+                   dataclasses.replace(back, signature=bytes(64)).to_bytes())
+        c.restart()
+        c.tick()
+        assert c.sync().trust.founder_id == b.secret.device_id
+        assert e.device_id not in {d.device_id for d in c.sync().trust.devices()}
+        # A new device pairs through b, the founder now.
+        from app.clock import FixedClock
+        from tests.app.conftest import PW
+        from tests.conftest import new_vault
+        d = new_vault(tmp_path / "vault-tablet", PW, threaded=False, use_chroma=False,
+                      clock=FixedClock(b.clock.now() + 1))
+        try:
+            d.sync_join(folder, b.vault.sync_invite().value.code, "tablet")
+            assert b.vault.sync_pair_step().value.state == "joined"
+            assert d.sync_pair_step().value.state == "joined"
+            from app.sync.engine import SyncEngine
+            ed = SyncEngine(d, folder)
+            for _ in range(3):
+                b.tick()
+                c.tick()
+                ed.tick()
+            assert "Sam likes green tea" in texts(d) and secret not in texts(d)
+            assert ed.state_hash() == b.hash()
+            status = d.sync_status()
+            assert [x.name for x in status.devices if x.founder] == ["desktop"]
+            assert {x.name for x in status.devices if x.revoked} == {"laptop"}
+        finally:
+            d.lock()
+    finally:
+        fleet.close()
