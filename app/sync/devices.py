@@ -62,8 +62,15 @@ class SyncNotSetUp(AppError):
 
 
 class NotFounder(AppError):
-    user_message = ("Only the device that set sync up can pair or remove devices: it alone "
-                    "signs who belongs.")
+    user_message = ("Only the founder (the device that set sync up, or the one that took "
+                    "over from it) can pair, remove or name devices: it alone signs who "
+                    "belongs. Settings > Devices says which device it is.")
+    exit_code = 2
+
+
+class NotSuccessor(AppError):
+    user_message = ("Only the device the founder named as its successor can take over. "
+                    "The founder names it in Settings > Devices.")
     exit_code = 2
 
 
@@ -140,6 +147,7 @@ class SyncDevices:
         vault_id, device_id, _secret, _name, founder_key = me
         folder = Path(self._folder())
         trust = self._trust(vault_id, founder_key)
+        heir = trust.successor.device_id if trust.successor is not None else ""
         cursors = self._db.read(self._keys.cursors)
         found = _holds_root(folder, vault_id)
         rows = []
@@ -152,10 +160,12 @@ class SyncDevices:
             rows.append(SyncDeviceRow(
                 cert.device_id, cert.name, mine, cert.device_id == trust.founder_id,
                 trust.revocations.of(cert.device_id) is not None,
-                _last_seen(folder, cert.device_id) if found else None, waiting))
+                _last_seen(folder, cert.device_id) if found else None, waiting,
+                heir == cert.device_id))
         rows.sort(key=lambda r: (not r.this_device, r.revoked, r.name.casefold(), r.device_id))
         return SyncStatus(True, str(folder), found, vault_id, device_id,
-                          device_id == trust.founder_id, tuple(rows), self._pairing_words())
+                          device_id == trust.founder_id, tuple(rows), self._pairing_words(),
+                          heir == device_id)
 
     def _pairing_words(self) -> str:
         inv, join = self._inviter, self._joiner
@@ -353,6 +363,43 @@ class SyncDevices:
                                   self._now)
         log.info("sync: device %s revoked after seq %d; epoch %d", device_id[:8], last_seq,
                  rotation.epoch)
+        return self.status()
+
+
+    # --- succession (docs/sync.md#a-successor-founder) --------------------------------
+    def name_successor(self, device_id: str) -> SyncStatus:
+        """The founder names another device to take over if this one is lost."""
+        vault_id, me, _name, founder_key = self._me()
+        trust = self._trust(vault_id, founder_key)
+        if me.device_id != trust.founder_id:
+            raise NotFounder()
+        if device_id == me.device_id:
+            raise ValidationError("This device is the founder; name another device.")
+        try:
+            trust.certificate(device_id)
+        except SyncRefused:
+            raise ValidationError("No device with that id syncs with this vault.") from None
+        if trust.revocations.of(device_id) is not None:
+            raise ValidationError("That device was removed; name another.")
+        from app.sync.succession import appoint
+        appoint(self._db, self._keys, self._folder_path(), me, trust, device_id, self._now())
+        log.info("sync: successor named: %s", device_id[:8])
+        return self.status()
+
+    def take_over(self) -> SyncStatus:
+        """This device, the named successor, becomes the founder: the lost founder is
+        removed, a new key goes to the others, and pairing and removing work from here."""
+        vault_id, me, _name, founder_key = self._me()
+        folder = self._folder_path()
+        trust = self._trust(vault_id, founder_key)
+        FolderReader(folder, me.device_id, trust, {}, {}).load_trust()  # the newest word
+        if me.device_id == trust.founder_id:
+            raise ValidationError("This device is the founder already.")
+        if trust.successor is None or trust.successor.device_id != me.device_id:
+            raise ValidationError(NotSuccessor.user_message)
+        from app.sync.engine import take_over_without
+        rotation = take_over_without(self._db, folder, self._now)
+        log.info("sync: took over as founder; epoch %d", rotation.epoch)
         return self.status()
 
 

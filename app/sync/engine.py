@@ -535,3 +535,30 @@ def rotate_without(db: ports.Database, folder: Path, device_id: str, after_seq: 
     ops = parse_ops(db.read(rows.kept_ops))
     covers = {d: Cursor(d, s, h) for d, (s, h) in db.read(rows.cursors).items()}
     return keeper.revoke(device_id, after_seq, ops, covers)
+
+
+def take_over_without(db: ports.Database, folder: Path, clock: Callable[[], float], *,
+                      rows: ApplyRows | None = None,
+                      epoch_rows: EpochRows | None = None) -> Rotation:
+    """This device, the named successor, becomes the founder (``succession.take_over``) from
+    what its vault holds: every op merged here and how far it applied each log. For
+    ``SyncDevices.take_over``, which has no engine; an engine running meanwhile reads the
+    takeover from the folder at its next tick."""
+    from app import bootstrap
+    from app.sync import succession
+    rows = rows if rows is not None else bootstrap.sync_apply_rows()
+    epoch_rows = epoch_rows if epoch_rows is not None else bootstrap.sync_epoch_rows()
+    key_rows = bootstrap.sync_key_rows()
+    ident = db.read(rows.identity)
+    if ident is None:
+        raise SyncRefused("this vault has no sync device identity yet (pair it first)")
+    vault_id, _device, secret, _name, founder_key = ident
+    me = DeviceSecret.from_bytes(secret)
+    trust: Trust = load_trust(vault_id, founder_key, db.read(rows.certificates),
+                              db.read(rows.revocations), db.read(key_rows.takeovers),
+                              db.read(key_rows.successor))
+    FolderReader(folder, me.device_id, trust, {}, {}).load_trust()
+    keeper = EpochKeeper(db, epoch_rows, folder, me, trust, clock)
+    ops = parse_ops(db.read(rows.kept_ops))
+    covers = {d: Cursor(d, s, h) for d, (s, h) in db.read(rows.cursors).items()}
+    return succession.take_over(db, key_rows, keeper, folder, ops, covers, clock)

@@ -135,7 +135,7 @@ def test_join_with_a_mistyped_code_then_the_right_one(qtbot: Any, vaults: Any) -
     qtbot.waitUntil(lambda: panel.status is not None and panel.status.set_up, timeout=WAIT)
     assert [d.name for d in panel.status.devices] == ["desktop", "laptop"]
     assert panel.status.vault_id == a.sync_status().vault_id
-    qtbot.waitUntil(lambda: "paired from laptop" in panel.state.text(), timeout=WAIT)
+    qtbot.waitUntil(lambda: "The founder is laptop" in panel.state.text(), timeout=WAIT)
     assert not panel.pair_btn.isVisibleTo(panel) and not panel.join_btn.isVisibleTo(panel)
 
 
@@ -179,3 +179,41 @@ def test_the_status_bar_says_sync_only_once_it_is_set_up(qtbot: Any, vaults: Any
     qtbot.waitUntil(lambda: win.sync_button.isVisibleTo(win), timeout=WAIT)
     assert win.sync_button.text() == "Sync starting"
     assert "Sync: no other device yet" in win.sync_button.toolTip()
+
+
+def test_the_successor_sees_the_founder_and_takes_over_after_the_question(
+        qtbot: Any, vaults: Any) -> None:
+    a, b, shared = vaults
+    a.sync_set_up(shared, "laptop")
+    assert b.sync_join(shared, a.sync_invite().value.code, "desktop").value.state == "waiting"
+    assert a.sync_pair_step().value.state == "joined"
+    assert b.sync_pair_step().value.state == "joined"
+    panel = _panel(qtbot, b)
+    qtbot.waitUntil(lambda: "if it is lost, desktop can take over" in panel.state.text(),
+                    timeout=WAIT)
+    assert "The founder is laptop" in panel.state.text()
+    assert panel.take_over_btn.isVisibleTo(panel) and not panel.pair_btn.isVisibleTo(panel)
+    # Escape on the question cancels: nothing written.
+    _press(qtbot, panel.take_over_btn)
+    said = answer_confirm(qtbot, accept=False)
+    assert "Take over from laptop?" in said and "lost for good" in said
+    assert not (shared / "v1" / "founders").exists() and not b.sync_status().founder
+    from PySide6.QtWidgets import QMessageBox
+    _press(qtbot, panel.take_over_btn)
+    qtbot.waitUntil(lambda: any(isinstance(w, QMessageBox) and w.isVisible()
+                                for w in QApplication.topLevelWidgets()), timeout=WAIT)
+    box = next(w for w in QApplication.topLevelWidgets()
+               if isinstance(w, QMessageBox) and w.isVisible())
+    qtbot.keyClick(box, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not box.isVisible(), timeout=WAIT)
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    assert not (shared / "v1" / "founders").exists()
+    # Confirmed: this device is the founder, laptop removed, pairing offered here.
+    _press(qtbot, panel.take_over_btn)
+    answer_confirm(qtbot, accept=True)
+    qtbot.waitUntil(lambda: "founder now" in panel.message.text(), timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.pair_btn.isVisibleTo(panel), timeout=WAIT)
+    assert not panel.take_over_btn.isVisibleTo(panel)
+    assert "The founder is desktop" in panel.state.text()
+    st = b.sync_status()
+    assert st.founder and [d.name for d in st.devices if d.revoked] == ["laptop"]
