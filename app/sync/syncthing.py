@@ -5,8 +5,9 @@ item 5; docs/sync.md#syncthing-through-its-rest-api). Layer: app. Runs on: the c
 ``set_up_folder(api, path, device)`` makes Syncthing share Kept's sync folder with one other
 device, and says what it did:
 
-1. find the folder Syncthing already has at ``path`` (same resolved path), or add one
-   (id ``kept-xxxxx``, label "Kept", Syncthing's own folder defaults for the rest, its
+1. find the folder Syncthing already has at ``path`` (same resolved path), or accept the one
+   folder labelled "Kept" that the other device offers (its id: the joining side, after the
+   founder's side ran this), or add one (id ``kept-xxxxx``, label "Kept", Syncthing's own folder defaults for the rest, its
    file watcher included: a new segment is sent without Kept asking for a scan);
 2. add the other device to Syncthing if it does not know it yet (addresses "dynamic", as the
    person's Syncthing does for any device they add by hand);
@@ -163,12 +164,15 @@ def set_up_folder(api: SyncthingApi, path: Path, device: str, *,
     if found is None:
         folder = dict(api.call("GET", "/rest/config/defaults/folder") or {})
         taken = {f.get("id") for f in folders}
-        fid = _new_folder_id(taken)
+        offer = _kept_offer(api, other, taken)
+        fid = offer or _new_folder_id(taken)
         folder.update(id=fid, label=FOLDER_LABEL, path=str(path), ignorePerms=True,
                       devices=[{"deviceID": me}])
         api.call("POST", "/rest/config/folders", body=folder)
         found = api.call("GET", f"/rest/config/folders/{_q(fid)}")
-        lines.append(f"Added the folder {path} to Syncthing as {FOLDER_LABEL!r} (id {fid}).")
+        lines.append(f"Accepted the folder {other[:7]} offers (id {fid}) at {path}."
+                     if offer else
+                     f"Added the folder {path} to Syncthing as {FOLDER_LABEL!r} (id {fid}).")
     else:
         fid = str(found["id"])
         lines.append(f"Syncthing already has the folder {path} (id {fid}).")
@@ -193,14 +197,32 @@ def set_up_folder(api: SyncthingApi, path: Path, device: str, *,
                  else f"It was already shared with {other[:7]}.")
     if perms:
         lines.append("Set it to ignore file permissions.")
-    if shared or device_added or folder_added:
-        lines.append(f"On the device {other[:7]}, accept the folder when Syncthing asks, "
-                     "and give it a folder of its own; then join there with kept sync pair "
-                     "--join --folder THAT_FOLDER.")
+    if (shared or device_added or folder_added) and not (folder_added and offer):
+        lines.append(f"On the device {other[:7]}, accept the folder when Syncthing asks (or "
+                     "set Syncthing up there the same way: Kept accepts it), then join there "
+                     "with a pairing code.")
     log.info("syncthing: folder %s added=%s device_added=%s shared=%s", fid, folder_added,
              device_added, shared)
     return SetUpReport(fid, folder_added, device_added, shared, perms or folder_added,
                        tuple(lines))
+
+
+def _kept_offer(api: SyncthingApi, other: str, taken: set[Any]) -> str | None:
+    """The id of the one folder labelled "Kept" that ``other`` offers this Syncthing and it
+    has not added (the founder's side set it up with ``set_up_folder``), or None. Accepting
+    it (the same id) is what makes the two Syncthings sync one folder; a new id would make a
+    second folder that the other side never gets. An older Syncthing without the pending
+    list (before 1.13) gives None."""
+    try:
+        pending = api.call("GET", "/rest/cluster/pending/folders", {"device": other})
+    except SyncthingError:
+        return None
+    if not isinstance(pending, dict):
+        return None
+    ids = [fid for fid, d in pending.items()
+           if fid not in taken and isinstance(d, dict)
+           and (d.get("offeredBy") or {}).get(other, {}).get("label") == FOLDER_LABEL]
+    return str(ids[0]) if len(ids) == 1 else None
 
 
 def _base_url(address: str, allow_remote: bool) -> str:
