@@ -54,10 +54,17 @@ _ID_CHARS = string.ascii_lowercase + string.digits
 
 
 class SyncthingError(AppError):
+    """``field``: which of the person's inputs to fix ("key", "address", "device" or "" for
+    none), so the window can put the cursor there without reading the message."""
+
     user_message = "Syncthing could not be set up."
     hint = ("Open Syncthing's web page (Actions > Settings > GUI) for its address and API "
             "key, or share the folder there by hand.")
     exit_code = 2
+
+    def __init__(self, user_message: str | None = None, *, field: str = "") -> None:
+        super().__init__(user_message)
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +87,7 @@ class SyncthingApi:
         self.base = _base_url(address or DEFAULT_ADDRESS, allow_remote)
         if not api_key.strip():
             raise SyncthingError("No API key given: copy it from Syncthing's web page "
-                                 "(Actions > Settings > GUI > API Key).")
+                                 "(Actions > Settings > GUI > API Key).", field="key")
         self._key = api_key.strip()
         self.timeout = timeout
         handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
@@ -109,30 +116,30 @@ class SyncthingApi:
             if exc.code in (401, 403):
                 raise SyncthingError(f"Syncthing at {where} refused the API key ({exc.code}). "
                                      "Copy it again from Syncthing's web page (Actions > "
-                                     "Settings > GUI > API Key).") from None
+                                     "Settings > GUI > API Key).", field="key") from None
             if exc.code == 404:
                 raise SyncthingError(f"{where} answers, but not as Syncthing's REST API "
-                                     f"(404 for {path}). Is that Syncthing's GUI address?"
-                                     ) from None
+                                     f"(404 for {path}). Is that Syncthing's GUI address?",
+                                     field="address") from None
             raise SyncthingError(f"Syncthing at {where} refused {method} {path} "
                                  f"({exc.code}).") from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             log.info("syncthing: %s %s failed (%s)", method, path, type(exc).__name__)
             raise SyncthingError(f"Syncthing is not answering at {where}: is it running, and "
-                                 "is that its GUI address (Actions > Settings > GUI)?"
-                                 ) from None
+                                 "is that its GUI address (Actions > Settings > GUI)?",
+                                 field="address") from None
         if not raw.strip():
             return None
         try:
             return json.loads(raw)
         except ValueError:
             raise SyncthingError(f"{where} answers, but not as Syncthing's REST API (not "
-                                 "JSON). Is that Syncthing's GUI address?") from None
+                                 "JSON). Is that Syncthing's GUI address?", field="address") from None
 
     def my_id(self) -> str:
         status = self.call("GET", "/rest/system/status")
         if not isinstance(status, dict) or "myID" not in status:
-            raise SyncthingError("That address answers, but not as Syncthing.")
+            raise SyncthingError("That address answers, but not as Syncthing.", field="address")
         return str(status["myID"])
 
     def device_id(self, text: str) -> str:
@@ -140,7 +147,7 @@ class SyncthingApi:
         got = self.call("GET", "/rest/svc/deviceid", {"id": text.strip()})
         if not isinstance(got, dict) or "id" not in got:
             raise SyncthingError(f"{text.strip()!r} is not a Syncthing device id (the other "
-                                 "device's Actions > Show ID).")
+                                 "device's Actions > Show ID).", field="device")
         return str(got["id"])
 
     def scan(self, folder_id: str, sub: str = "") -> None:
@@ -155,7 +162,7 @@ def set_up_folder(api: SyncthingApi, path: Path, device: str, *,
     me = api.my_id()
     if other == me:
         raise SyncthingError("That is this computer's own Syncthing device id: give the "
-                             "other device's (Actions > Show ID there).")
+                             "other device's (Actions > Show ID there).", field="device")
     target = _resolved(str(path))
     lines: list[str] = []
     folders = api.call("GET", "/rest/config/folders") or []
@@ -231,16 +238,18 @@ def _base_url(address: str, allow_remote: bool) -> str:
         text = f"http://{text}"
     parts = urllib.parse.urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SyncthingError(f"{address!r} is not an address like {DEFAULT_ADDRESS}.")
+        raise SyncthingError(f"{address!r} is not an address like {DEFAULT_ADDRESS}.",
+                             field="address")
     try:
         port = parts.port
     except ValueError:
-        raise SyncthingError(f"{address!r} has no valid port (like {DEFAULT_ADDRESS})."
-                             ) from None
+        raise SyncthingError(f"{address!r} has no valid port (like {DEFAULT_ADDRESS}).",
+                             field="address") from None
     host = parts.hostname
     if not allow_remote and not _loopback(host):
         raise SyncthingError(f"{host} is not this computer: Kept only gives the API key to "
-                             "a Syncthing on this computer (127.0.0.1, ::1 or localhost).")
+                             "a Syncthing on this computer (127.0.0.1, ::1 or localhost).",
+                             field="address")
     shown = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{shown}{f':{port}' if port else ''}"
 
