@@ -268,10 +268,10 @@ def test_syncthing_step_in_set_up_says_each_failure_and_changes_nothing(
     qtbot.waitUntil(lambda: QApplication.activeWindow() is dlg, timeout=WAIT)
     dlg.folder.setFocus(Qt.FocusReason.TabFocusReason)
     qtbot.keyClicks(dlg.folder, str(shared))
-    assert not dlg.st_box.isVisibleTo(dlg)
+    assert not dlg.st_device.isVisibleTo(dlg)
     _tab_to(qtbot, dlg, dlg.use_syncthing)  # folder, Choose, name, then the box
     qtbot.keyClick(dlg.use_syncthing, Qt.Key.Key_Space)
-    assert dlg.use_syncthing.isChecked() and dlg.st_box.isVisibleTo(dlg)
+    assert dlg.use_syncthing.isChecked() and dlg.st_device.isVisibleTo(dlg)
     assert QApplication.focusWidget() is dlg.st_device
     qtbot.keyClick(dlg.st_device, Qt.Key.Key_Return)  # the default button: Set up
     assert "Syncthing ID" in dlg.said.text()  # said inline, nothing sent
@@ -313,7 +313,7 @@ def test_syncthing_step_in_set_up_says_each_failure_and_changes_nothing(
     # Untick it: Set up goes on without Syncthing.
     dlg.use_syncthing.setFocus(Qt.FocusReason.OtherFocusReason)
     qtbot.keyClick(dlg.use_syncthing, Qt.Key.Key_Space)
-    assert not dlg.st_box.isVisibleTo(dlg)
+    assert not dlg.st_device.isVisibleTo(dlg)
     dlg.name.setFocus(Qt.FocusReason.OtherFocusReason)
     qtbot.keyClick(dlg.name, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: "Sync is set up" in dlg.said.text(), timeout=WAIT)

@@ -240,13 +240,7 @@ class SyncJoinDialog(_Stepping):
         self.st_key.setPlaceholderText("Actions > Settings > GUI > API Key")
         self.st_address = QLineEdit(DEFAULT_ADDRESS)
         self.st_address.setAccessibleName("Syncthing's address on this computer")
-        self.st_box = QWidget()
-        st_form = QFormLayout(self.st_box)
-        st_form.setContentsMargins(0, 0, 0, 0)
-        st_form.addRow("Other device's ID", self.st_device)
-        st_form.addRow("API key", self.st_key)
-        st_form.addRow("Address", self.st_address)
-        self.st_box.setVisible(False)
+        self.st_fields = (self.st_device, self.st_key, self.st_address)
         self.use_syncthing.toggled.connect(self._on_use_syncthing_toggled)
         form = QFormLayout()
         form.addRow("Folder", folder_row)
@@ -256,7 +250,11 @@ class SyncJoinDialog(_Stepping):
         else:
             self.code.hide()
         form.addRow("", self.use_syncthing)
-        form.addRow(self.st_box)
+        for label, field in zip(("Other device's ID", "API key", "Address"), self.st_fields,
+                                strict=True):
+            form.addRow(label, field)
+            form.setRowVisible(field, False)
+        self.form = form
         bottom = QHBoxLayout()
         bottom.addStretch(1)
         bottom.addWidget(self.go_btn)
@@ -283,7 +281,8 @@ class SyncJoinDialog(_Stepping):
 
     @Slot(bool)
     def _on_use_syncthing_toggled(self, on: bool) -> None:
-        self.st_box.setVisible(on)
+        for field in self.st_fields:
+            self.form.setRowVisible(field, on)
         if on:
             self.st_device.setFocus(Qt.FocusReason.OtherFocusReason)
         fit.grow_to_hint(self)
@@ -339,7 +338,8 @@ class SyncJoinDialog(_Stepping):
             self.syncthing_done = True
             self.syncthing_lines = lines
             self.use_syncthing.setEnabled(False)
-            self.st_box.setEnabled(False)
+            for field in self.st_fields:
+                field.setEnabled(False)
             self._go(str(folder), self.name.text().strip(), self.code.text().strip())
 
         def failed(exc: BaseException) -> None:
