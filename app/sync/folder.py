@@ -15,7 +15,7 @@ Layout (docs/sync.md#the-folder)::
     v1/founders/<device>/<generation>  a successor's takeover (the founder from then on)
 
 Rules every writer keeps: a device writes only under its own id (the founder also under
-certs/ and revoked/); a file is written once under a temporary name, fsynced, linked or renamed
+certs/, revoked/ and successor/, a successor under founders/, each under its own id); a file is written once under a temporary name, fsynced, linked or renamed
 to its final name (never over an existing file), and the directory fsynced; nothing is
 rewritten or deleted by the format (old epochs go when their key is destroyed, not by deleting
 files). A newer format writes ``kept-sync-root.v2`` and a ``v2/`` subtree beside ``v1/``

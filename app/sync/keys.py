@@ -495,6 +495,12 @@ class Trust:
                        if self._carried.get(k) == _cert_digest(c) or c.issuer == d.device_id}
         self.revocations = revs
 
+    def dropped(self, cert: Certificate) -> bool:
+        """Whether ``cert`` is a former founder's for a device the latest takeover did not
+        carry over (kept in a vault from before; no longer trusted, not an error)."""
+        return (self._carried is not None and cert.issuer in self._former
+                and cert.device_id not in self._carried)
+
     def carried(self) -> list[tuple[str, str]]:
         """(former founder, device id) of each certificate the latest takeover carried over
         and this trust does not hold yet: where to find it in the folder."""
@@ -620,12 +626,10 @@ def load_trust(vault_id: str, founder_key: bytes, certificates: Iterable[bytes],
     for raw in takeovers:  # in generation order
         trust.accept_takeover(Takeover.from_bytes(raw), stored=True)
     for raw in certificates:
-        try:
-            trust.add_certificate(Certificate.from_bytes(raw))
-        except SyncRefused:
-            if not trust.takeovers:
-                raise
-            # a certificate of a former founder's that no takeover carried: no longer trusted
+        cert = Certificate.from_bytes(raw)
+        if trust.dropped(cert):
+            continue  # a former founder's that the takeover did not carry: no longer trusted
+        trust.add_certificate(cert)
     if revocations is not None:
         revs = Revocations.from_bytes(revocations)
         if revs.version > trust.revocations.version:

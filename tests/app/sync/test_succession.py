@@ -90,6 +90,16 @@ def test_the_named_successor_takes_over_and_the_others_follow() -> None:
                        [c.to_bytes() for c in c_trust.devices()], c_trust.revocations.to_bytes(),
                        [rec.to_bytes()])
     assert _fields(again) == _fields(c_trust)
+    # A certificate of the lost founder's that the takeover did not carry (stored before, or
+    # slipped in): not trusted, not an error; a carried one changed in the vault: refused.
+    stray = issue_certificate(x.a, x.vault_id, e.sign_public, e.box_public, "old", 50)
+    kept = load_trust(x.vault_id, x.a.sign_public,
+                      [*(c.to_bytes() for c in c_trust.devices()), stray.to_bytes()],
+                      c_trust.revocations.to_bytes(), [rec.to_bytes()])
+    assert e.device_id not in {c.device_id for c in kept.devices()}
+    changed = x.certs[2].to_bytes().replace(b"phone", b"phono")
+    with pytest.raises(SyncRefused):
+        load_trust(x.vault_id, x.a.sign_public, [changed], None, [rec.to_bytes()])
 
 
 def _forged(x: Three, c_trust: Trust, rec: Takeover, match: str) -> None:
