@@ -361,6 +361,12 @@ class SyncDevices:
         from app.sync.engine import rotate_without
         rotation = rotate_without(self._db, self._folder_path(), device_id, last_seq,
                                   self._now)
+        # The successor removed: name another, so losing this device still leaves one.
+        try:
+            appoint_first(self._db, self._keys, self._folder_path(), me,
+                          self._trust(vault_id, founder_key), self._now())
+        except (SyncRefused, AlreadyWritten, OSError) as e:
+            log.warning("sync: no successor named (%s)", type(e).__name__)
         log.info("sync: device %s revoked after seq %d; epoch %d", device_id[:8], last_seq,
                  rotation.epoch)
         return self.status()

@@ -92,8 +92,11 @@ def appoint(db: ports.Database, rows: SuccessionRows, folder: Path, me: DeviceSe
 
 def appoint_first(db: ports.Database, rows: SuccessionRows, folder: Path, me: DeviceSecret,
                   trust: Trust, now: float) -> Successor | None:
-    """Name the first other active device (by name) when no successor is named yet."""
-    if trust.founder_id != me.device_id or trust.successor is not None:
+    """Name the first other active device (by name) when no successor is named yet, or the
+    one named was removed since."""
+    heir = trust.successor
+    if trust.founder_id != me.device_id or (
+            heir is not None and trust.revocations.of(heir.device_id) is None):
         return None
     others = sorted((c for c in trust.active() if c.device_id != me.device_id),
                     key=lambda c: (c.name.casefold(), c.device_id))

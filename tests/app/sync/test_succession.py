@@ -290,3 +290,39 @@ def test_the_founder_is_lost_b_takes_over_forgets_rotate_and_d_pairs_through_b(
             d.lock()
     finally:
         fleet.close()
+
+
+def test_pairing_names_the_first_device_and_removing_it_names_the_next(tmp_path: Path) -> None:
+    from tests.conftest import new_vault
+    shared = tmp_path / "Sync"
+    shared.mkdir()
+    pw = "succession vaults password"
+    a, b, c = (new_vault(tmp_path / n, pw, load_model=False, use_chroma=False)
+               for n in "abc")
+    try:
+        a.sync_set_up(shared, "laptop")
+        assert not any(d.successor for d in a.sync_status().devices)
+        for v, name in ((b, "desktop"), (c, "phone")):
+            v.sync_join(shared, a.sync_invite().value.code, name)
+            assert a.sync_pair_step().value.state == "joined"
+            assert v.sync_pair_step().value.state == "joined"
+        heirs = [d.name for d in a.sync_status().devices if d.successor]
+        assert heirs == ["desktop"]  # the first to join; the second changes nothing
+        assert b.sync_status().successor and not c.sync_status().successor
+        # c cannot name itself, nor take over: it is not named.
+        from app.errors import AppError
+        with pytest.raises(AppError, match="Only the founder"):
+            c.sync_name_successor(c.sync_status().device_id)
+        with pytest.raises(AppError, match="named as its successor"):
+            c.sync_take_over()
+        # The founder names phone; then removes it: desktop is named again (version 3).
+        phone = c.sync_status().device_id
+        assert [d.name for d in a.sync_name_successor(phone).value.devices
+                if d.successor] == ["phone"]
+        st = a.sync_revoke(phone).value
+        assert [d.name for d in st.devices if d.successor] == ["desktop"]
+        files = sorted(p.name for p in (shared / "v1" / "successor").rglob("*") if p.is_file())
+        assert files == ["00000001", "00000002", "00000003"]
+    finally:
+        for v in (a, b, c):
+            v.lock()
