@@ -449,6 +449,7 @@ class SyncDeviceRow:
     revoked: bool
     last_seen: float | None
     waiting: int
+    successor: bool = False    # the founder named it to take over if the founder is lost
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,6 +464,7 @@ class SyncStatus:
     founder: bool = False
     devices: tuple[SyncDeviceRow, ...] = ()
     pairing: str = ""          # an open pairing, in words ("" when none)
+    successor: bool = False    # this device is the named successor (it may take over)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1212,6 +1214,10 @@ class VaultAPI(Protocol):
     def sync_pair_cancel(self) -> Result[None]: ...
     @op(Access.PERSON)
     def sync_revoke(self, device_id: str) -> Result[SyncStatus]: ...
+    @op(Access.PERSON)
+    def sync_name_successor(self, device_id: str) -> Result[SyncStatus]: ...
+    @op(Access.PERSON)
+    def sync_take_over(self) -> Result[SyncStatus]: ...
     @op(Access.READ)
     def sync_activity(self) -> SyncActivity: ...
     @op(Access.LOCAL, why="the owner's own sync job; a client has none")

@@ -1183,6 +1183,12 @@ class Vault:
     def sync_revoke(self, device_id: str) -> Result[SyncStatus]:
         return Result(self._sync_devices().revoke(device_id), Changes(settings=True))
 
+    def sync_name_successor(self, device_id: str) -> Result[SyncStatus]:
+        return Result(self._sync_devices().name_successor(device_id), Changes(settings=True))
+
+    def sync_take_over(self) -> Result[SyncStatus]:
+        return Result(self._sync_devices().take_over(), Changes(settings=True))
+
     # --- the owner's sync job (issue 29 items 1 and 6; app/sync/runner.py) ------------------
     def _runner(self) -> SyncRunner:
         self._check_unlocked()

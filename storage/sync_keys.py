@@ -94,3 +94,33 @@ def put_cursor(conn: Connection, device_id: str, last_seq: int, last_hash: bytes
 def cursors(conn: Connection) -> dict[str, tuple[int, bytes]]:
     return {str(d): (int(s), bytes(h)) for d, s, h in conn.execute(
         "SELECT device_id, last_seq, last_hash FROM sync_cursor ORDER BY device_id")}
+
+
+def put_takeover(conn: Connection, generation: int, record: bytes, now: float) -> None:
+    """Keep a verified takeover record (migration 0040); one per generation, never replaced."""
+    conn.execute("INSERT INTO sync_takeover (generation, record, added_at) VALUES (?, ?, ?) "
+                 "ON CONFLICT(generation) DO NOTHING", (generation, record, now))
+
+
+def takeovers(conn: Connection) -> list[bytes]:
+    """The takeover records held, in generation order."""
+    return [bytes(r) for (r,) in conn.execute(
+        "SELECT record FROM sync_takeover ORDER BY generation")]
+
+
+def put_successor(conn: Connection, generation: int, version: int, record: bytes) -> bool:
+    """Keep the successor record if it is of a later generation, or of this one and a higher
+    version, than the one held; True if kept."""
+    cur = conn.execute(
+        "INSERT INTO sync_successor (id, generation, version, record) VALUES (1, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET generation = excluded.generation, "
+        "version = excluded.version, record = excluded.record "
+        "WHERE excluded.generation > sync_successor.generation OR (excluded.generation = "
+        "sync_successor.generation AND excluded.version > sync_successor.version)",
+        (generation, version, record))
+    return cur.rowcount > 0
+
+
+def successor(conn: Connection) -> bytes | None:
+    row = conn.execute("SELECT record FROM sync_successor WHERE id = 1").fetchone()
+    return None if row is None else bytes(row[0])

@@ -1,4 +1,4 @@
-"""``kept sync status|pair|syncthing|revoke`` (issue 29, item 6): this vault's devices from a terminal.
+"""``kept sync status|pair|syncthing|revoke|successor|take-over`` (issue 29, item 6): this vault's devices from a terminal.
 ``status`` also says what the running owner's sync job did (``Vault.sync_activity``: when it
 last synced, its problem, what waits to be sent, recent forgets' progress).
 Layer: app (headless front end). Runs on: the main thread.
@@ -10,6 +10,9 @@ its REST API on this computer (``app/sync/syncthing.py``), when the person gives
 12-digit code (and a QR code at a terminal) and waits for the new device; ``pair --join`` on the
 new device asks for that code and waits for the answer. Both go through the owner when Kept runs
 (the pairing then lives in the owner), else through the vault unlocked here.
+``successor`` (on the founder) names the device that may take over if the founder is lost;
+``take-over`` (on that device, confirmed) makes it the founder and removes the lost one
+(docs/sync.md#a-successor-founder).
 Exit codes: 0 joined / done, 2 bad input, a wrong code or a closed pairing, 3 a removal not
 confirmed, 130 interrupted (the pairing is cancelled).
 """
@@ -22,6 +25,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from app.api import SyncDeviceRow, SyncStatus
 from app.cli.common import Subcommands, open_vault, print_json, printable, when
 from app.errors import ValidationError
 
@@ -57,6 +61,14 @@ def add_parsers(sub: Subcommands) -> None:
     p.add_argument("device", help="its name, or its id (or the id's first 8 characters)")
     p.add_argument("--yes", action="store_true", help="do not ask")
     p.set_defaults(fn=cmd_sync_revoke)
+    p = a.add_parser("successor", help="on the founder: name the device that may take over "
+                     "if this one is lost")
+    p.add_argument("device", help="its name, or its id (or the id's first 8 characters)")
+    p.set_defaults(fn=cmd_sync_successor)
+    p = a.add_parser("take-over", help="on the named successor: become the founder because "
+                     "the founder is lost for good (it is removed)")
+    p.add_argument("--yes", action="store_true", help="do not ask")
+    p.set_defaults(fn=cmd_sync_take_over)
 
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
@@ -82,6 +94,7 @@ def cmd_sync_status(args: argparse.Namespace) -> int:
     for row in st.devices:
         acks = device_words.waiting_acks(row.name, act)
         print(printable("  " + device_words.line(row) + (f"; {acks}" if acks else "")))
+    print(printable(device_words.founder_line(st)))
     if st.pairing:
         print(st.pairing)
     return 0
@@ -162,20 +175,65 @@ def cmd_sync_syncthing(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_device(st: SyncStatus, want: str) -> SyncDeviceRow:
+    want = want.strip()
+    found = [d for d in st.devices if d.name == want or d.device_id == want
+             or (len(want) >= 8 and d.device_id.startswith(want.lower()))]
+    if len(found) != 1:
+        names = ", ".join(d.name for d in st.devices if not d.this_device) or "none"
+        raise ValidationError(("Two devices match" if found else "No device matches")
+                              + f" {want!r}. The others: {names} (use the id from "
+                              "kept sync status --json).")
+    return found[0]
+
+
+def cmd_sync_successor(args: argparse.Namespace) -> int:
+    from app.sync import device_words
+    vault = open_vault(args, load_model=False)
+    try:
+        row = _one_device(vault.sync_status(), args.device)
+        st = vault.sync_name_successor(row.device_id).value
+    finally:
+        vault.lock()
+    print(printable(device_words.founder_line(st)))
+    return 0
+
+
+def cmd_sync_take_over(args: argparse.Namespace) -> int:
+    from app.sync import device_words
+    vault = open_vault(args, load_model=False)
+    try:
+        st = vault.sync_status()
+        if not st.set_up:
+            raise ValidationError("This device does not sync yet.")
+        if st.founder:
+            raise ValidationError("This device is the founder already.")
+        if not st.successor:
+            from app.sync.devices import NotSuccessor
+            raise NotSuccessor()
+        print(printable(device_words.take_over_consequence(st)))
+        if not args.yes:
+            if not sys.stdin.isatty():
+                print("kept: not confirmed (no terminal): nothing was changed. Run again with "
+                      "--yes to take over.", file=sys.stderr)
+                return 3
+            if input("Type 'take over' to become the founder: ").strip().lower() != \
+                    "take over":
+                print("Cancelled; nothing was changed.")
+                return 3
+        st = vault.sync_take_over().value
+    finally:
+        vault.lock()
+    print(printable("This device is the founder now. " + device_words.founder_line(st)))
+    return 0
+
+
 def cmd_sync_revoke(args: argparse.Namespace) -> int:
     from app.sync import device_words
     vault = open_vault(args, load_model=False)
     try:
         st = vault.sync_status()
-        want = args.device.strip()
-        found = [d for d in st.devices if d.name == want or d.device_id == want
-                 or (len(want) >= 8 and d.device_id.startswith(want.lower()))]
-        if len(found) != 1:
-            names = ", ".join(d.name for d in st.devices if not d.this_device) or "none"
-            raise ValidationError(("Two devices match" if found else "No device matches")
-                                  + f" {want!r}. The others: {names} (use the id from "
-                                  "kept sync status --json).")
-        row = found[0]
+        row = _one_device(st, args.device)
         print(printable(device_words.revoke_consequence(row.name)))
         if not args.yes:
             if not sys.stdin.isatty():

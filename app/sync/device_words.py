@@ -13,7 +13,9 @@ FOLDER_MISSING = "Sync folder missing"
 def role(row: SyncDeviceRow) -> str:
     """"this device, set sync up", "removed"... ("" for a plain other device)."""
     parts = (["this device"] if row.this_device else []) + \
-        (["set sync up"] if row.founder else []) + (["removed"] if row.revoked else [])
+        (["founder"] if row.founder else []) + \
+        (["successor"] if row.successor and not row.revoked else []) + \
+        (["removed"] if row.revoked else [])
     return ", ".join(parts)
 
 
@@ -59,6 +61,27 @@ def revoke_consequence(name: str) -> str:
             f"cannot read what is written after. What {name} already received stays on it "
             "(in its own vault, behind its own password). This cannot be undone; to use it "
             "again, pair it as a new device.")
+
+
+def founder_line(status: SyncStatus) -> str:
+    """Who signs who belongs, and who takes over: "The founder is laptop (pairs and removes
+    devices); if it is lost, desktop can take over."."""
+    founder = next((d.name for d in status.devices if d.founder), "")
+    heir = next((d.name for d in status.devices if d.successor and not d.revoked), "")
+    said = f"The founder is {founder} (it pairs and removes devices)" if founder else \
+        "No founder known"
+    if heir:
+        return f"{said}; if it is lost, {heir} can take over."
+    return said + "; no successor is named yet (pair a second device, or name one)."
+
+
+def take_over_consequence(status: SyncStatus) -> str:
+    """What taking over does, said before the person confirms."""
+    founder = next((d.name for d in status.devices if d.founder), "the founder")
+    return (f"Take over from {founder}? Do this only if {founder} is lost for good. This "
+            f"device becomes the founder: {founder} is removed (every device refuses what it "
+            "writes from now on and it never gets a new key), the others change to a new key, "
+            "and new devices pair through this one. This cannot be undone.")
 
 
 def ago(seconds: float) -> str:

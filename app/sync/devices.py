@@ -46,6 +46,7 @@ from app.sync.keys import (
 )
 from app.sync.pairing import Code, Inviter, Joiner, PairingFailed, WrongCode
 from app.sync.segments import Cursor
+from app.sync.succession import appoint_first
 from app.validation import check_string
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,15 @@ class SyncNotSetUp(AppError):
 
 
 class NotFounder(AppError):
-    user_message = ("Only the device that set sync up can pair or remove devices: it alone "
-                    "signs who belongs.")
+    user_message = ("Only the founder (the device that set sync up, or the one that took "
+                    "over from it) can pair, remove or name devices: it alone signs who "
+                    "belongs. Settings > Devices says which device it is.")
+    exit_code = 2
+
+
+class NotSuccessor(AppError):
+    user_message = ("Only the device the founder named as its successor can take over. "
+                    "The founder names it in Settings > Devices.")
     exit_code = 2
 
 
@@ -81,6 +89,12 @@ class KeyRows(Protocol):
                       now: float) -> None: ...
     def epoch_keys(self, conn: ports.Connection) -> dict[int, bytes]: ...
     def cursors(self, conn: ports.Connection) -> dict[str, tuple[int, bytes]]: ...
+    def put_takeover(self, conn: ports.Connection, generation: int, record: bytes,
+                     now: float) -> None: ...
+    def takeovers(self, conn: ports.Connection) -> list[bytes]: ...
+    def put_successor(self, conn: ports.Connection, generation: int, version: int,
+                      record: bytes) -> bool: ...
+    def successor(self, conn: ports.Connection) -> bytes | None: ...
 
 
 def check_device_name(name: str) -> str:
@@ -115,7 +129,9 @@ class SyncDevices:
     def _trust(self, vault_id: str, founder_key: bytes) -> Trust:
         certs = self._db.read(self._keys.devices)
         return load_trust(vault_id, founder_key, [c for _d, c, _s in certs],
-                          self._db.read(self._keys.revocations))
+                          self._db.read(self._keys.revocations),
+                          self._db.read(self._keys.takeovers),
+                          self._db.read(self._keys.successor))
 
     def _folder_path(self) -> Path:
         text = self._folder()
@@ -131,6 +147,7 @@ class SyncDevices:
         vault_id, device_id, _secret, _name, founder_key = me
         folder = Path(self._folder())
         trust = self._trust(vault_id, founder_key)
+        heir = trust.successor.device_id if trust.successor is not None else ""
         cursors = self._db.read(self._keys.cursors)
         found = _holds_root(folder, vault_id)
         rows = []
@@ -143,10 +160,12 @@ class SyncDevices:
             rows.append(SyncDeviceRow(
                 cert.device_id, cert.name, mine, cert.device_id == trust.founder_id,
                 trust.revocations.of(cert.device_id) is not None,
-                _last_seen(folder, cert.device_id) if found else None, waiting))
+                _last_seen(folder, cert.device_id) if found else None, waiting,
+                heir == cert.device_id))
         rows.sort(key=lambda r: (not r.this_device, r.revoked, r.name.casefold(), r.device_id))
         return SyncStatus(True, str(folder), found, vault_id, device_id,
-                          device_id == trust.founder_id, tuple(rows), self._pairing_words())
+                          device_id == trust.founder_id, tuple(rows), self._pairing_words(),
+                          heir == device_id)
 
     def _pairing_words(self) -> str:
         inv, join = self._inviter, self._joiner
@@ -186,7 +205,7 @@ class SyncDevices:
     # --- pairing ------------------------------------------------------------------------
     def invite(self) -> PairInvite:
         vault_id, me, _name, founder_key = self._me()
-        if me.device_id != device_id_of(founder_key):
+        if me.device_id != self._trust(vault_id, founder_key).founder_id:
             raise NotFounder()
         folder = self._folder_path()
         if not _holds_root(folder, vault_id):
@@ -262,6 +281,13 @@ class SyncDevices:
                 pass  # sealed for this device once already (a retried admit)
         self._db.write_sync(lambda c: self._keys.put_device(c, cert.device_id, cert.to_bytes(),
                                                             now))
+        # The first other device to join is named the founder's successor (changeable):
+        # without one, losing this device would leave nobody to pair, rotate or revoke.
+        trust = self._trust(vault_id, founder_key)
+        try:
+            appoint_first(self._db, self._keys, self._folder_path(), me, trust, now)
+        except (SyncRefused, AlreadyWritten, OSError) as e:
+            log.warning("sync: no successor named (%s)", type(e).__name__)
         log.info("sync: device %s paired", cert.device_id[:8])
         return cert
 
@@ -280,17 +306,22 @@ class SyncDevices:
             return PairStep("waiting", "Waiting for the device that set sync up to answer "
                             "(keep Kept open there).")
         trust = Trust(welcome.root.vault_id, welcome.root.founder_key)
-        trust.add_certificate(welcome.certificate)
         reader = FolderReader(joiner.folder, joiner.secret.device_id, trust, {}, {})
-        reader.load_trust()
+        reader.load_trust()  # the founders' chain first: the welcome is the current founder's
+        trust.add_certificate(welcome.certificate)
         keys = reader.sealed_for(joiner.secret)
         now = self._now()
         revs = trust.revocations
+        heir = trust.successor
 
         def run(conn: ports.Connection) -> None:
             self._keys.put_self(conn, welcome.root.vault_id, joiner.secret.device_id,
                                 joiner.secret.to_bytes(), joiner.name, welcome.root.founder_key,
                                 now)
+            for t in trust.takeovers:
+                self._keys.put_takeover(conn, t.generation, t.to_bytes(), now)
+            if heir is not None:
+                self._keys.put_successor(conn, heir.generation, heir.version, heir.to_bytes())
             for cert in trust.devices():
                 self._keys.put_device(conn, cert.device_id, cert.to_bytes(), now)
             if revs.version > 0:
@@ -313,9 +344,9 @@ class SyncDevices:
     # --- revoke -------------------------------------------------------------------------
     def revoke(self, device_id: str) -> SyncStatus:
         vault_id, me, _name, founder_key = self._me()
-        if me.device_id != device_id_of(founder_key):
-            raise NotFounder()
         trust = self._trust(vault_id, founder_key)
+        if me.device_id != trust.founder_id:
+            raise NotFounder()
         if device_id == me.device_id:
             raise ValidationError("This device set sync up and cannot remove itself.")
         try:
@@ -330,8 +361,51 @@ class SyncDevices:
         from app.sync.engine import rotate_without
         rotation = rotate_without(self._db, self._folder_path(), device_id, last_seq,
                                   self._now)
+        # The successor removed: name another, so losing this device still leaves one.
+        try:
+            appoint_first(self._db, self._keys, self._folder_path(), me,
+                          self._trust(vault_id, founder_key), self._now())
+        except (SyncRefused, AlreadyWritten, OSError) as e:
+            log.warning("sync: no successor named (%s)", type(e).__name__)
         log.info("sync: device %s revoked after seq %d; epoch %d", device_id[:8], last_seq,
                  rotation.epoch)
+        return self.status()
+
+
+    # --- succession (docs/sync.md#a-successor-founder) --------------------------------
+    def name_successor(self, device_id: str) -> SyncStatus:
+        """The founder names another device to take over if this one is lost."""
+        vault_id, me, _name, founder_key = self._me()
+        trust = self._trust(vault_id, founder_key)
+        if me.device_id != trust.founder_id:
+            raise NotFounder()
+        if device_id == me.device_id:
+            raise ValidationError("This device is the founder; name another device.")
+        try:
+            trust.certificate(device_id)
+        except SyncRefused:
+            raise ValidationError("No device with that id syncs with this vault.") from None
+        if trust.revocations.of(device_id) is not None:
+            raise ValidationError("That device was removed; name another.")
+        from app.sync.succession import appoint
+        appoint(self._db, self._keys, self._folder_path(), me, trust, device_id, self._now())
+        log.info("sync: successor named: %s", device_id[:8])
+        return self.status()
+
+    def take_over(self) -> SyncStatus:
+        """This device, the named successor, becomes the founder: the lost founder is
+        removed, a new key goes to the others, and pairing and removing work from here."""
+        vault_id, me, _name, founder_key = self._me()
+        folder = self._folder_path()
+        trust = self._trust(vault_id, founder_key)
+        FolderReader(folder, me.device_id, trust, {}, {}).load_trust()  # the newest word
+        if me.device_id == trust.founder_id:
+            raise ValidationError("This device is the founder already.")
+        if trust.successor is None or trust.successor.device_id != me.device_id:
+            raise ValidationError(NotSuccessor.user_message)
+        from app.sync.engine import take_over_without
+        rotation = take_over_without(self._db, folder, self._now)
+        log.info("sync: took over as founder; epoch %d", rotation.epoch)
         return self.status()
 
 
@@ -359,13 +433,14 @@ def _names(path: Path) -> list[str]:
 
 
 def _certified(folder: Path) -> int:
-    """How many certificates the folder's founder has published (to name a new device)."""
+    """How many devices the folder's founders have certified (to name a new device)."""
     try:
-        founder = device_id_of(read_root((folder / f"{ROOT_PREFIX}{FORMAT}").read_bytes())
-                               .founder_key)
+        root = read_root((folder / f"{ROOT_PREFIX}{FORMAT}").read_bytes())
     except (OSError, SyncRefused):
         return 0
-    return sum(1 for n in _names(folder / FORMAT / "certs" / founder) if _STRICT.match(n))
+    trust = Trust(root.vault_id, root.founder_key)
+    FolderReader(folder, "0" * 32, trust, {}, {}).load_trust()
+    return len(trust.devices())
 
 
 def _last_seen(folder: Path, device_id: str) -> float | None:

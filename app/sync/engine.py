@@ -121,7 +121,9 @@ class SyncEngine:
             raise SyncRefused("this device's stored identity does not match its key")
         self.me = device_id
         self.trust = load_trust(vault_id, founder_key, self.db.read(rows.certificates),
-                                self.db.read(rows.revocations))
+                                self.db.read(rows.revocations),
+                                self.db.read(self.key_rows.takeovers),
+                                self.db.read(self.key_rows.successor))
         # One dict for the engine, its reader and its writer: refilled in place when keys
         # come and go (``_reload_keys``).
         self.keys: dict[int, bytes] = self.db.read(rows.epoch_keys)
@@ -143,7 +145,7 @@ class SyncEngine:
         self._questions = True
         self._named = False          # memories saved before the journal was on: once a start
         self._snapshot_now = False   # the founder named some: its next rotation is now
-        self._trust_names: tuple[tuple[str, ...], ...] | None = None  # the folder's, last read
+        self._trust_names: tuple[object, ...] | None = None  # the folder's, last read
 
     # --- the round ------------------------------------------------------------------------
     def tick(self) -> TickReport:
@@ -189,6 +191,25 @@ class SyncEngine:
         self._reload_keys()
         return rotation
 
+    def take_over(self) -> Rotation:
+        """This device, the named successor, becomes the founder (``succession.take_over``
+        over this engine's op set): the lost founder revoked after the last of its segments
+        applied here, a new key for the others, and its own successor named."""
+        from app.sync import succession
+        self._refresh_trust()
+        rotation = succession.take_over(self.db, self.key_rows, self.keeper, self.folder,
+                                        self.replica.ops(), self._covers(), self._now)
+        self._trust_names = None
+        self._reload_keys()
+        return rotation
+
+    def appoint(self, device_id: str) -> None:
+        """The founder names ``device_id`` its successor (``succession.appoint``)."""
+        from app.sync import succession
+        succession.appoint(self.db, self.key_rows, self.folder, self.device, self.trust,
+                           device_id, self._now())
+        self._trust_names = None
+
     # --- steps ----------------------------------------------------------------------------
     def _now(self) -> float:
         return self.side.clock.now()
@@ -211,31 +232,45 @@ class SyncEngine:
         return {**self.reader.cursors, self.me: self.writer.cursor}
 
     def _refresh_trust(self) -> None:
-        """Certificates and revocations as the founder published them in the folder (pairing
-        and revoking write there before the vault), verified and added to this engine's
-        trust; what is new here is kept in the vault. Read again only when the names in
-        those two folders changed (this runs every tick)."""
+        """The founders' chain, certificates and revocations as the founders published them
+        in the folder (pairing, revoking and a takeover write there before the vault),
+        verified and added to this engine's trust; what is new here is kept in the vault.
+        Read again only when the names in those folders changed (this runs every tick)."""
         base = self.folder / FORMAT
         founder = self.trust.founder_id
-        names = (_listing(base / "certs" / founder), _listing(base / "revoked" / founder))
+        names: tuple[object, ...] = (_listing(base / "certs" / founder), _listing(base / "revoked" / founder),
+                 _listing(base / "successor" / founder),
+                 tuple(_listing(base / "founders" / d) for d in _listing(base / "founders")))
         if names == self._trust_names:
             return
+        held = len(self.trust.takeovers)
         self.reader.load_trust()
-        self._trust_names = names
+        if self.trust.founder_id != founder:
+            self._trust_names = None  # a takeover: the new founder's folders next tick
+        else:
+            self._trust_names = names
         known = {d for d, _c, _s in self.db.read(self.key_rows.devices)}
         new = [c for c in self.trust.devices() if c.device_id not in known]
         revs = self.trust.revocations
         stored = self.db.read(self.rows.revocations)
         stored_version = 0 if stored is None else Revocations.from_bytes(stored).version
-        if not new and revs.version <= stored_version:
+        chain = self.trust.takeovers[held:]
+        heir = self.trust.successor
+        if (not new and revs.version <= stored_version and not chain
+                and (heir is None or heir.to_bytes() == self.db.read(self.key_rows.successor))):
             return
         now = self._now()
 
         def run(conn: ports.Connection) -> None:
+            for t in chain:
+                self.key_rows.put_takeover(conn, t.generation, t.to_bytes(), now)
             for c in new:
                 self.key_rows.put_device(conn, c.device_id, c.to_bytes(), now)
             if revs.version > stored_version:
                 self.key_rows.put_revocations(conn, revs.version, revs.to_bytes())
+            if heir is not None:
+                self.key_rows.put_successor(conn, heir.generation, heir.version,
+                                            heir.to_bytes())
         self.db.write_sync(run)
 
     def _adopt(self) -> None:
@@ -454,7 +489,11 @@ class SyncEngine:
         # A revoked device the newest key was sealed for (revoked after that rotation, or a
         # rotation by a stale view of the list): rotate at once, sealed for the others only.
         tainted = bool(self.keys) and max(self.keys) in self.keeper.sealed_for_revoked()
-        if (tainted or self._snapshot_now
+        # A founder by takeover whose newest key is its predecessor's (the takeover's own
+        # rotation was cut short): rotate at once, so the lost founder's keys open nothing new.
+        inherited = (self.trust.generation > 0 and bool(self.keys)
+                     and self.db.read(self.epoch_rows.rotated_epoch) != max(self.keys))
+        if (tainted or inherited or self._snapshot_now
                 or self.keeper.due(sum(c.last_seq for c in covers.values()))):
             rotation = self.keeper.rotate(self.replica.ops(), covers)
             self._snapshot_now = False
@@ -488,9 +527,38 @@ def rotate_without(db: ports.Database, folder: Path, device_id: str, after_seq: 
     if ident is None:
         raise SyncRefused("this vault has no sync device identity yet (pair it first)")
     vault_id, _device, secret, _name, founder_key = ident
+    key_rows = bootstrap.sync_key_rows()
     trust: Trust = load_trust(vault_id, founder_key, db.read(rows.certificates),
-                              db.read(rows.revocations))
+                              db.read(rows.revocations), db.read(key_rows.takeovers),
+                              db.read(key_rows.successor))
     keeper = EpochKeeper(db, epoch_rows, folder, DeviceSecret.from_bytes(secret), trust, clock)
     ops = parse_ops(db.read(rows.kept_ops))
     covers = {d: Cursor(d, s, h) for d, (s, h) in db.read(rows.cursors).items()}
     return keeper.revoke(device_id, after_seq, ops, covers)
+
+
+def take_over_without(db: ports.Database, folder: Path, clock: Callable[[], float], *,
+                      rows: ApplyRows | None = None,
+                      epoch_rows: EpochRows | None = None) -> Rotation:
+    """This device, the named successor, becomes the founder (``succession.take_over``) from
+    what its vault holds: every op merged here and how far it applied each log. For
+    ``SyncDevices.take_over``, which has no engine; an engine running meanwhile reads the
+    takeover from the folder at its next tick."""
+    from app import bootstrap
+    from app.sync import succession
+    rows = rows if rows is not None else bootstrap.sync_apply_rows()
+    epoch_rows = epoch_rows if epoch_rows is not None else bootstrap.sync_epoch_rows()
+    key_rows = bootstrap.sync_key_rows()
+    ident = db.read(rows.identity)
+    if ident is None:
+        raise SyncRefused("this vault has no sync device identity yet (pair it first)")
+    vault_id, _device, secret, _name, founder_key = ident
+    me = DeviceSecret.from_bytes(secret)
+    trust: Trust = load_trust(vault_id, founder_key, db.read(rows.certificates),
+                              db.read(rows.revocations), db.read(key_rows.takeovers),
+                              db.read(key_rows.successor))
+    FolderReader(folder, me.device_id, trust, {}, {}).load_trust()
+    keeper = EpochKeeper(db, epoch_rows, folder, me, trust, clock)
+    ops = parse_ops(db.read(rows.kept_ops))
+    covers = {d: Cursor(d, s, h) for d, (s, h) in db.read(rows.cursors).items()}
+    return succession.take_over(db, key_rows, keeper, folder, ops, covers, clock)

@@ -11,9 +11,11 @@ Layout (docs/sync.md#the-folder)::
     v1/certs/<founder>/<device> certificates the founder issued
     v1/revoked/<founder>/<version>  revocation lists (a new version is a new file)
     v1/keys/<sender>/<epoch>-<recipient>  epoch keys sealed for one device
+    v1/successor/<founder>/<version>  the founder's successor (a new version is a new file)
+    v1/founders/<device>/<generation>  a successor's takeover (the founder from then on)
 
 Rules every writer keeps: a device writes only under its own id (the founder also under
-certs/ and revoked/); a file is written once under a temporary name, fsynced, linked or renamed
+certs/, revoked/ and successor/, a successor under founders/, each under its own id); a file is written once under a temporary name, fsynced, linked or renamed
 to its final name (never over an existing file), and the directory fsynced; nothing is
 rewritten or deleted by the format (old epochs go when their key is destroyed, not by deleting
 files). A newer format writes ``kept-sync-root.v2`` and a ``v2/`` subtree beside ``v1/``
@@ -44,7 +46,9 @@ from app.sync.keys import (
     Revocations,
     SealedKey,
     SignedRecord,
+    Successor,
     SyncRefused,
+    Takeover,
     Trust,
     canonical,
     device_id_of,
@@ -268,6 +272,16 @@ class FolderWriter:
         write_once(path, revs.to_bytes())
         return path
 
+    def publish_successor(self, rec: Successor) -> Path:
+        path = self._mine("successor") / f"{rec.version:0{EPOCH_DIGITS}d}"
+        write_once(path, rec.to_bytes())
+        return path
+
+    def publish_takeover(self, rec: Takeover) -> Path:
+        path = self._mine("founders") / f"{rec.generation:0{EPOCH_DIGITS}d}"
+        write_once(path, rec.to_bytes())
+        return path
+
     def publish_sealed(self, sealed: SealedKey) -> Path:
         path = self._mine("keys") / f"{sealed.epoch:0{EPOCH_DIGITS}d}-{sealed.recipient}"
         write_once(path, sealed.to_bytes())
@@ -461,8 +475,18 @@ class FolderReader:
 
     # --- what the founder and the key holders published --------------------------------
     def load_trust(self) -> list[Finding]:
-        """Verify and add every certificate and the newest revocation list in the folder."""
+        """Verify and add the founders' chain (successor and takeover records, one
+        generation at a time), then every certificate and the newest revocation list of the
+        current founder in the folder."""
         scan = Scan()
+        while self._next_founder(scan):
+            pass
+        for former, device in self.trust.carried():  # certified before a takeover
+            try:
+                self.trust.add_certificate(Certificate.from_bytes(
+                    (self.base / "certs" / former / device).read_bytes()))
+            except (SyncRefused, OSError):
+                continue  # another former founder's, or not here yet
         founder = self.trust.founder_id
         for name in self._names(self.base / "certs" / founder, _DEVICE, scan):
             try:
@@ -477,6 +501,39 @@ class FolderReader:
             except SyncRefused as e:
                 scan.findings.append(Finding("unreadable", founder, 0, e.reason))
         return scan.findings
+
+    def _next_founder(self, scan: Scan) -> bool:
+        """Read the current founder's successor records, then take the next generation's
+        takeover if one in the folder verifies (``Trust.accept_takeover``); True if taken."""
+        trust, founder = self.trust, self.trust.founder_id
+        for name in self._names(self.base / "successor" / founder, _VERSION, scan):
+            try:
+                trust.set_successor(Successor.from_bytes(
+                    (self.base / "successor" / founder / name).read_bytes()))
+            except SyncRefused as e:
+                scan.findings.append(Finding("unreadable", founder, 0, e.reason))
+            except OSError:
+                continue
+        gen = f"{trust.generation + 1:0{EPOCH_DIGITS}d}"
+        named = trust.successor.device_id if trust.successor is not None else None
+        devices = sorted(self._names(self.base / "founders", _DEVICE, scan),
+                         key=lambda d: d != named)  # the named successor's first
+        for device in devices:
+            path = self.base / "founders" / device / gen
+            try:
+                rec = Takeover.from_bytes(path.read_bytes())
+                if rec.founder != device:
+                    raise SyncRefused("takeover under another device's name")
+                trust.accept_takeover(rec)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                continue
+            except SyncRefused as e:
+                scan.findings.append(Finding("unreadable", device, 0, e.reason))
+                continue
+            return True
+        return False
 
     def sealed_for(self, me: DeviceSecret) -> dict[int, EpochKey]:
         """Every epoch key sealed for this device that opens and comes from a certified,

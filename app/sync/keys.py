@@ -8,6 +8,13 @@ Who trusts whom:
 - The vault's **founding device** (the one that turned sync on) signs a ``Certificate`` for
   every device (its own included) and the ``Revocations`` list. Every device holds the
   founder's public key from pairing; a certificate or list signed by anyone else is refused.
+- **Succession** (docs/sync.md#a-successor-founder): the founder names a successor in a signed
+  ``Successor`` record (one device, a version that only grows); the named device may later
+  take over with a ``Takeover`` record it signs itself, carrying that delegation. A device
+  accepts a founder change only when the delegation verifies under the key of the founder it
+  trusts now (one generation at a time), is the newest delegation it holds, and names a
+  device not revoked; after it, only the new founder's certificates, lists and keys count
+  (the former founders' certificates only those the takeover carries over).
 - An **epoch key** is 32 random bytes, numbered. The device that makes one seals it for each
   certified, not revoked device: X25519 between a fresh ephemeral key and the recipient's key,
   HKDF-SHA256 (salt: both public keys; info: vault, epoch, recipient) gives a one-use key, and
@@ -258,27 +265,164 @@ def sign_revocations(founder: DeviceSecret, vault_id: str, version: int,
                        founder.sign(canonical(unsigned.body())))
 
 
+def _cert_digest(cert: Certificate) -> str:
+    return hashlib.sha256(cert.to_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Successor(SignedRecord):
+    """The founder's word that ``device_id`` (with this signing key) may take over as founder
+    if the founder is lost. ``generation`` is the signer's place in the founders' chain (0:
+    the root's founder); ``version`` only grows per generation: a newer record names another
+    successor and voids the older ones. File ``<format>/successor/<founder>/<version>``."""
+
+    vault_id: str
+    generation: int
+    version: int
+    founder: str
+    device_id: str
+    sign_public: bytes
+    issued_at: int
+    signature: bytes = field(repr=False)
+
+    def body(self) -> dict[str, Any]:
+        return {"kind": "kept-sync.successor", "vault": self.vault_id,
+                "generation": self.generation, "version": self.version,
+                "founder": self.founder, "device": self.device_id,
+                "sign": self.sign_public.hex(), "issued_at": self.issued_at}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Successor:
+        try:
+            if d.get("kind") != "kept-sync.successor" or set(d) != {
+                    "kind", "vault", "generation", "version", "founder", "device", "sign",
+                    "issued_at", "sig"}:
+                raise SyncRefused("bad successor record")
+            if any(type(d[k]) is not int for k in ("generation", "version", "issued_at")):
+                raise SyncRefused("bad successor record")
+            rec = cls(_hex_id(d["vault"], VAULT_ID_BYTES, "successor record"), d["generation"],
+                      d["version"], _hex_id(d["founder"], DEVICE_ID_BYTES, "successor record"),
+                      _hex_id(d["device"], DEVICE_ID_BYTES, "successor record"),
+                      bytes.fromhex(d["sign"]), d["issued_at"], bytes.fromhex(d["sig"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise SyncRefused("bad successor record") from None
+        if len(rec.sign_public) != 32 or device_id_of(rec.sign_public) != rec.device_id:
+            raise SyncRefused("bad successor record")
+        return rec
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Successor:
+        return cls.from_dict(_json_object(raw, "bad successor record"))
+
+
+def name_successor(founder: DeviceSecret, vault_id: str, generation: int, version: int,
+                   cert: Certificate, issued_at: int) -> Successor:
+    unsigned = Successor(vault_id, generation, version, founder.device_id, cert.device_id,
+                         cert.sign_public, issued_at, b"")
+    return Successor(**{**unsigned.__dict__,
+                        "signature": founder.sign(canonical(unsigned.body()))})
+
+
+@dataclass(frozen=True)
+class Takeover(SignedRecord):
+    """The successor's record that it is the founder from ``generation`` on, signed by itself
+    and carrying the delegation (``successor``) its predecessor signed; with it the new
+    founder's first revocation list (the lost founder revoked) and the digests of the
+    certificates it carries over. File ``<format>/founders/<device>/<generation>``: a new file
+    for each change; the root file is never rewritten."""
+
+    vault_id: str
+    generation: int
+    previous: str
+    successor: Successor
+    carried: tuple[tuple[str, str], ...]  # (device id, SHA-256 of its certificate), sorted
+    revocations: Revocations
+    issued_at: int
+    signature: bytes = field(repr=False)
+
+    @property
+    def founder(self) -> str:
+        return self.successor.device_id
+
+    def body(self) -> dict[str, Any]:
+        return {"kind": "kept-sync.takeover", "vault": self.vault_id,
+                "generation": self.generation, "previous": self.previous,
+                "successor": {**self.successor.body(), "sig": self.successor.signature.hex()},
+                "carried": [list(c) for c in self.carried],
+                "revocations": {**self.revocations.body(),
+                                "sig": self.revocations.signature.hex()},
+                "issued_at": self.issued_at}
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Takeover:
+        d = _json_object(raw, "bad takeover record")
+        try:
+            if d.get("kind") != "kept-sync.takeover" or set(d) != {
+                    "kind", "vault", "generation", "previous", "successor", "carried",
+                    "revocations", "issued_at", "sig"}:
+                raise SyncRefused("bad takeover record")
+            if type(d["generation"]) is not int or type(d["issued_at"]) is not int:
+                raise SyncRefused("bad takeover record")
+            carried = tuple(sorted((_hex_id(a, DEVICE_ID_BYTES, "takeover record"),
+                                    _hex_id(b, 32, "takeover record")) for a, b in d["carried"]))
+            revs = Revocations.from_bytes(canonical(d["revocations"]))
+            return cls(_hex_id(d["vault"], VAULT_ID_BYTES, "takeover record"), d["generation"],
+                       _hex_id(d["previous"], DEVICE_ID_BYTES, "takeover record"),
+                       Successor.from_dict(d["successor"]), carried, revs, d["issued_at"],
+                       bytes.fromhex(d["sig"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise SyncRefused("bad takeover record") from None
+
+
+def take_over_record(me: DeviceSecret, delegation: Successor, certificates: Iterable[Certificate],
+              revocations: Revocations, lost_after_seq: int, issued_at: int) -> Takeover:
+    """This device's takeover record (it must be the delegation's successor): the previous
+    founder revoked (its segments after ``lost_after_seq`` refused) in a list one version up,
+    every certificate held carried over."""
+    if delegation.device_id != me.device_id:
+        raise SyncRefused("the delegation names another device")
+    revs = sign_revocations(me, delegation.vault_id, revocations.version + 1,
+                            [*(r for r in revocations.revoked if r.device_id != delegation.founder),
+                             Revocation(delegation.founder, issued_at, lost_after_seq)])
+    carried = tuple(sorted((c.device_id, _cert_digest(c)) for c in certificates))
+    unsigned = Takeover(delegation.vault_id, delegation.generation + 1, delegation.founder,
+                        delegation, carried, revs, issued_at, b"")
+    return Takeover(**{**unsigned.__dict__, "signature": me.sign(canonical(unsigned.body()))})
+
+
 class Trust:
-    """What this device accepts: the founder's key (from pairing), the certificates it has
-    verified, and the newest revocation list. Nothing enters without the founder's signature."""
+    """What this device accepts: the founder's key (from pairing, then each takeover it
+    verified), the certificates it has verified, the newest revocation list, and the newest
+    successor the current founder named. Nothing enters without the current founder's
+    signature (a takeover: the signature of the founder it replaces, on the delegation)."""
 
     def __init__(self, vault_id: str, founder_sign_public: bytes) -> None:
         self.vault_id = vault_id
         self.founder_sign_public = founder_sign_public
         self.founder_id = device_id_of(founder_sign_public)
+        self.generation = 0
+        self.successor: Successor | None = None
+        self.takeovers: list[Takeover] = []
+        self._former: dict[str, bytes] = {}       # former founders' keys, by device id
+        self._carried: dict[str, str] | None = None  # the latest takeover's certificates
         self._certs: dict[str, Certificate] = {}
         self.revocations = Revocations(vault_id, 0, (), b"")
 
     def add_certificate(self, cert: Certificate) -> Certificate:
-        """Verify and keep ``cert``; raises ``SyncRefused`` for anything not the founder's."""
+        """Verify and keep ``cert``; raises ``SyncRefused`` for anything not the founder's
+        (a former founder's only if the latest takeover carried it over, byte for byte)."""
         if cert.vault_id != self.vault_id:
             raise SyncRefused("certificate of another vault")
-        if cert.issuer != self.founder_id:
-            raise SyncRefused("certificate not issued by the founder")
         if device_id_of(cert.sign_public) != cert.device_id:
             raise SyncRefused("certificate device id does not match its key")
-        verify_signature(self.founder_sign_public, cert.signature, canonical(cert.body()),
-                "certificate signature")
+        if cert.issuer == self.founder_id:
+            key = self.founder_sign_public
+        elif (cert.issuer in self._former and self._carried is not None
+              and self._carried.get(cert.device_id) == _cert_digest(cert)):
+            key = self._former[cert.issuer]
+        else:
+            raise SyncRefused("certificate not issued by the founder")
+        verify_signature(key, cert.signature, canonical(cert.body()), "certificate signature")
         self._certs[cert.device_id] = cert
         return cert
 
@@ -292,6 +436,78 @@ class Trust:
             return False
         self.revocations = revs
         return True
+
+    def set_successor(self, rec: Successor) -> bool:
+        """Keep ``rec`` if the current founder signed it for this generation and it is newer
+        than the one held; True if kept."""
+        if rec.vault_id != self.vault_id:
+            raise SyncRefused("successor record of another vault")
+        if rec.founder != self.founder_id or rec.generation != self.generation:
+            raise SyncRefused("successor record not the current founder's")
+        verify_signature(self.founder_sign_public, rec.signature, canonical(rec.body()),
+                         "successor signature")
+        if self.successor is not None and rec.version <= self.successor.version:
+            return False
+        self.successor = rec
+        return True
+
+    def accept_takeover(self, rec: Takeover, *, stored: bool = False) -> None:
+        """Make ``rec``'s device the founder, or raise ``SyncRefused``. Accepted only when:
+        it is the next generation; the delegation inside is the current founder's (its key,
+        this generation) and not older than the newest delegation held; it names a device
+        not revoked here; the record and its revocation list are signed by that device; and
+        the list revokes the previous founder and keeps every revocation held. ``stored``: a
+        record this device verified before (from the vault), checked again for signatures
+        only, since the list and delegation it held then have been replaced since."""
+        d = rec.successor
+        if rec.vault_id != self.vault_id or d.vault_id != self.vault_id:
+            raise SyncRefused("takeover of another vault")
+        if rec.generation != self.generation + 1 or d.generation != self.generation:
+            raise SyncRefused("takeover not of the next generation")
+        if rec.previous != self.founder_id or d.founder != self.founder_id:
+            raise SyncRefused("takeover not delegated by the current founder")
+        verify_signature(self.founder_sign_public, d.signature, canonical(d.body()),
+                         "successor signature")
+        verify_signature(d.sign_public, rec.signature, canonical(rec.body()),
+                         "takeover signature")
+        revs = rec.revocations
+        verify_signature(d.sign_public, revs.signature, canonical(revs.body()),
+                         "revocations signature")
+        if revs.vault_id != self.vault_id or revs.of(self.founder_id) is None:
+            raise SyncRefused("takeover does not revoke the previous founder")
+        if revs.of(d.device_id) is not None:
+            raise SyncRefused("takeover by a revoked device")
+        if not stored:
+            if self.successor is not None and d.version < self.successor.version:
+                raise SyncRefused("takeover under a replaced delegation")
+            if self.revocations.of(d.device_id) is not None:
+                raise SyncRefused("takeover by a revoked device")
+            if revs.version <= self.revocations.version or any(
+                    revs.of(r.device_id) is None for r in self.revocations.revoked):
+                raise SyncRefused("takeover drops a revocation")
+        self._former[self.founder_id] = self.founder_sign_public
+        self.founder_sign_public, self.founder_id = d.sign_public, d.device_id
+        self.generation = rec.generation
+        self.successor = None
+        self.takeovers.append(rec)
+        self._carried = dict(rec.carried)
+        self._certs = {k: c for k, c in self._certs.items()
+                       if self._carried.get(k) == _cert_digest(c) or c.issuer == d.device_id}
+        self.revocations = revs
+
+    def dropped(self, cert: Certificate) -> bool:
+        """Whether ``cert`` is a former founder's for a device the latest takeover did not
+        carry over (kept in a vault from before; no longer trusted, not an error)."""
+        return (self._carried is not None and cert.issuer in self._former
+                and cert.device_id not in self._carried)
+
+    def carried(self) -> list[tuple[str, str]]:
+        """(former founder, device id) of each certificate the latest takeover carried over
+        and this trust does not hold yet: where to find it in the folder."""
+        if self._carried is None:
+            return []
+        return [(f, d) for f in sorted(self._former) for d in sorted(self._carried)
+                if d not in self._certs]
 
     def certificate(self, device_id: str) -> Certificate:
         cert = self._certs.get(device_id)
@@ -401,12 +617,25 @@ def open_sealed(sealed: SealedKey, me: DeviceSecret, trust: Trust) -> EpochKey:
 
 
 def load_trust(vault_id: str, founder_key: bytes, certificates: Iterable[bytes],
-               revocations: bytes | None) -> Trust:
-    """A ``Trust`` from what the vault stored (``storage/sync_keys.py``): every certificate
-    and the list are verified again, so a row changed behind Kept's back is refused here."""
+               revocations: bytes | None, takeovers: Iterable[bytes] = (),
+               successor: bytes | None = None) -> Trust:
+    """A ``Trust`` from what the vault stored (``storage/sync_keys.py``): the founders'
+    chain from the root's key, every certificate, the list and the successor record are
+    verified again, so a row changed behind Kept's back is refused here."""
     trust = Trust(vault_id, founder_key)
+    for raw in takeovers:  # in generation order
+        trust.accept_takeover(Takeover.from_bytes(raw), stored=True)
     for raw in certificates:
-        trust.add_certificate(Certificate.from_bytes(raw))
+        cert = Certificate.from_bytes(raw)
+        if trust.dropped(cert):
+            continue  # a former founder's that the takeover did not carry: no longer trusted
+        trust.add_certificate(cert)
     if revocations is not None:
-        trust.set_revocations(Revocations.from_bytes(revocations))
+        revs = Revocations.from_bytes(revocations)
+        if revs.version > trust.revocations.version:
+            trust.set_revocations(revs)
+    if successor is not None:
+        rec = Successor.from_bytes(successor)
+        if rec.generation == trust.generation:
+            trust.set_successor(rec)
     return trust

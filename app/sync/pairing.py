@@ -45,11 +45,20 @@ from spake2.spake2 import SPAKEError
 
 from app import policy
 from app.errors import AppError, ValidationError
-from app.sync.folder import FORMAT, ROOT_PREFIX, AlreadyWritten, Root, read_root, write_once
+from app.sync.folder import (
+    FORMAT,
+    ROOT_PREFIX,
+    AlreadyWritten,
+    FolderReader,
+    Root,
+    read_root,
+    write_once,
+)
 from app.sync.keys import (
     Certificate,
     DeviceSecret,
     SyncRefused,
+    Trust,
     canonical,
     device_id_of,
     verify_signature,
@@ -304,7 +313,12 @@ class Joiner:
         self.folder, self.code, self.name = folder, code, name
         self.secret = secret or DeviceSecret.generate()
         self.root = read_folder_root(folder)
-        self.founder_id = device_id_of(self.root.founder_key)
+        # The founder now: the root's, or its successor's after a takeover (the chain in the
+        # folder, each step signed by the founder before it: docs/sync.md#a-successor-founder).
+        self.trust = Trust(self.root.vault_id, self.root.founder_key)
+        FolderReader(folder, self.secret.device_id, self.trust, {}, {}).load_trust()
+        self.founder_key = self.trust.founder_sign_public
+        self.founder_id = device_id_of(self.founder_key)
         self.dir = session_dir(folder, self.founder_id, code.tag)
         self.n = self._current_try(now)
         self._key = self._answer()
@@ -328,10 +342,10 @@ class Joiner:
                 raise SyncRefused("no offer")
             sig = bytes.fromhex(offer.pop("sig"))
             if (offer.get("vault") != self.root.vault_id or offer.get("try") != n
-                    or offer.get("founder") != self.root.founder_key.hex()
+                    or offer.get("founder") != self.founder_key.hex()
                     or offer.get("tag") != self.code.tag):
                 raise SyncRefused("offer of another vault")
-            verify_signature(self.root.founder_key, sig, canonical(offer), "offer signature")
+            verify_signature(self.founder_key, sig, canonical(offer), "offer signature")
             self._offer_pake = offer["pake"]
             expires = int(offer["expires_at"])
             self.expires_at = float(expires)
@@ -344,7 +358,7 @@ class Joiner:
         return n
 
     def _answer(self) -> bytes:
-        id_a, id_b = _ids(self.root.vault_id, self.root.founder_key, self.code.tag, self.n)
+        id_a, id_b = _ids(self.root.vault_id, self.founder_key, self.code.tag, self.n)
         side = SPAKE2_B(self.code.secret.encode(), idA=id_a, idB=id_b)
         message = bytes(side.start()).hex()
         try:
@@ -352,7 +366,7 @@ class Joiner:
         except SyncRefused:
             raise PairingFailed("The pairing file in the sync folder is damaged. Nothing was "
                                 "changed.") from None
-        aad = _aad("join", self.root.vault_id, self.root.founder_key, self.code.tag, self.n)
+        aad = _aad("join", self.root.vault_id, self.founder_key, self.code.tag, self.n)
         data = canonical({"kind": "kept-sync.pair-join", "tag": self.code.tag, "try": self.n,
                           "pake": message, **_seal(key, "join", aad, {
                               "sign": self.secret.sign_public.hex(),
@@ -384,7 +398,7 @@ class Joiner:
                                         "Start pairing again there for a new code.")
                 return None
             body = _open(self._key, "welcome", _aad(
-                "welcome", self.root.vault_id, self.root.founder_key, self.code.tag, self.n), d)
+                "welcome", self.root.vault_id, self.founder_key, self.code.tag, self.n), d)
             cert = Certificate.from_bytes(str(body["certificate"]).encode())
         except (SyncRefused, KeyError):
             raise PairingFailed("The answer in the sync folder does not open with this code: "

@@ -5,8 +5,9 @@ item 5; docs/sync.md#syncthing-through-its-rest-api). Layer: app. Runs on: the c
 ``set_up_folder(api, path, device)`` makes Syncthing share Kept's sync folder with one other
 device, and says what it did:
 
-1. find the folder Syncthing already has at ``path`` (same resolved path), or add one
-   (id ``kept-xxxxx``, label "Kept", Syncthing's own folder defaults for the rest, its
+1. find the folder Syncthing already has at ``path`` (same resolved path), or accept the one
+   folder labelled "Kept" that the other device offers (its id: the joining side, after the
+   founder's side ran this), or add one (id ``kept-xxxxx``, label "Kept", Syncthing's own folder defaults for the rest, its
    file watcher included: a new segment is sent without Kept asking for a scan);
 2. add the other device to Syncthing if it does not know it yet (addresses "dynamic", as the
    person's Syncthing does for any device they add by hand);
@@ -53,10 +54,17 @@ _ID_CHARS = string.ascii_lowercase + string.digits
 
 
 class SyncthingError(AppError):
+    """``field``: which of the person's inputs to fix ("key", "address", "device" or "" for
+    none), so the window can put the cursor there without reading the message."""
+
     user_message = "Syncthing could not be set up."
     hint = ("Open Syncthing's web page (Actions > Settings > GUI) for its address and API "
             "key, or share the folder there by hand.")
     exit_code = 2
+
+    def __init__(self, user_message: str | None = None, *, field: str = "") -> None:
+        super().__init__(user_message)
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +87,7 @@ class SyncthingApi:
         self.base = _base_url(address or DEFAULT_ADDRESS, allow_remote)
         if not api_key.strip():
             raise SyncthingError("No API key given: copy it from Syncthing's web page "
-                                 "(Actions > Settings > GUI > API Key).")
+                                 "(Actions > Settings > GUI > API Key).", field="key")
         self._key = api_key.strip()
         self.timeout = timeout
         handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
@@ -108,30 +116,30 @@ class SyncthingApi:
             if exc.code in (401, 403):
                 raise SyncthingError(f"Syncthing at {where} refused the API key ({exc.code}). "
                                      "Copy it again from Syncthing's web page (Actions > "
-                                     "Settings > GUI > API Key).") from None
+                                     "Settings > GUI > API Key).", field="key") from None
             if exc.code == 404:
                 raise SyncthingError(f"{where} answers, but not as Syncthing's REST API "
-                                     f"(404 for {path}). Is that Syncthing's GUI address?"
-                                     ) from None
+                                     f"(404 for {path}). Is that Syncthing's GUI address?",
+                                     field="address") from None
             raise SyncthingError(f"Syncthing at {where} refused {method} {path} "
                                  f"({exc.code}).") from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             log.info("syncthing: %s %s failed (%s)", method, path, type(exc).__name__)
             raise SyncthingError(f"Syncthing is not answering at {where}: is it running, and "
-                                 "is that its GUI address (Actions > Settings > GUI)?"
-                                 ) from None
+                                 "is that its GUI address (Actions > Settings > GUI)?",
+                                 field="address") from None
         if not raw.strip():
             return None
         try:
             return json.loads(raw)
         except ValueError:
             raise SyncthingError(f"{where} answers, but not as Syncthing's REST API (not "
-                                 "JSON). Is that Syncthing's GUI address?") from None
+                                 "JSON). Is that Syncthing's GUI address?", field="address") from None
 
     def my_id(self) -> str:
         status = self.call("GET", "/rest/system/status")
         if not isinstance(status, dict) or "myID" not in status:
-            raise SyncthingError("That address answers, but not as Syncthing.")
+            raise SyncthingError("That address answers, but not as Syncthing.", field="address")
         return str(status["myID"])
 
     def device_id(self, text: str) -> str:
@@ -139,7 +147,7 @@ class SyncthingApi:
         got = self.call("GET", "/rest/svc/deviceid", {"id": text.strip()})
         if not isinstance(got, dict) or "id" not in got:
             raise SyncthingError(f"{text.strip()!r} is not a Syncthing device id (the other "
-                                 "device's Actions > Show ID).")
+                                 "device's Actions > Show ID).", field="device")
         return str(got["id"])
 
     def scan(self, folder_id: str, sub: str = "") -> None:
@@ -154,7 +162,7 @@ def set_up_folder(api: SyncthingApi, path: Path, device: str, *,
     me = api.my_id()
     if other == me:
         raise SyncthingError("That is this computer's own Syncthing device id: give the "
-                             "other device's (Actions > Show ID there).")
+                             "other device's (Actions > Show ID there).", field="device")
     target = _resolved(str(path))
     lines: list[str] = []
     folders = api.call("GET", "/rest/config/folders") or []
@@ -163,12 +171,15 @@ def set_up_folder(api: SyncthingApi, path: Path, device: str, *,
     if found is None:
         folder = dict(api.call("GET", "/rest/config/defaults/folder") or {})
         taken = {f.get("id") for f in folders}
-        fid = _new_folder_id(taken)
+        offer = _kept_offer(api, other, taken)
+        fid = offer or _new_folder_id(taken)
         folder.update(id=fid, label=FOLDER_LABEL, path=str(path), ignorePerms=True,
                       devices=[{"deviceID": me}])
         api.call("POST", "/rest/config/folders", body=folder)
         found = api.call("GET", f"/rest/config/folders/{_q(fid)}")
-        lines.append(f"Added the folder {path} to Syncthing as {FOLDER_LABEL!r} (id {fid}).")
+        lines.append(f"Accepted the folder {other[:7]} offers (id {fid}) at {path}."
+                     if offer else
+                     f"Added the folder {path} to Syncthing as {FOLDER_LABEL!r} (id {fid}).")
     else:
         fid = str(found["id"])
         lines.append(f"Syncthing already has the folder {path} (id {fid}).")
@@ -193,14 +204,32 @@ def set_up_folder(api: SyncthingApi, path: Path, device: str, *,
                  else f"It was already shared with {other[:7]}.")
     if perms:
         lines.append("Set it to ignore file permissions.")
-    if shared or device_added or folder_added:
-        lines.append(f"On the device {other[:7]}, accept the folder when Syncthing asks, "
-                     "and give it a folder of its own; then join there with kept sync pair "
-                     "--join --folder THAT_FOLDER.")
+    if (shared or device_added or folder_added) and not (folder_added and offer):
+        lines.append(f"On the device {other[:7]}, accept the folder when Syncthing asks (or "
+                     "set Syncthing up there the same way: Kept accepts it), then join there "
+                     "with a pairing code.")
     log.info("syncthing: folder %s added=%s device_added=%s shared=%s", fid, folder_added,
              device_added, shared)
     return SetUpReport(fid, folder_added, device_added, shared, perms or folder_added,
                        tuple(lines))
+
+
+def _kept_offer(api: SyncthingApi, other: str, taken: set[Any]) -> str | None:
+    """The id of the one folder labelled "Kept" that ``other`` offers this Syncthing and it
+    has not added (the founder's side set it up with ``set_up_folder``), or None. Accepting
+    it (the same id) is what makes the two Syncthings sync one folder; a new id would make a
+    second folder that the other side never gets. An older Syncthing without the pending
+    list (before 1.13) gives None."""
+    try:
+        pending = api.call("GET", "/rest/cluster/pending/folders", {"device": other})
+    except SyncthingError:
+        return None
+    if not isinstance(pending, dict):
+        return None
+    ids = [fid for fid, d in pending.items()
+           if fid not in taken and isinstance(d, dict)
+           and (d.get("offeredBy") or {}).get(other, {}).get("label") == FOLDER_LABEL]
+    return str(ids[0]) if len(ids) == 1 else None
 
 
 def _base_url(address: str, allow_remote: bool) -> str:
@@ -209,16 +238,18 @@ def _base_url(address: str, allow_remote: bool) -> str:
         text = f"http://{text}"
     parts = urllib.parse.urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SyncthingError(f"{address!r} is not an address like {DEFAULT_ADDRESS}.")
+        raise SyncthingError(f"{address!r} is not an address like {DEFAULT_ADDRESS}.",
+                             field="address")
     try:
         port = parts.port
     except ValueError:
-        raise SyncthingError(f"{address!r} has no valid port (like {DEFAULT_ADDRESS})."
-                             ) from None
+        raise SyncthingError(f"{address!r} has no valid port (like {DEFAULT_ADDRESS}).",
+                             field="address") from None
     host = parts.hostname
     if not allow_remote and not _loopback(host):
         raise SyncthingError(f"{host} is not this computer: Kept only gives the API key to "
-                             "a Syncthing on this computer (127.0.0.1, ::1 or localhost).")
+                             "a Syncthing on this computer (127.0.0.1, ::1 or localhost).",
+                             field="address")
     shown = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{shown}{f':{port}' if port else ''}"
 

@@ -73,6 +73,18 @@ def test_a_new_folder_is_shared_with_the_other_device(
         return report.folder_id in pending
     wait_for("the folder offered on B", offered, 60, 0.2)
 
+    # B's side the same way (the join dialog's Syncthing step): it accepts that folder, same
+    # id, at its own path; then a file written on A arrives there.
+    there = tmp_path / "Kept sync on B"
+    there.mkdir()
+    joined = set_up_folder(_api(b), there, a.device_id)
+    assert joined.folder_id == report.folder_id and joined.folder_added
+    assert any(f"Accepted the folder {a.device_id[:7]} offers" in line for line in joined.lines)
+    assert _folder(b, report.folder_id)["path"] == str(there)
+    (path / "hello").write_bytes(b"from A")
+    a.post("/rest/db/scan", folder=report.folder_id)
+    wait_for("A's file on B", lambda: (there / "hello").exists(), 60, 0.2)
+
     # Again: nothing changes, and it says so.
     again = set_up_folder(_api(a), path, b.device_id)
     assert (again.folder_added, again.shared, again.device_added, again.perms_ignored) == \

@@ -135,7 +135,7 @@ def test_join_with_a_mistyped_code_then_the_right_one(qtbot: Any, vaults: Any) -
     qtbot.waitUntil(lambda: panel.status is not None and panel.status.set_up, timeout=WAIT)
     assert [d.name for d in panel.status.devices] == ["desktop", "laptop"]
     assert panel.status.vault_id == a.sync_status().vault_id
-    qtbot.waitUntil(lambda: "paired from laptop" in panel.state.text(), timeout=WAIT)
+    qtbot.waitUntil(lambda: "The founder is laptop" in panel.state.text(), timeout=WAIT)
     assert not panel.pair_btn.isVisibleTo(panel) and not panel.join_btn.isVisibleTo(panel)
 
 
@@ -179,3 +179,143 @@ def test_the_status_bar_says_sync_only_once_it_is_set_up(qtbot: Any, vaults: Any
     qtbot.waitUntil(lambda: win.sync_button.isVisibleTo(win), timeout=WAIT)
     assert win.sync_button.text() == "Sync starting"
     assert "Sync: no other device yet" in win.sync_button.toolTip()
+
+
+def test_the_successor_sees_the_founder_and_takes_over_after_the_question(
+        qtbot: Any, vaults: Any) -> None:
+    a, b, shared = vaults
+    a.sync_set_up(shared, "laptop")
+    assert b.sync_join(shared, a.sync_invite().value.code, "desktop").value.state == "waiting"
+    assert a.sync_pair_step().value.state == "joined"
+    assert b.sync_pair_step().value.state == "joined"
+    panel = _panel(qtbot, b)
+    qtbot.waitUntil(lambda: "if it is lost, desktop can take over" in panel.state.text(),
+                    timeout=WAIT)
+    assert "The founder is laptop" in panel.state.text()
+    assert panel.take_over_btn.isVisibleTo(panel) and not panel.pair_btn.isVisibleTo(panel)
+    # Escape on the question cancels: nothing written.
+    _press(qtbot, panel.take_over_btn)
+    said = answer_confirm(qtbot, accept=False)
+    assert "Take over from laptop?" in said and "lost for good" in said
+    assert not (shared / "v1" / "founders").exists() and not b.sync_status().founder
+    from PySide6.QtWidgets import QMessageBox
+    _press(qtbot, panel.take_over_btn)
+    qtbot.waitUntil(lambda: any(isinstance(w, QMessageBox) and w.isVisible()
+                                for w in QApplication.topLevelWidgets()), timeout=WAIT)
+    box = next(w for w in QApplication.topLevelWidgets()
+               if isinstance(w, QMessageBox) and w.isVisible())
+    qtbot.keyClick(box, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not box.isVisible(), timeout=WAIT)
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    assert not (shared / "v1" / "founders").exists()
+    # Confirmed: this device is the founder, laptop removed, pairing offered here.
+    _press(qtbot, panel.take_over_btn)
+    answer_confirm(qtbot, accept=True)
+    qtbot.waitUntil(lambda: "founder now" in panel.message.text(), timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.pair_btn.isVisibleTo(panel), timeout=WAIT)
+    assert not panel.take_over_btn.isVisibleTo(panel)
+    assert "The founder is desktop" in panel.state.text()
+    st = b.sync_status()
+    assert st.founder and [d.name for d in st.devices if d.revoked] == ["laptop"]
+
+
+class _Syncthing403:
+    """A small server on 127.0.0.1 that answers as Syncthing's REST API does to a wrong key:
+    403 for every call, and counts what it was asked (nothing may change there)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+        self.calls: list[tuple[str, str]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _refuse(self) -> None:
+                outer.calls.append((self.command, self.path))
+                self.send_response(403)
+                self.end_headers()
+                self.wfile.write(b"Forbidden\n")
+
+            do_GET = do_POST = do_PATCH = do_PUT = _refuse  # noqa: N815 (http.server's names)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _tab_to(qtbot: Any, dlg: Any, widget: Any, limit: int = 12) -> None:
+    for _ in range(limit):
+        if QApplication.focusWidget() is widget:
+            return
+        qtbot.keyClick(QApplication.focusWidget() or dlg, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is widget
+
+
+def test_syncthing_step_in_set_up_says_each_failure_and_changes_nothing(
+        qtbot: Any, vaults: Any) -> None:
+    from tests.sync_loopback.harness import free_port
+    a, _b, shared = vaults
+    panel = _panel(qtbot, a)
+    _press(qtbot, panel.set_up_btn)
+    dlg = _dialog(qtbot, panel, "SyncJoinDialog")
+    dlg.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is dlg, timeout=WAIT)
+    dlg.folder.setFocus(Qt.FocusReason.TabFocusReason)
+    qtbot.keyClicks(dlg.folder, str(shared))
+    assert not dlg.st_device.isVisibleTo(dlg)
+    _tab_to(qtbot, dlg, dlg.use_syncthing)  # folder, Choose, name, then the box
+    qtbot.keyClick(dlg.use_syncthing, Qt.Key.Key_Space)
+    assert dlg.use_syncthing.isChecked() and dlg.st_device.isVisibleTo(dlg)
+    assert QApplication.focusWidget() is dlg.st_device
+    qtbot.keyClick(dlg.st_device, Qt.Key.Key_Return)  # the default button: Set up
+    assert "Syncthing ID" in dlg.said.text()  # said inline, nothing sent
+    qtbot.keyClicks(dlg.st_device, "P56IOI7-MZJNU2Y-IQGDREY-DM2MGTI-MGL3BXN-PQ6W5BM-TBBZ4TJ-"
+                    "XZWICQ2")
+    qtbot.keyClick(dlg.st_device, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is dlg.st_key
+    qtbot.keyClick(dlg.st_key, Qt.Key.Key_Return)
+    assert "API key" in dlg.said.text()
+    key = "wrong-key-0123456789"
+    qtbot.keyClicks(dlg.st_key, key)
+    assert dlg.st_key.echoMode() == dlg.st_key.EchoMode.Password
+    fake = _Syncthing403()
+    try:
+        qtbot.keyClick(dlg.st_key, Qt.Key.Key_Tab)
+        assert QApplication.focusWidget() is dlg.st_address
+        dlg.st_address.selectAll()
+        qtbot.keyClicks(dlg.st_address, f"127.0.0.1:{fake.port}")
+        qtbot.keyClick(dlg.st_address, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: "refused the API key (403)" in dlg.said.text(), timeout=WAIT)
+        assert dlg.said.text().startswith("Syncthing not set up: ")
+        assert key not in dlg.said.text()
+        assert QApplication.focusWidget() is dlg.st_key and dlg.go_btn.isEnabled()
+        assert [m for m, _p in fake.calls] == ["GET"]  # refused at the first call
+    finally:
+        fake.close()
+    assert not a.sync_status().set_up and list(shared.iterdir()) == []
+    # Nothing listening at the address: said, the cursor on the address.
+    dlg.st_address.setText(f"127.0.0.1:{free_port()}")
+    dlg.st_key.setFocus(Qt.FocusReason.OtherFocusReason)
+    qtbot.keyClick(dlg.st_key, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "not answering" in dlg.said.text(), timeout=WAIT)
+    assert QApplication.focusWidget() is dlg.st_address
+    # An address that is not this computer: refused before any connection.
+    dlg.st_address.setText("192.168.1.20:8384")
+    qtbot.keyClick(dlg.st_address, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "is not this computer" in dlg.said.text(), timeout=WAIT)
+    assert not a.sync_status().set_up and list(shared.iterdir()) == []
+    # Untick it: Set up goes on without Syncthing.
+    dlg.use_syncthing.setFocus(Qt.FocusReason.OtherFocusReason)
+    qtbot.keyClick(dlg.use_syncthing, Qt.Key.Key_Space)
+    assert not dlg.st_device.isVisibleTo(dlg)
+    dlg.name.setFocus(Qt.FocusReason.OtherFocusReason)
+    qtbot.keyClick(dlg.name, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "Sync is set up" in dlg.said.text(), timeout=WAIT)
+    assert a.sync_status().set_up
+    dlg.close()

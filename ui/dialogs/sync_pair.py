@@ -3,6 +3,13 @@ a QR code of it, while Kept waits for the new device; on the new device, the fol
 the code. Layer: ui. GUI thread; every step runs through ``ui.tasks`` (each is a few small
 reads and writes in the sync folder, ``Vault.sync_pair_step``), on a timer while waiting.
 
+Both the set-up and the join dialog offer an optional step, "Use Syncthing on this computer":
+with the other device's Syncthing ID and the API key the person copies from Syncthing, the
+folder is shared through Syncthing's REST API (``app/sync/syncthing.py``, the code behind
+``kept sync syncthing``) on a worker thread before Kept sets up or joins; a failure (Syncthing
+not running, the key refused, an id that is not one) is said in words, the cursor goes to the
+field to fix, and Kept's side is not touched. The key is typed hidden and kept nowhere.
+
 The QR code is drawn here with Qt from ``segno``'s module matrix (pure Python, pinned in
 pyproject): no image file, no other library. Closing the pairing dialog before the new device
 has joined cancels the pairing (``Vault.sync_pair_cancel``).
@@ -15,6 +22,7 @@ from pathlib import Path
 from PySide6.QtCore import QRect, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QColor, QFontDatabase, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QFileDialog,
     QFormLayout,
@@ -30,9 +38,10 @@ from PySide6.QtWidgets import (
 from app import words
 from app.api import PairInvite, PairStep, Result, SyncStatus, VaultAPI
 from app.errors import ValidationError
+from app.sync.syncthing import DEFAULT_ADDRESS
 from ui import errors, fit, theme
 from ui.bridge import CoreBridge
-from ui.tasks import run_op
+from ui.tasks import run_op, run_query
 
 QUIET = 4  # modules of white around the code, as the QR standard asks
 
@@ -217,6 +226,22 @@ class SyncJoinDialog(_Stepping):
         self.code.setPlaceholderText("1234-5678-9012")
         self.go_btn = QPushButton("Set up" if set_up else "Join")
         self.go_btn.setDefault(True)
+        # The optional Syncthing step (docs/sync.md#syncthing-through-its-rest-api): share the
+        # folder through this computer's Syncthing first, with the key the person copies.
+        self.use_syncthing = QCheckBox("Use &Syncthing on this computer")
+        self.use_syncthing.setToolTip("Kept shares the folder in Syncthing for you, through "
+                                      "its REST API on this computer (optional).")
+        self.st_device = QLineEdit()
+        self.st_device.setAccessibleName("The other device's Syncthing ID")
+        self.st_device.setPlaceholderText("the other device's Actions > Show ID")
+        self.st_key = QLineEdit()
+        self.st_key.setAccessibleName("Syncthing API key")
+        self.st_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.st_key.setPlaceholderText("Actions > Settings > GUI > API Key")
+        self.st_address = QLineEdit(DEFAULT_ADDRESS)
+        self.st_address.setAccessibleName("Syncthing's address on this computer")
+        self.st_fields = (self.st_device, self.st_key, self.st_address)
+        self.use_syncthing.toggled.connect(self._on_use_syncthing_toggled)
         form = QFormLayout()
         form.addRow("Folder", folder_row)
         form.addRow("Name", self.name)
@@ -224,6 +249,12 @@ class SyncJoinDialog(_Stepping):
             form.addRow("Code", self.code)
         else:
             self.code.hide()
+        form.addRow("", self.use_syncthing)
+        for label, field in zip(("Other device's ID", "API key", "Address"), self.st_fields,
+                                strict=True):
+            form.addRow(label, field)
+            form.setRowVisible(field, False)
+        self.form = form
         bottom = QHBoxLayout()
         bottom.addStretch(1)
         bottom.addWidget(self.go_btn)
@@ -240,6 +271,21 @@ class SyncJoinDialog(_Stepping):
         fit.fit_to_text(self, min_chars=60)
         self.go_btn.clicked.connect(self._on_go_btn_clicked)
         self.code.returnPressed.connect(self._on_go_btn_clicked)
+        chain = [self.folder, pick, self.name, *([] if set_up else [self.code]),
+                 self.use_syncthing, self.st_device, self.st_key, self.st_address,
+                 self.go_btn, self.close_btn]
+        for first, second in zip(chain, chain[1:], strict=False):
+            QWidget.setTabOrder(first, second)
+        self.syncthing_done = False  # set up once: a retried Join does not ask again
+        self.syncthing_lines: tuple[str, ...] = ()
+
+    @Slot(bool)
+    def _on_use_syncthing_toggled(self, on: bool) -> None:
+        for field in self.st_fields:
+            self.form.setRowVisible(field, on)
+        if on:
+            self.st_device.setFocus(Qt.FocusReason.OtherFocusReason)
+        fit.grow_to_hint(self)
 
     @Slot()
     def _on_pick_clicked(self) -> None:
@@ -258,18 +304,71 @@ class SyncJoinDialog(_Stepping):
             if not self.set_up:
                 from app.sync.pairing import Code
                 Code.parse(code)
+            if self.use_syncthing.isChecked() and not self.syncthing_done:
+                if not self.st_device.text().strip():
+                    raise ValidationError("Type the other device's Syncthing ID (Actions > "
+                                          "Show ID there), or untick Use Syncthing.")
+                if not self.st_key.text().strip():
+                    raise ValidationError("Paste Syncthing's API key (Actions > Settings > "
+                                          "GUI > API Key), or untick Use Syncthing.")
         except ValidationError as exc:
             self._say(exc.user_message, error=True)
             return
         self.go_btn.setEnabled(False)
+        if self.use_syncthing.isChecked() and not self.syncthing_done:
+            self._syncthing_first(Path(folder))
+            return
+        self._go(folder, name, code)
+
+    def _syncthing_first(self, folder: Path) -> None:
+        """Share the folder in this computer's Syncthing (a worker thread: up to a few REST
+        calls), then go on; on failure say why in words and change nothing of Kept's."""
+        address, key, device = (self.st_address.text().strip(), self.st_key.text(),
+                                self.st_device.text().strip())
+        self._say("Setting the folder up in Syncthing…")
+
+        def share() -> tuple[str, ...]:
+            from app.sync.syncthing import SyncthingApi, set_up_folder
+            if not folder.is_dir():
+                raise ValidationError(f"No folder at {folder}. Make it first, or pick "
+                                      "another.")
+            return set_up_folder(SyncthingApi(address, key), folder, device).lines
+
+        def done(lines: tuple[str, ...]) -> None:
+            self.syncthing_done = True
+            self.syncthing_lines = lines
+            self.use_syncthing.setEnabled(False)
+            for field in self.st_fields:
+                field.setEnabled(False)
+            self._go(str(folder), self.name.text().strip(), self.code.text().strip())
+
+        def failed(exc: BaseException) -> None:
+            from app.sync.syncthing import SyncthingError
+            self.go_btn.setEnabled(True)
+            errors.report_error(self, exc, lambda t: self._say(t, True),
+                                prefix="Syncthing not set up: ")
+            field = exc.field if isinstance(exc, SyncthingError) else ""
+            widget = {"key": self.st_key, "address": self.st_address,
+                      "device": self.st_device}.get(field)
+            if widget is not None:
+                widget.setFocus(Qt.FocusReason.OtherFocusReason)
+                widget.selectAll()
+        run_query(self, share, done, failed)
+
+    def _go(self, folder: str, name: str, code: str) -> None:
         vault = self.vault
+        shared = " ".join(self.syncthing_lines[:2])
+        waits = (" Syncthing shares the folder now: once the other device's files have "
+                 "arrived in it, press Join again." if self.syncthing_done and not self.set_up
+                 else "")
 
         def failed(exc: BaseException) -> None:
             self.go_btn.setEnabled(True)
-            errors.report_error(self, exc, lambda t: self._say(t, True))
+            errors.report_error(self, exc, lambda t: self._say(t + waits, True))
         if self.set_up:
             def done(result: Result[SyncStatus]) -> None:
-                self._say("Sync is set up. Pair your other devices from Settings > Devices.")
+                self._say(("Syncthing: " + shared + " " if shared else "")
+                          + "Sync is set up. Pair your other devices from Settings > Devices.")
                 self.go_btn.hide()
                 self.close_btn.setText("Done")
                 self.finished_with.emit("Sync is set up in " + result.value.folder + ".")

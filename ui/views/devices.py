@@ -1,6 +1,7 @@
 """Settings > Devices (issue 29, item 6): this device, the others, when each last wrote to the
-sync folder, what waits, "Remove…" for a lost device (asked first, in words), and the buttons
-that set sync up, pair a new device (``ui/dialogs/sync_pair.py``, code and QR code) or join
+sync folder, what waits, "Remove…" for a lost device (asked first, in words), who the founder
+is and who takes over if it is lost, "Take over as founder…" on that successor (asked first;
+docs/sync.md#a-successor-founder), and the buttons that set sync up, pair a new device (``ui/dialogs/sync_pair.py``, code and QR code) or join
 with a code. Layer: ui. GUI thread; reads and writes go through ``ui.tasks``.
 
 A section of the Settings page (owned by it), a ``Page`` of its own so it follows the bridge:
@@ -77,8 +78,12 @@ class DevicesPanel(Page):
         self.pair_btn.setAccessibleName("Pair a new device")
         self.join_btn = QPushButton("Join with a code…")
         self.join_btn.setAccessibleName("Join another device's vault with a code")
+        self.take_over_btn = QPushButton("Take over as founder…")
+        self.take_over_btn.setAccessibleName("Take over as founder: the founder is lost")
+        self.take_over_btn.setToolTip("Only if the founder is lost for good: this device "
+                                      "then pairs and removes devices.")
         buttons = QHBoxLayout()
-        for b in (self.set_up_btn, self.pair_btn, self.join_btn):
+        for b in (self.set_up_btn, self.pair_btn, self.join_btn, self.take_over_btn):
             buttons.addWidget(b)
         buttons.addStretch(1)
         group = QGroupBox("Devices")
@@ -95,6 +100,7 @@ class DevicesPanel(Page):
         self.set_up_btn.clicked.connect(self._on_set_up_btn_clicked)
         self.pair_btn.clicked.connect(self._on_pair_btn_clicked)
         self.join_btn.clicked.connect(self._on_join_btn_clicked)
+        self.take_over_btn.clicked.connect(self._on_take_over_btn_clicked)
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self._on_timer_timeout)
@@ -144,12 +150,10 @@ class DevicesPanel(Page):
                                "vault, or join a vault another device shares.")
         else:
             where = fit.breakable(st.folder)
-            founder = next((d.name for d in st.devices if d.founder), "")
             self.state.setText(f"Sync folder: {where}" + (
                 "" if st.folder_found else ". The folder is missing or holds another vault: "
-                "check that your sync tool still shares it.") + (
-                "" if st.founder or not founder else
-                f". New devices are paired from {founder}, the device that set sync up."))
+                "check that your sync tool still shares it.") + ". "
+                + device_words.founder_line(st))
         for col, text in enumerate(HEADERS):
             if text:
                 self.grid.addWidget(QLabel(f"<b>{text}</b>"), 0, col)
@@ -172,6 +176,7 @@ class DevicesPanel(Page):
         self.set_up_btn.setVisible(not st.set_up)
         self.join_btn.setVisible(not st.set_up)
         self.pair_btn.setVisible(st.set_up and st.founder)
+        self.take_over_btn.setVisible(st.set_up and st.successor and not st.founder)
 
     def _say(self, text: str) -> None:
         self.message.setText(text)
@@ -199,6 +204,33 @@ class DevicesPanel(Page):
                 btn.setEnabled(True)
             errors.report_error(self, exc, self._say, prefix="Not removed: ")
         run_op(self, lambda: vault.sync_revoke(row.device_id), done, self.bridge, failed)
+
+    def take_over(self) -> None:
+        """Ask first, saying what happens (Escape and Enter cancel), then take over
+        (``Vault.sync_take_over``)."""
+        if self.status is None:
+            return
+        text = device_words.take_over_consequence(self.status)
+        question, _, detail = text.partition("? ")
+        confirm.ask(self, "Take over as founder", question + "?", detail=detail,
+                    action="&Take over", then=self._take_over_now)
+
+    def _take_over_now(self) -> None:
+        self.take_over_btn.setEnabled(False)
+        vault = self.vault
+
+        def done(_result: Result[SyncStatus]) -> None:
+            self.take_over_btn.setEnabled(True)
+            self._say("This device is the founder now: pair new devices from here.")
+
+        def failed(exc: BaseException) -> None:
+            self.take_over_btn.setEnabled(True)
+            errors.report_error(self, exc, self._say, prefix="Not taken over: ")
+        run_op(self, vault.sync_take_over, done, self.bridge, failed)
+
+    @Slot()
+    def _on_take_over_btn_clicked(self) -> None:
+        self.take_over()
 
     def _open(self, dialog: SyncPairDialog | SyncJoinDialog) -> None:
         dialog.finished_with.connect(self._say)

@@ -50,8 +50,38 @@ def test_join_with_the_code_then_status_lists_both_devices(founder: Any) -> None
     assert lines[0] == f"Folder: {shared.resolve()}"
     # No owner runs this vault: the command opened it itself, and says changes do not move now.
     assert lines[1].startswith("Not syncing now: changes move while Kept")
-    assert lines[2].startswith("  desktop (this device):")
-    assert lines[3].startswith("  laptop (set sync up): last wrote ")  # its root, cert and key
+    assert lines[2].startswith("  desktop (this device, successor):")  # named as it joined
+    assert lines[3].startswith("  laptop (founder): last wrote ")  # its root, cert and key
+    assert lines[4] == ("The founder is laptop (it pairs and removes devices); if it is lost, "
+                        "desktop can take over.")
+
+
+def test_the_successor_takes_over_from_a_lost_founder(founder: Any) -> None:
+    a, shared, b = founder
+    code = a.sync_invite().value.code
+    t = _answer(a)
+    r = kept_in_process(b, "sync", "pair", "--join", "--folder", str(shared), "--code", code,
+                        "--name", "desktop")
+    t.join(10)
+    assert r.returncode == 0, r.stderr
+    # The founder names another: only a certified device, by name.
+    r = kept_in_process(b, "sync", "successor", "laptop")
+    assert r.returncode == 2 and "Only the founder" in r.stderr
+    # Not confirmed without a terminal: nothing changes.
+    r = kept_in_process(b, "sync", "take-over")
+    assert r.returncode == 3 and "nothing was changed" in r.stderr
+    assert "Take over from laptop?" in r.stdout
+    r = kept_in_process(b, "sync", "take-over", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "This device is the founder now. The founder is desktop" in r.stdout
+    founders = shared / "v1" / "founders"
+    assert [p.name for p in founders.rglob("*") if p.is_file()] == ["00000001"]
+    r = kept_in_process(b, "sync", "status")
+    assert "  laptop (removed):" in r.stdout and "desktop (this device, founder)" in r.stdout
+    # A second take-over: one clear error, nothing written.
+    r = kept_in_process(b, "sync", "take-over", "--yes")
+    assert r.returncode == 2 and "founder already" in r.stderr
+    assert [p.name for p in founders.rglob("*") if p.is_file()] == ["00000001"]
 
 
 def test_status_asks_the_running_owner_what_its_sync_job_did(founder: Any) -> None:
