@@ -134,8 +134,9 @@ class ForgetDialog(QDialog):
                 line.setExpanded(True)
         # The list starts at its top for the keyboard, however soon the plan came (Qt picks a
         # current row on focus only if the rows were there when the focus came).
-        if self.tree.topLevelItemCount():
-            self.tree.setCurrentItem(self.tree.topLevelItem(0))
+        top = self.tree.topLevelItem(0)
+        if top is not None:
+            self.tree.setCurrentItem(top)
         n = len(plan.items)
         their = "its" if n == 1 else "their"
         self.summary.setText(
