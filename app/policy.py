@@ -207,4 +207,7 @@ SYNC_ACK_EVERY_S = 60.0
 # of its transactions is whole or absent, as after a crash, and the next start compares again).
 SYNC_TICK_S = 2
 SYNC_SOON_S = 1.0
+# Another device's file landed in the folder (app/sync/watch.py saw it): tick this soon. The
+# watch waits 250 ms after each call, so a sync tool landing many files makes a few ticks.
+SYNC_LANDED_S = 0.1
 SYNC_STOP_WAIT_S = 5.0
