@@ -96,26 +96,46 @@ class Listings:
 LISTINGS = Listings()
 
 
-def folder_stamp(base: Path, me: str) -> tuple[tuple[str, int, int, int], ...]:
-    """The stats of the directories other devices write under ``base`` (``<folder>/v1``):
-    what ``FolderWatch`` compares from one poll to the next. Its own device's are left out."""
-    out: list[tuple[str, int, int, int]] = []
-    for top in WATCHED:
-        where = base / top
-        try:
-            out.append((top, *_stat_key(os.stat(where))))
-            with os.scandir(where) as entries:
-                for e in entries:
-                    if e.name == me or e.name.startswith("."):
-                        continue
-                    try:
-                        out.append((f"{top}/{e.name}", *_stat_key(e.stat())))
-                    except OSError:
-                        continue
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-    out.sort()
-    return tuple(out)
+class FolderStamp:
+    """The stats of the directories other devices write under ``base`` (``<folder>/v1``),
+    its own device's left out: what ``FolderWatch`` compares from one poll to the next. A top
+    directory's entries are listed again only when its own stat moved (a new device's
+    directory), so a poll is a dozen ``stat`` calls and nothing else."""
+
+    def __init__(self, base: Path, me: str) -> None:
+        self.me = me
+        self._tops = [os.path.join(os.fspath(base), top) for top in WATCHED]
+        self._subs: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
+
+    def _under(self, top: str, key: tuple[int, int, int]) -> list[str]:
+        hit = self._subs.get(top)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        subs: list[str] = []
+        with os.scandir(top) as entries:
+            for e in entries:
+                if e.name != self.me and not e.name.startswith("."):
+                    subs.append(e.path)
+        subs.sort()
+        self._subs[top] = (key, subs)
+        return subs
+
+    def read(self) -> tuple[tuple[int, int, int] | None, ...]:
+        out: list[tuple[int, int, int] | None] = []
+        for top in self._tops:
+            try:
+                key = _stat_key(os.stat(top))
+                subs = self._under(top, key)
+            except (FileNotFoundError, NotADirectoryError):
+                out.append(None)
+                continue
+            out.append(key)
+            for sub in subs:
+                try:
+                    out.append(_stat_key(os.stat(sub)))
+                except OSError:
+                    out.append(None)
+        return tuple(out)
 
 
 class FolderWatch:
@@ -150,9 +170,10 @@ class FolderWatch:
 
     def _run(self) -> None:
         try:
-            last = folder_stamp(self.base, self.me)
+            stamp = FolderStamp(self.base, self.me)
+            last = stamp.read()
             while not self._stop.wait(self._poll):
-                now = folder_stamp(self.base, self.me)
+                now = stamp.read()
                 if now == last:
                     continue
                 last = now
