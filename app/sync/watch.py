@@ -12,12 +12,12 @@ job's thread (any thread: it holds a lock); ``FolderWatch`` on a daemon thread o
   caller the same proof for its own caches (``EpochKeeper.acks``: files are written once, so
   the same names are the same contents).
 - ``FolderWatch`` polls every ``POLL_S`` the stat of the folder's directories that other
-  devices write (``log``, ``snap``, ``ack``, ``keys``, ``certs``, ``revoked``: the top of each
-  and one directory per device under it, this device's own left out, so its own writes wake
-  nothing) and calls ``changed`` once when one moved, then waits ``QUIET_S`` before it looks
-  again (a sync tool landing many files makes one tick, not one per file). About a dozen
-  ``stat`` calls a poll for two devices; ``os.scandir`` of the few top directories, never of a
-  log. Linux inotify would save the polls but needs ctypes and a fallback everywhere else
+  devices write (``log`` every poll; ``snap``, ``ack``, ``keys``, ``certs``, ``revoked`` every
+  ``SLOW_EVERY``-th: the top of each and one directory per device under it, this device's own
+  left out, so its own writes wake nothing) and calls ``changed`` once when one moved, then
+  waits ``QUIET_S`` before it looks again (a sync tool landing many files makes a few ticks,
+  not one per file). Two or three ``stat`` calls a poll for two devices; a top directory is
+  listed again only when its own stat moved (a new device), never a log. Linux inotify would save the polls but needs ctypes and a fallback everywhere else
   (macOS, Windows, network mounts where it does not fire); the poll is the same code on all.
 
 Nothing here reads a file or logs a name.
@@ -38,7 +38,8 @@ SETTLED_S = 2.0     # a listing is kept once its directory's mtime is this far i
 MAX_AGE_S = 60.0    # and listed again at least this often whatever its stat says
 POLL_S = 0.25       # FolderWatch: how often the directories' stats are read
 QUIET_S = 0.25      # and how long it waits after calling ``changed``
-WATCHED = ("log", "snap", "ack", "keys", "certs", "revoked")
+WATCHED = ("log", "snap", "ack", "keys", "certs", "revoked")  # WATCHED[0] every poll,
+SLOW_EVERY = 4  # the others every SLOW_EVERY-th (a new key or acknowledgement is not urgent)
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -102,9 +103,9 @@ class FolderStamp:
     directory's entries are listed again only when its own stat moved (a new device's
     directory), so a poll is a dozen ``stat`` calls and nothing else."""
 
-    def __init__(self, base: Path, me: str) -> None:
+    def __init__(self, base: Path, me: str, tops: tuple[str, ...] = WATCHED) -> None:
         self.me = me
-        self._tops = [os.path.join(os.fspath(base), top) for top in WATCHED]
+        self._tops = [os.path.join(os.fspath(base), top) for top in tops]
         self._subs: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
 
     def _under(self, top: str, key: tuple[int, int, int]) -> list[str]:
@@ -170,10 +171,13 @@ class FolderWatch:
 
     def _run(self) -> None:
         try:
-            stamp = FolderStamp(self.base, self.me)
-            last = stamp.read()
+            fast = FolderStamp(self.base, self.me, WATCHED[:1])
+            slow = FolderStamp(self.base, self.me, WATCHED[1:])
+            last = [fast.read(), slow.read()]
+            polls = 0
             while not self._stop.wait(self._poll):
-                now = stamp.read()
+                polls += 1
+                now = [fast.read(), slow.read() if polls % SLOW_EVERY == 0 else last[1]]
                 if now == last:
                     continue
                 last = now
