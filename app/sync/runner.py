@@ -13,7 +13,7 @@ owner's scheduler thread for ``tick``; ``activity`` and ``close`` on any thread.
   way ``policy.SYNC_STOP_WAIT_S`` to finish and then lets it be: the vault closes under it, each
   of its transactions is whole or absent as after a crash, and it ends quietly;
 - **a file landed, a tick soon**: after its first tick the runner watches the folder
-  (``app/sync/watch.py``: a ``stat`` poll every 250 ms of the directories the other devices
+  (``app/sync/watch.py``: a ``stat`` poll every 500 ms of the directories the other devices
   write, nothing read) and calls ``landed`` when another device's file appears; the owner then
   moves its next tick to ``policy.SYNC_LANDED_S`` from now instead of waiting for the interval.
   The watch stops at ``close`` and follows the folder when the setting changes;
