@@ -142,7 +142,6 @@ class SyncRunner:
             if engine is None or engine.folder != path:
                 engine = self._engine = self._make_engine(path)
             report = engine.tick()
-            self._watch(engine)
         except Exception as exc:  # the boundary of the job: every failure is one status
             if self._closed:
                 log.info("sync: a tick under way at lock ended (%s)", type(exc).__name__)
@@ -150,6 +149,10 @@ class SyncRunner:
             self._engine = None  # built again from the vault on the next tick
             self._fail(exc)
             return False
+        try:
+            self._watch(engine)
+        except Exception as exc:  # the watch only hastens ticks: the interval still runs
+            log.warning("sync: folder watch not started (%s)", type(exc).__name__)
         forgets = self._progress(engine)
         with self._state:
             if self._problem:
