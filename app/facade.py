@@ -79,6 +79,7 @@ from app.validation import check_string, check_text, check_time, validate_turn
 
 if TYPE_CHECKING:
     from app.domain.fact import FactCandidate
+    from app.services.assistant_change import ChangeOutcome
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
     from app.services.recall import RecallService
@@ -133,6 +134,7 @@ class Vault:
         self._devices: SyncDevices | None = None  # built on first use (issue 29, devices)
         self._sync_runner: SyncRunner | None = None  # the owner's first sync_tick builds it
         self._sync_watchers: list[Callable[[], None]] = []  # told when the journal queued ops
+        self._sync_landers: list[Callable[[], None]] = []  # told when another device's file landed
         self._learn_owner()
 
     def _learn_owner(self) -> None:
@@ -554,8 +556,7 @@ class Vault:
         """A new version, user-validated with confidence 1.0, supersedes the old one; both
         stay in the history."""
         self._check_unlocked()
-        new = self._ingest.correct(mid, text)
-        self._sync_corrected(mid, new)
+        new = self._ingest.correct(mid, text, also=self._sync_correcting(mid))
         self._emit(MEMORY_CHANGES)
         return Result(new, MEMORY_CHANGES)
 
@@ -664,8 +665,8 @@ class Vault:
 
     def resolve(self, cid: int, keep: ResolveChoice, text: str | None = None
                 ) -> Result[MemoryId | None]:
-        new = self._consolidation_service.resolve(cid, keep, text)
-        self._sync_decided(cid, keep, text)
+        new = self._consolidation_service.resolve(cid, keep, text,
+                                                  also=self._sync_deciding(cid, keep, text))
         changes = Changes(memories=True, contradictions=True, history=True)
         self._emit(changes)
         return Result(None if new is None else MemoryId(new), changes)
@@ -902,8 +903,7 @@ class Vault:
         if replaces is not None:
             self._agents.check_visible((replaces,), agent)
         report, out = self._consolidation_service.store_assistant_change(
-            candidate, (agent, None), self._clock.now(), replaces)
-        self._sync_created([] if out.created is None else [out.created], out.replaced)
+            candidate, (agent, None), self._clock.now(), replaces, also=self._sync_changing())
         status: FactStatus = ("already_known" if out.known else
                               "sent_to_inbox" if out.inbox is not None else
                               "changed" if out.replaced is not None else "saved")
@@ -936,8 +936,7 @@ class Vault:
                 "person's Inbox in Kept, and recall shows it pending until they accept it.")
         if m.agent != agent:
             raise NotFound(f"No memory {mid} that you can see.")
-        new = self._ingest.correct(mid, text, by=agent)
-        self._sync_corrected(mid, new)
+        new = self._ingest.correct(mid, text, by=agent, also=self._sync_correcting(mid))
         self._emit(MEMORY_CHANGES)
         return Result(new, MEMORY_CHANGES)
 
@@ -1202,7 +1201,7 @@ class Vault:
                 set_up=lambda: self._db.read(keys.get_self) is not None,
                 make_engine=lambda folder: SyncEngine(self, folder),
                 sending=lambda: self._db.read(journal.count_unsent),
-                now=self._clock.now)
+                now=self._clock.now, landed=self._sync_landed)
         return self._sync_runner
 
     def sync_activity(self) -> SyncActivity:
@@ -1217,13 +1216,51 @@ class Vault:
         runner.tick()
         return runner.activity()
 
-    def watch_sync(self, on_recorded: Callable[[], None]) -> None:
+    def watch_sync(self, on_recorded: Callable[[], None],
+                   on_landed: Callable[[], None] | None = None) -> None:
+        """``on_recorded``: the journal queued ops for a local act (on the writer thread).
+        ``on_landed``: another device's file landed in the sync folder (on the runner's watch
+        thread, ``app/sync/watch.py``). Both must return at once and never raise."""
         self._sync_watchers.append(on_recorded)
+        if on_landed is not None:
+            self._sync_landers.append(on_landed)
 
-    def _sync_corrected(self, old: int, new: int) -> None:
+    def _sync_landed(self) -> None:
+        for lander in list(self._sync_landers):
+            try:
+                lander()
+            except Exception:  # a watcher must never stop the watch
+                log.exception("sync: a watcher failed")
+
+    def _sync_correcting(self, old: int) -> Callable[[ports.Connection, MemoryId], None] | None:
+        """What ``correct`` runs in the transaction that writes the new version: its
+        ``memory.edit`` op (one commit: a kill -9 cannot keep the edit here only)."""
         journal = self._sync_journal()
-        if journal is not None:
-            journal.record_edit(old, self.get(new))
+        if journal is None:
+            return None
+        rows = self._rows
+
+        def also(conn: ports.Connection, new: MemoryId) -> None:
+            memory = rows.get_memory(conn, new)
+            assert memory is not None  # inserted in this very transaction
+            journal.edit_in(conn, old, memory)
+        return also
+
+    def _sync_changing(self) -> Callable[[ports.Connection, ChangeOutcome], None] | None:
+        """What an assistant's change runs in the transaction that stores it: the new fact's
+        ``fact.assert``, or ``fact.supersede`` of the fact it replaced."""
+        journal = self._sync_journal()
+        if journal is None:
+            return None
+        rows = self._rows
+
+        def also(conn: ports.Connection, out: ChangeOutcome) -> None:
+            if out.created is None:
+                return
+            memory = rows.get_memory(conn, out.created)
+            if memory is not None:
+                journal.creates_in(conn, [memory], out.replaced)
+        return also
 
     def _sync_created(self, ids: Iterable[int], replaces: int | None = None) -> None:
         journal = self._sync_journal()
@@ -1232,16 +1269,22 @@ class Vault:
             found = self._db.read(lambda c: [self._rows.get_memory(c, i) for i in todo])
             journal.record_creates([m for m in found if m is not None], replaces)
 
-    def _sync_decided(self, cid: int, keep: str, text: str | None) -> None:
+    def _sync_deciding(self, cid: int, keep: str, text: str | None
+                       ) -> Callable[[ports.Connection], None] | None:
+        """What ``resolve`` runs in the transaction that settles the Inbox item: its
+        ``inbox.decide`` (and ``inbox.propose`` the first time)."""
         journal = self._sync_journal()
         if journal is None:
-            return
+            return None
         inbox = self._consolidation.inbox.inbox
-        entry = self._db.read(lambda c: inbox.get(c, cid))
-        rows = self._db.read(lambda c: inbox.rows(c, [cid]))
-        if entry is not None:
-            journal.record_decide(cid, entry[0], entry[1], entry[3],
+
+        def also(conn: ports.Connection) -> None:
+            entry = inbox.get(conn, cid)
+            rows = inbox.rows(conn, [cid])
+            if entry is not None:
+                journal.decide_in(conn, cid, entry[0], entry[1], entry[3],
                                   rows[0].reason if rows else "", keep, text)
+        return also
 
     def _sync_side(self) -> VaultSide:
         """What ``app/sync/apply.py`` needs to apply other devices' ops to this vault: the

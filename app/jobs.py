@@ -169,15 +169,16 @@ def build_scheduler(jobs: Jobs, settings: Settings) -> BackgroundScheduler:
     return sched
 
 
-def sync_soon(sched: BackgroundScheduler) -> None:
-    """Tick within ``SYNC_SOON_S`` (a local change was recorded): the sync job's next run
-    moves earlier, never later, so a burst of writes (an import) makes one tick, not none.
-    Called on the vault's writer thread: it only moves a time and wakes the scheduler."""
+def sync_soon(sched: BackgroundScheduler, delay: float = SYNC_SOON_S) -> None:
+    """Tick within ``delay`` (``SYNC_SOON_S``: a local change was recorded; ``SYNC_LANDED_S``:
+    another device's file landed): the sync job's next run moves earlier, never later, so a
+    burst of writes (an import) makes one tick, not none. Called on the vault's writer thread
+    or the folder watch's: it only moves a time and wakes the scheduler."""
     from datetime import datetime
     job = sched.get_job(SYNC_JOB)
     if job is None or job.next_run_time is None:
         return
-    soon = datetime.now(job.next_run_time.tzinfo) + timedelta(seconds=SYNC_SOON_S)
+    soon = datetime.now(job.next_run_time.tzinfo) + timedelta(seconds=delay)
     if soon < job.next_run_time:
         job.modify(next_run_time=soon)
 

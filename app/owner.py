@@ -93,8 +93,10 @@ class OwnerSession:
 
     def _start_jobs(self) -> None:
         """The jobs and, unless ``schedule`` is off, the scheduler; with it the sync job,
-        told by the vault when a local change was recorded (``Vault.watch_sync``)."""
+        told by the vault when a local change was recorded and when another device's file
+        landed in the folder (``Vault.watch_sync``)."""
         from app.jobs import Jobs, build_scheduler, sync_soon
+        from app.policy import SYNC_LANDED_S
         self.jobs = Jobs(self.vault, self.clock, on_done=self.on_job_done,
                          on_start=self.on_job_start)
         if self.schedule:
@@ -105,7 +107,11 @@ class OwnerSession:
             def soon() -> None:
                 if scheduler.running and self.scheduler is scheduler:
                     sync_soon(scheduler)
-            self.vault.watch_sync(soon)
+
+            def landed() -> None:
+                if scheduler.running and self.scheduler is scheduler:
+                    sync_soon(scheduler, SYNC_LANDED_S)
+            self.vault.watch_sync(soon, landed)
 
     def reschedule(self) -> None:
         """Changed schedule settings apply at once (blocks on the settings: off the GUI

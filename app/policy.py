@@ -199,7 +199,8 @@ SYNC_ACK_EVERY_S = 60.0
 # SYNC_TICK_S while sync is set up (a tick with nothing new lists a few folders and reads the
 # journal: no write), and one SYNC_SOON_S after a local change the journal recorded, so a memory
 # leaves within about a second and a burst of writes (an import) still makes one tick. The other
-# device receives at its next interval tick. Measured (bench/sync_owner.py, two owners, load
+# device receives when its folder watch sees the file land (SYNC_LANDED_S below), else at its
+# next interval tick. Measured (bench/sync_owner.py, two owners, load
 # 13-17, docs/sync.md): 5 s gave remember-to-listed p95 4.7 s (no sync tool's delay yet, so no
 # room under the 5 s target), 2 s gives p95 3.0 s for 47-57 ms of CPU a minute (both owners
 # idle; 21-23 at 5 s). At lock or quit a tick under
@@ -207,4 +208,7 @@ SYNC_ACK_EVERY_S = 60.0
 # of its transactions is whole or absent, as after a crash, and the next start compares again).
 SYNC_TICK_S = 2
 SYNC_SOON_S = 1.0
+# Another device's file landed in the folder (app/sync/watch.py saw it): tick this soon. The
+# watch waits 250 ms after each call, so a sync tool landing many files makes a few ticks.
+SYNC_LANDED_S = 0.1
 SYNC_STOP_WAIT_S = 5.0

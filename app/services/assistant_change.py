@@ -18,7 +18,7 @@ derived, or the assistant's name) and a change waiting for it (``Currency`` "pen
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -130,8 +130,11 @@ class ChangeOutcome:
 
 
 def store_change(p: Pipeline, rl: RunLog, fact: FactCandidate, scope: tuple[str, str | None],
-                 now: float, replaces: int | None) -> ChangeOutcome:
-    """Store ``fact`` as a change (see the module docstring); inside the run ``rl``."""
+                 now: float, replaces: int | None, *,
+                 also: Callable[[Any, ChangeOutcome], None] | None = None) -> ChangeOutcome:
+    """Store ``fact`` as a change (see the module docstring); inside the run ``rl``.
+    ``also(conn, outcome)`` runs at the end of the transaction that stored it (not when the
+    value was known already)."""
     from app.services.contradiction import FactView, classify, qualifiers_meet
     from app.services.slots import canonical_predicate
     fact = replace(fact, predicate=canonical_predicate(fact.predicate), change=True)
@@ -197,6 +200,8 @@ def store_change(p: Pipeline, rl: RunLog, fact: FactCandidate, scope: tuple[str,
             rl.counts["sent_to_inbox"] += 1
             rl.ids["inbox"].append(cid)
             out.inbox = out.inbox or cid
+        if also is not None:
+            also(conn, out)
     p.db.write_sync(write)
     if out.created is not None and vecs is not None:
         p.ingest.store_vectors([out.created], vecs)

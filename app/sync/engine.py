@@ -39,7 +39,6 @@ Nothing here reads a memory's text into a log line.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +65,7 @@ from app.sync.keys import (
 from app.sync.merge import Replica, State, state_hash
 from app.sync.ops import Forget, Gid, Op, OpInvalid, parse_ops
 from app.sync.segments import Cursor
+from app.sync.watch import LISTINGS
 
 if TYPE_CHECKING:
     from app.domain.memory import Memory
@@ -502,10 +502,7 @@ class SyncEngine:
 
 
 def _listing(path: Path) -> tuple[str, ...]:
-    try:
-        return tuple(sorted(os.listdir(path)))
-    except FileNotFoundError:
-        return ()
+    return LISTINGS.names(path)
 
 
 def _forgotten_in(ops: list[Op]) -> int:

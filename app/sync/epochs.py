@@ -40,7 +40,6 @@ Nothing here logs; errors are ``SyncRefused`` with a reason code.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -73,6 +72,7 @@ from app.sync.keys import (
 from app.sync.merge import dedupe
 from app.sync.ops import Forget, InboxDecide, InboxPropose, Op, OpInvalid, parse_ops
 from app.sync.segments import GENESIS, Cursor, Kind, Segment, decode_segment, encode_segment
+from app.sync.watch import LISTINGS
 
 SNAPSHOT_KIND = "kept-sync.snapshot"
 ACK_KIND = "kept-sync.ack"
@@ -178,10 +178,7 @@ def latest_snapshot(reader: FolderReader, after: int = 0) -> Snapshot | None:
     first, so old snapshots cost nothing. A snapshot by any other device is ignored: it could
     claim ops in another device's name."""
     where = reader.base / "snap" / reader.trust.founder_id
-    try:
-        names = os.listdir(where)
-    except FileNotFoundError:
-        return None
+    names = LISTINGS.names(where)
     found = sorted(((int(m.group(1)), int(m.group(2)), name) for name in names
                     if (m := _SNAP.match(name)) is not None), reverse=True)
     for epoch, n, name in found:
@@ -342,11 +339,7 @@ def founder_keys(folder: Path, me: DeviceSecret, trust: Trust,
     mine = me.device_id
     where = folder / fmt / "keys" / trust.founder_id
     out: dict[int, EpochKey] = {}
-    try:
-        names = sorted(os.listdir(where))
-    except FileNotFoundError:
-        return out
-    for name in names:
+    for name in LISTINGS.names(where):
         m = _SEALED.match(name)
         if m is None or m.group(2) != mine or int(m.group(1)) in skipped:
             continue
@@ -414,6 +407,9 @@ class EpochKeeper:
         self.me_id = me.device_id  # derived from the key: computed once, asked every tick
         self._last_applied: dict[str, int] | None = None
         self._ready: Snapshot | None = None  # the snapshot handed to the engine to apply
+        # ``acks`` as last read, and what proved the folder's acknowledgements the same since
+        # (every tick asks: ``destroy`` while two keys are held, ``progress`` per recent forget)
+        self._acks: tuple[Any, dict[str, Ack]] | None = None
 
     @property
     def founder(self) -> bool:
@@ -470,10 +466,7 @@ class EpochKeeper:
 
     def _last_snapshot_total(self) -> int:
         where = self.folder / self.fmt / "snap" / self.me_id
-        try:
-            names = os.listdir(where)
-        except FileNotFoundError:
-            return 0
+        names = LISTINGS.names(where)
         totals = [int(m.group(2)) - 1 for n in names if (m := _SNAP.match(n)) is not None]
         return max(totals, default=0)
 
@@ -526,10 +519,7 @@ class EpochKeeper:
         revoked = {r.device_id for r in self.trust.revocations.revoked}
         if not revoked:
             return set()
-        try:
-            names = os.listdir(self.folder / self.fmt / "keys" / self.me_id)
-        except FileNotFoundError:
-            return set()
+        names = LISTINGS.names(self.folder / self.fmt / "keys" / self.me_id)
         return {int(m.group(1)) for n in names
                 if (m := _SEALED.match(n)) is not None and m.group(2) in revoked}
 
@@ -615,21 +605,42 @@ class EpochKeeper:
         return ack
 
     def _founder_snapshots(self) -> bool:
-        try:
-            return any(_SNAP.match(n) for n in os.listdir(
-                self.folder / self.fmt / "snap" / self.trust.founder_id))
-        except FileNotFoundError:
-            return False
+        return any(_SNAP.match(n) for n in LISTINGS.names(
+            self.folder / self.fmt / "snap" / self.trust.founder_id))
 
     def _last_ack_in_folder(self) -> int:
         where = self.folder / self.fmt / "ack" / self.me_id
-        try:
-            return max((int(n) for n in os.listdir(where) if _ACK.match(n)), default=0)
-        except FileNotFoundError:
-            return 0
+        return max((int(n) for n in LISTINGS.names(where) if _ACK.match(n)), default=0)
 
     def acks(self) -> dict[str, Ack]:
-        return read_acks(self._reader())
+        """Each device's latest acknowledgement this device can open. Decrypted again only
+        when a directory under ``ack/`` changed or the keys held did (``Listings.token``: files
+        are written once, so the same names hold the same bytes); an idle tick read and
+        decrypted every device's acknowledgement once per recent forget before (p90 of an
+        idle tick 9-13 ms, docs/sync.md)."""
+        held = self.held()
+        proof = self._ack_proof(held)
+        cached = self._acks
+        if proof is not None and cached is not None and cached[0] == proof:
+            return dict(cached[1])
+        found = read_acks(FolderReader(self.folder, self.me_id, self.trust, held, {},
+                                       self.fmt))
+        self._acks = None if proof is None else (proof, found)
+        return dict(found)
+
+    def _ack_proof(self, held: Mapping[int, bytes]) -> Any:
+        base = self.folder / self.fmt / "ack"
+        top = LISTINGS.token(base)
+        if top is None:
+            return None
+        proof: list[Any] = [top, tuple(sorted(held)),
+                            self.trust.revocations.version, len(self.trust.devices())]
+        for device in LISTINGS.names(base):
+            token = LISTINGS.token(base / device)
+            if token is None:
+                return None
+            proof.append((device, token))
+        return tuple(proof)
 
     # destruction ---------------------------------------------------------------------------
     def destroy(self, source: OpSource | None = None) -> int:

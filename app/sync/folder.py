@@ -66,6 +66,7 @@ from app.sync.segments import (
     encode_segment,
     read_header,
 )
+from app.sync.watch import LISTINGS
 
 FORMAT = "v1"
 ROOT_PREFIX = "kept-sync-root."
@@ -331,11 +332,7 @@ class FolderReader:
 
     def _names(self, path: Path, pattern: re.Pattern[str], scan: Scan,
                conflicts: list[str] | None = None) -> Iterator[str]:
-        try:
-            entries = sorted(os.listdir(path))
-        except FileNotFoundError:
-            return
-        for name in entries:
+        for name in LISTINGS.names(path):  # listed again only when the directory changed
             if pattern.match(name):
                 yield name
                 continue

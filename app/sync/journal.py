@@ -1,6 +1,10 @@
 """The sync journal: the ops this vault writes for its own changes (issue 29, step 2 of
 docs/sync_ops.md). Layer: app. Runs on: the caller's thread; every write goes through the
-vault's one writer (``Database.write_sync``), one transaction per recorded act.
+vault's one writer (``Database.write_sync``). An act and its ops are one transaction: the
+``*_in`` methods (``create_in``, ``edit_in``, ``creates_in``, ``decide_in``) run inside the
+transaction of the act they journal (remember, correct, an assistant's change, an Inbox
+answer), and a forget's op is committed before its erase (a kill -9 in between leaves it queued
+and the next tick erases); ``record_*`` are each one transaction of their own.
 
 Off unless the setting ``sync.journal`` is on; the facade asks ``Vault._sync_journal()``,
 which is None when off, so a vault that does not sync writes nothing here.
@@ -238,31 +242,35 @@ class Journal:
         """A correction of a synced memory: a ``memory.edit`` whose base is the version this
         vault shows; the memory's name moves to the new row. None for a memory never synced
         (or forgotten)."""
+        return self._db.write_sync(lambda c: self.edit_in(c, old, new))
+
+    def edit_in(self, conn: ports.Connection, old: int, new: Memory) -> Op | None:
+        """``record_edit`` inside the caller's transaction: ``correct`` journals the edit in
+        the commit that writes the new version, so a kill -9 between the two cannot leave
+        the edit on this device only (the new row, unnamed, was then sent as a new memory by
+        the next start's backfill, and the old one stayed current elsewhere)."""
         applied = self._applied
         if applied is None:
             return None
-
-        def run(conn: ports.Connection) -> Op | None:
-            found = self._rows.gids(conn, [old])
-            if old not in found:
-                return None
-            gid = Gid(found[old])
-            if self._rows.forgotten(conn, [gid]):
-                return None
-            base = applied.heads(conn, [gid]).get(gid, gid)
-            try:
-                body = body_from_mapping("memory.edit", {
-                    "gid": gid, "bases": [base], "text": new.text, "confidence": new.confidence,
-                    "user_validated": new.user_validated})
-            except OpInvalid as exc:
-                log.warning("sync journal: edit of memory %s not journaled (%s)", old,
-                            exc.user_message.split(":")[0])
-                return None
-            op = self._write_ops(conn, [body])[0]
-            applied.move_gid(conn, gid, int(new.id))
-            applied.set_head(conn, gid, op.id)
-            return op
-        return self._db.write_sync(run)
+        found = self._rows.gids(conn, [old])
+        if old not in found:
+            return None
+        gid = Gid(found[old])
+        if self._rows.forgotten(conn, [gid]):
+            return None
+        base = applied.heads(conn, [gid]).get(gid, gid)
+        try:
+            body = body_from_mapping("memory.edit", {
+                "gid": gid, "bases": [base], "text": new.text, "confidence": new.confidence,
+                "user_validated": new.user_validated})
+        except OpInvalid as exc:
+            log.warning("sync journal: edit of memory %s not journaled (%s)", old,
+                        exc.user_message.split(":")[0])
+            return None
+        op = self._write_ops(conn, [body])[0]
+        applied.move_gid(conn, gid, int(new.id))
+        applied.set_head(conn, gid, op.id)
+        return op
 
     def record_creates(self, memories: Sequence[Memory], replaces: int | None = None,
                        batch: int = 256) -> list[Op]:
@@ -277,12 +285,14 @@ class Journal:
             part = list(memories[i:i + batch])
 
             def run(conn: ports.Connection, part: list[Memory] = part) -> list[Op]:
-                return self._creates(conn, part, replaces)
+                return self.creates_in(conn, part, replaces)
             out += self._db.write_sync(run)
         return out
 
-    def _creates(self, conn: ports.Connection, memories: Sequence[Memory],
+    def creates_in(self, conn: ports.Connection, memories: Sequence[Memory],
                  replaces: int | None) -> list[Op]:
+        """``record_creates`` of one batch inside the caller's transaction (an assistant's
+        change journals its ``fact.supersede`` in the commit that supersedes the old fact)."""
         applied = self._applied
         ids = [int(m.id) for m in memories]
         named = self._rows.gids(conn, ids)
@@ -330,13 +340,20 @@ class Journal:
         """The person's answer to an Inbox item: ``inbox.decide`` (after an
         ``inbox.propose`` naming the item, the first time one of this vault's own items is
         answered). Nothing for an item about a memory that was never synced."""
+        return self._db.write_sync(
+            lambda c: self.decide_in(c, cid, a, b, kind, reason, keep, text))
+
+    def decide_in(self, conn: ports.Connection, cid: int, a: int, b: int, kind: str,
+                  reason: str, keep: str, text: str | None) -> list[Op]:
+        """``record_decide`` inside the caller's transaction: the Inbox answer and its op are
+        one commit. An answer the op schema refuses is logged (without content) and writes
+        nothing here; the answer itself stands."""
         applied = self._applied
         if applied is None:
             return []
-
-        def run(conn: ports.Connection) -> list[Op]:
-            item = applied.question_of(conn, cid)
-            bodies: list[Body] = []
+        item = applied.question_of(conn, cid)
+        bodies: list[Body] = []
+        try:
             if item is None:
                 g = self._rows.gids(conn, [a, b])
                 if a not in g or b not in g or self._rows.forgotten(conn, [g[a], g[b]]):
@@ -345,17 +362,19 @@ class Journal:
                 bodies.append(body_from_mapping("inbox.propose", {
                     "item": item, "kind": "review" if kind == "review" else "contradiction",
                     "a": g[a], "b": g[b], "reason": reason[:MAX_LABEL]}))
-                applied.name_question(conn, item, cid)
+                named = item
+            else:
+                named = None
             bodies.append(body_from_mapping("inbox.decide", {
                 "item": item, "verdict": "accept", "choice": keep,
                 "text": text if keep == "edit" else None}))
-            return self._write_ops(conn, bodies)
-        try:
-            return self._db.write_sync(run)
         except OpInvalid as exc:
             log.warning("sync journal: Inbox answer %s not journaled (%s)", cid,
                         exc.user_message.split(":")[0])
             return []
+        if named is not None:
+            applied.name_question(conn, named, cid)
+        return self._write_ops(conn, bodies)
 
 
 def _fact_fields(m: Memory, gid: Gid, sources: Sequence[Gid]) -> dict[str, Any]:

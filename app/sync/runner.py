@@ -12,6 +12,11 @@ owner's scheduler thread for ``tick``; ``activity`` and ``close`` on any thread.
 - **never after close**: ``close`` (the vault's ``lock``) stops new ticks, gives a tick under
   way ``policy.SYNC_STOP_WAIT_S`` to finish and then lets it be: the vault closes under it, each
   of its transactions is whole or absent as after a crash, and it ends quietly;
+- **a file landed, a tick soon**: after its first tick the runner watches the folder
+  (``app/sync/watch.py``: a ``stat`` poll every 500 ms of the directories the other devices
+  write, nothing read) and calls ``landed`` when another device's file appears; the owner then
+  moves its next tick to ``policy.SYNC_LANDED_S`` from now instead of waiting for the interval.
+  The watch stops at ``close`` and follows the folder when the setting changes;
 - **errors are words**: a folder missing or full, a file or key refused, is one ``problem``
   ("Sync folder missing"), logged once when it changes, by class only; the engine is dropped
   and built again from what the vault holds on the next tick (a restart's path, which compares
@@ -33,6 +38,8 @@ from app.api import ForgetLine, SyncActivity
 from app.errors import AppError
 from app.policy import SYNC_STOP_WAIT_S
 from app.sync.device_words import FOLDER_MISSING
+from app.sync.folder import FORMAT
+from app.sync.watch import FolderWatch
 
 if TYPE_CHECKING:
     from app.sync.engine import SyncEngine
@@ -77,13 +84,16 @@ def forget_lines(progress: Sequence[Any]) -> tuple[ForgetLine, ...]:
 class SyncRunner:
     """Ticks one vault's engine; see the module's note. ``folder`` and ``set_up`` are read at
     every tick (pairing may set sync up while the owner runs); ``make_engine`` builds the
-    engine over a folder; ``sending`` counts this device's unsent changes."""
+    engine over a folder; ``sending`` counts this device's unsent changes; ``landed`` (if
+    given) is called, on the watch's thread, when another device's file lands in the folder."""
 
     def __init__(self, *, folder: Callable[[], str], set_up: Callable[[], bool],
                  make_engine: Callable[[Path], SyncEngine], sending: Callable[[], int],
-                 now: Callable[[], float]) -> None:
+                 now: Callable[[], float], landed: Callable[[], None] | None = None) -> None:
         self._folder, self._set_up = folder, set_up
         self._make_engine, self._sending, self._now = make_engine, sending, now
+        self._landed = landed
+        self.watch: FolderWatch | None = None  # the folder's watch once a tick ran
         self._ticking = threading.Lock()   # one tick at a time
         self._state = threading.Lock()     # guards the fields below
         self._closed = False
@@ -120,6 +130,7 @@ class SyncRunner:
             if not folder or not self._set_up():
                 with self._state:
                     self._running, self._engine = False, None
+                self._unwatch()
                 return False
             path = Path(folder)
             with self._state:
@@ -138,6 +149,10 @@ class SyncRunner:
             self._engine = None  # built again from the vault on the next tick
             self._fail(exc)
             return False
+        try:
+            self._watch(engine)
+        except Exception as exc:  # the watch only hastens ticks: the interval still runs
+            log.warning("sync: folder watch not started (%s)", type(exc).__name__)
         forgets = self._progress(engine)
         with self._state:
             if self._problem:
@@ -150,6 +165,24 @@ class SyncRunner:
                 self._forgets = forgets
             self.ticks += 1
         return True
+
+    def _watch(self, engine: SyncEngine) -> None:
+        """Watch ``engine``'s folder (once; again when the folder changed)."""
+        if self._landed is None or self._closed:
+            return
+        base = engine.folder / FORMAT
+        watch = self.watch
+        if watch is not None and watch.base == base and watch.me == engine.me:
+            return
+        self._unwatch()
+        watch = FolderWatch(base, engine.me, self._landed)
+        watch.start()
+        self.watch = watch
+
+    def _unwatch(self) -> None:
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.stop(wait=0)
 
     def _fail(self, exc: BaseException) -> None:
         words = problem_words(exc)
@@ -186,6 +219,7 @@ class SyncRunner:
         """No tick starts from now on; a tick under way gets ``wait`` seconds (else
         ``policy.SYNC_STOP_WAIT_S``). True if none was left running."""
         self._closed = True
+        self._unwatch()
         wait = SYNC_STOP_WAIT_S if wait is None else wait
         finished = self._ticking.acquire(timeout=max(0.0, wait))
         if finished:
@@ -195,4 +229,5 @@ class SyncRunner:
         with self._state:
             self._engine = None
             self._running = False
+        self._unwatch()  # a tick under way may have started one
         return finished

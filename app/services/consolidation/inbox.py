@@ -10,6 +10,7 @@ whether the pipeline or the person settled the item.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from app.api import ContradictionItem, InboxPage, InboxStatus
@@ -76,9 +77,12 @@ class InboxService:
         """Open items (contradictions and review requests): the navigation's count."""
         return self.db.read(lambda c: self.inbox.count(c, "open"))
 
-    def resolve(self, cid: int, keep: str, text: str | None = None) -> int | None:
+    def resolve(self, cid: int, keep: str, text: str | None = None, *,
+                also: Callable[[Any], None] | None = None) -> int | None:
         """A contradiction: keep a | b | both (true at different times) | edit (with ``text``).
-        A review request: still_true | edit (forgetting goes through the forget plan)."""
+        A review request: still_true | edit (forgetting goes through the forget plan).
+        ``also(conn)`` runs in the transaction that settles the item (sync journals the
+        answer in the same commit)."""
         if keep not in RESOLVE_CHOICES:
             raise ValidationError("Choose a, b, both, edit or still true.")
         entry = self.db.read(lambda c: self.inbox.get(c, cid))
@@ -133,6 +137,8 @@ class InboxService:
                 rows.supersede(conn, a, new_id, now)
             self.inbox.settle(conn, cid, "resolved", json.dumps(
                 {"keep": keep, "new": new_id, "prior": prior_json(prior), **extra}), now)
+            if also is not None:
+                also(conn)
         self.db.write_sync(write)
         return new_id
 

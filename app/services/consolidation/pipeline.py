@@ -257,16 +257,19 @@ class Pipeline:
         return report
 
     def store_assistant_change(self, fact: FactCandidate, scope: Scope, now: float,
-                               replaces: int | None) -> tuple[RunReport, Any]:
+                               replaces: int | None, *,
+                               also: Callable[[Any, Any], None] | None = None
+                               ) -> tuple[RunReport, Any]:
         """An assistant says a value changed (issue 26, ``app.services.assistant_change``):
         a run of its own, so the Inbox names it and Undo reverts it. Returns the report and
-        the ``ChangeOutcome``."""
+        the ``ChangeOutcome``. ``also(conn, outcome)`` runs in the transaction that stores
+        it (sync journals the new fact and what it supersedes in the same commit)."""
         from app.services.assistant_change import store_change
         started = time.perf_counter()
         run_id = self.db.write_sync(lambda c: self.runlog.start(c, "assistant_fact", now))
         rl = RunLog(run_id, self.runlog)
         try:
-            outcome = store_change(self, rl, fact, scope, now, replaces)
+            outcome = store_change(self, rl, fact, scope, now, replaces, also=also)
         finally:
             report = RunReport(RunId(run_id), "assistant_fact", now,
                                round(time.perf_counter() - started, 3), dict(rl.counts),

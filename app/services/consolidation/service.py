@@ -50,8 +50,10 @@ class ConsolidationService:
         return self.pipeline.store_assistant_fact(fact, scope, now)
 
     def store_assistant_change(self, fact: FactCandidate, scope: tuple[str, str | None],
-                               now: float, replaces: int | None) -> tuple[RunReport, Any]:
-        return self.pipeline.store_assistant_change(fact, scope, now, replaces)
+                               now: float, replaces: int | None, *,
+                               also: Callable[[Any, Any], None] | None = None
+                               ) -> tuple[RunReport, Any]:
+        return self.pipeline.store_assistant_change(fact, scope, now, replaces, also=also)
 
     def rename_owner(self, new: str, previous: str | None = None) -> int:
         """The person's name changed (Settings, or learned): facts about them follow."""
@@ -78,8 +80,9 @@ class ConsolidationService:
     def inbox_count(self) -> int:
         return self.inbox.inbox_count()
 
-    def resolve(self, cid: int, keep: str, text: str | None = None) -> int | None:
-        return self.inbox.resolve(cid, keep, text)
+    def resolve(self, cid: int, keep: str, text: str | None = None, *,
+                also: Callable[[Any], None] | None = None) -> int | None:
+        return self.inbox.resolve(cid, keep, text, also=also)
 
     def reopen(self, cid: int) -> None:
         self.inbox.reopen(cid)

@@ -164,6 +164,116 @@ def test_a_remember_and_its_op_are_one_commit(two: Fleet,
     assert a.hash() == b.hash()
 
 
+def _kill_at_journaling(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill -9 when the journal writes the act's op (inside its transaction now; after the
+    act's own commit before)."""
+    journal = vault._sync_journal()
+    assert journal is not None
+
+    def die(*_a: Any, **_k: Any) -> None:
+        raise Killed()
+    monkeypatch.setattr(journal, "_write_ops", die)
+
+
+def _rows(v: Vault, sql: str) -> list[tuple[Any, ...]]:
+    return inside(v).db.read(lambda c: [tuple(r) for r in c.execute(sql)])
+
+
+def test_an_edit_and_its_op_are_one_commit(two: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill between writing a correction and journaling it left the edit on this device
+    only (and the next start sent the new version as a new memory, the old one still current
+    on the other device): now one transaction, so a kill in the journaling keeps neither."""
+    a, b = two.members
+    mid = remember(a.vault, "The boiler code is 4471")
+    rounds([a, b])
+    _kill_at_journaling(a.vault, monkeypatch)
+    with pytest.raises(Killed):
+        a.vault.correct(mid, "The boiler code is 4472")
+    monkeypatch.undo()
+    assert texts(a.vault) == {"The boiler code is 4471"} and _count(a.vault) == 1
+    a.restart()
+    a.vault.correct(mid, "The boiler code is 4473")
+    rounds([a, b])
+    assert texts(a.vault) == texts(b.vault) == {"The boiler code is 4473"}
+    assert _count(b.vault) == 2  # the old version stays in the history there too
+    assert a.hash() == b.hash()
+
+
+def test_an_assistants_own_correction_and_its_op_are_one_commit(
+        two: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = two.members
+    from app.agent_scope import AgentSession
+    from app.api import AssistantFact
+    for m in (a, b):
+        m.vault.pair_agent("helper")
+    helper = AgentSession(a.vault, "helper")
+    first = helper.remember_fact(AssistantFact("Ana", "gym", "Iron Works")).value
+    assert first.id is not None
+    rounds([a, b])
+    _kill_at_journaling(a.vault, monkeypatch)
+    with pytest.raises(Killed):
+        a.vault.correct_own(first.id, "Ana trains at Iron Works gym on Mondays", agent="helper")
+    monkeypatch.undo()
+    assert _count(a.vault) == 1
+    a.restart()
+    rounds([a, b])
+    assert _count(b.vault) == 1 and a.hash() == b.hash()
+
+
+def test_an_assistants_change_and_its_supersede_are_one_commit(
+        two: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``remember_fact`` with ``replaces``: the new fact and the old one superseded, and the
+    ``fact.supersede`` op, are one commit. Before, a kill left the change here only, and the
+    next start's backfill sent the new fact as a plain assert: both current elsewhere."""
+    a, b = two.members
+    from app.agent_scope import AgentSession
+    from app.api import AssistantFact
+    for m in (a, b):
+        m.vault.pair_agent("helper")
+    helper = AgentSession(a.vault, "helper")
+    first = helper.remember_fact(AssistantFact("Ana", "gym", "Iron Works")).value
+    rounds([a, b])
+    _kill_at_journaling(a.vault, monkeypatch)
+    with pytest.raises(Killed):
+        helper.remember_fact(AssistantFact("Ana", "gym", "Pulse", replaces=first.id))
+    monkeypatch.undo()
+    facts = "SELECT m.text, m.status FROM memory m JOIN fact f ON f.memory_id = m.id"
+    assert _rows(a.vault, facts) == [("Ana gym Iron Works", "active")]
+    a.restart()
+    helper = AgentSession(a.vault, "helper")
+    later = helper.remember_fact(AssistantFact("Ana", "gym", "Pulse", replaces=first.id)).value
+    assert later.status == "changed"
+    rounds([a, b])
+    want = {("Ana gym Iron Works", "superseded"), ("Ana gym Pulse", "active")}
+    assert set(_rows(a.vault, facts)) == set(_rows(b.vault, facts)) == want
+    assert a.hash() == b.hash()
+
+
+def test_an_inbox_answer_and_its_op_are_one_commit(two: Fleet,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill between settling an Inbox item and journaling the answer left it answered here
+    and open on the other device for good (nothing sends it later)."""
+    a, b = two.members
+    mid = remember(a.vault, "The car insurance renews in June")
+    rounds([a, b])
+    now = a.clock.now()
+    inbox = inside(a.vault).consolidation.inbox.inbox
+    inside(a.vault).db.write_sync(lambda c: inbox.add_review(c, mid, "old", now))
+    (item,) = a.vault.contradictions()
+    _kill_at_journaling(a.vault, monkeypatch)
+    with pytest.raises(Killed):
+        a.vault.resolve(item.id, "still_true")
+    monkeypatch.undo()
+    assert [c.id for c in a.vault.contradictions()] == [item.id]  # still open: nothing kept
+    a.restart()
+    a.vault.resolve(item.id, "still_true")
+    rounds([a, b])
+    assert a.vault.contradictions() == [] and b.vault.contradictions() == []
+    settled = b.vault.contradictions(status=None)
+    assert len(settled) == 1 and settled[0].status != "open"
+    assert a.hash() == b.hash()
+
+
 def test_a_kill_between_the_forget_op_and_the_erase_still_forgets_everywhere(
         two: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """The forget op is journaled first: a kill before the memories go here leaves it queued,

@@ -116,6 +116,32 @@ def test_a_local_write_is_sent_about_a_second_later_not_at_the_next_interval(
         sb.lock()
 
 
+def test_a_file_landing_in_the_folder_makes_the_other_owner_tick_without_its_interval(
+        fleet: Fleet) -> None:
+    """B's folder watch (app/sync/watch.py) sees A's segment land and moves B's tick to
+    ``SYNC_LANDED_S`` from then: with B's interval pushed an hour away, only the watch can
+    have made B list A's memory."""
+    a, b = fleet.members
+    sa, sb = owners(fleet)
+    try:
+        ra, rb = inside(a.vault).sync_runner, inside(b.vault).sync_runner
+        wait_until(lambda: ra.ticks > 0 and rb.watch is not None and rb.watch.running)
+        assert sb.scheduler is not None and rb.watch is not None
+        sb.scheduler.reschedule_job("sync", trigger="interval", seconds=3600)
+        fired, ticks = rb.watch.fired, rb.ticks
+        remember(a.vault, "The ferry to Porto leaves at 8:15")  # A sends it (SYNC_SOON_S)
+        wait_until(lambda: "The ferry to Porto leaves at 8:15" in texts(b.vault), timeout=20)
+        assert rb.watch.fired > fired
+        wait_until(lambda: rb.ticks > ticks)  # the tick that listed it may still be finishing
+        nxt = sb.scheduler.get_job("sync").next_run_time  # type: ignore[union-attr]
+        assert nxt is not None  # the hour-away interval is still there after the early tick
+    finally:
+        sa.lock()
+        sb.lock()
+    # Locked: the watch is stopped with the runner.
+    assert rb.watch is None
+
+
 def test_a_missing_folder_is_one_status_in_words_logged_once_and_retried(
         fleet: Fleet, caplog: pytest.LogCaptureFixture) -> None:
     a, b = fleet.members
