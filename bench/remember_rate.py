@@ -121,7 +121,8 @@ class Modes:
         self.ingest.follower = self.follower
         self.db.write_group = self._group
         self.db._sync_within = SYNC_WITHIN_S
-        self.follower.start_at = self.follower.max_pending - self.follower.batch
+        self.follower.start_at = max(self.follower.batch,
+                                     self.follower.max_queued - self.follower.batch)
         self.follower.max_defer_s = policy.FOLLOW_MAX_DEFER_S
 
     def remember(self, text: str) -> None:
