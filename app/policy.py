@@ -157,15 +157,17 @@ ENTITY_MERGE_COSINE = 0.8
 
 # Issue 28, one-at-a-time remember: the vector of a remembered memory is made after the call
 # is acknowledged, in batches (app/services/vector_follow.py). A batch of this many texts is one
-# model call and one transaction; a caller waits while this many vectors are still to be made,
-# so a vector follows its memory by at most about FOLLOW_MAX_PENDING / (batched embedding rate)
-# (figures: bench/remember_rate.py, "vector_lag").
+# model call and one transaction (a recall's query embedding waits for at most one such call).
 FOLLOW_BATCH = 32
-FOLLOW_MAX_PENDING = 256
+# Texts to embed the follower keeps in RAM; past this many a remember still returns at once and
+# the follower reads its text back from the vault's pending rows later. A caller used to wait
+# while 256 were due, so a burst longer than that ran at the model's rate (~51/s); now the
+# vectors lag instead (figures: bench/remember_rate.py --sustained, "drain_after_last_s").
+FOLLOW_MAX_QUEUED = 1024
 # The follower embeds once no remember came for this long (the caller paused), ...
 FOLLOW_GATHER_S = 0.05
 # ... or once its oldest memory waited this long (a steady stream never pauses), or once
-# FOLLOW_MAX_PENDING - FOLLOW_BATCH are due (a caller would soon wait). Until then the model
+# FOLLOW_MAX_QUEUED - FOLLOW_BATCH are due (the queue would soon spill). Until then the model
 # leaves the CPU to the remembers being acknowledged: on this 2-core machine, a burst of 200
 # one-at-a-time remembers went 145 -> 231/s and 74 -> 198/s (medians of 3 and 5 alternating
 # rounds, load 11-12, dev) against a follower that embedded as soon as 32 were due.

@@ -392,9 +392,12 @@ class Lexicon:
         return self._building
 
     def build_in_background(self, read: Reader,
-                            then: Callable[[], None] | None = None, delay: float = 0.0) -> None:
+                            then: Callable[[], None] | None = None, delay: float = 0.0,
+                            before_scan: Callable[[], None] | None = None) -> None:
         """Build from ``memory_fts`` through ``read`` (the database's reader) on a thread,
-        after ``delay`` seconds, then call ``then()`` there (unless cleared meanwhile)."""
+        after ``delay`` seconds, then call ``then()`` there (unless cleared meanwhile).
+        ``before_scan()`` runs on that thread before a scan (not before loading a saved
+        mirror, which is quicker): work that makes recall cheaper during the scan."""
         with self._lock:
             self._building = True
         self._direct.read = read
@@ -407,6 +410,8 @@ class Lexicon:
                 with self._lock:
                     self._building = False
                 return
+            if not loaded and before_scan is not None:
+                before_scan()
             self._build(read, scan=not loaded)
             if then is not None and not self._cancel.is_set():
                 then()

@@ -23,13 +23,15 @@ def mark_pending(conn: Connection, mid: int) -> None:
     conn.execute("INSERT OR IGNORE INTO vector_pending (memory_id) VALUES (?)", (int(mid),))
 
 
-def pending(conn: Connection) -> list[tuple[int, Store, str, str | None, float | None]]:
-    """The pending memories, oldest first: (id, store, text, speaker, occurred_at
-    or None when it was not given, which ``insert_memory`` records as the creation time)."""
+def pending(conn: Connection, limit: int | None = None
+            ) -> list[tuple[int, Store, str, str | None, float | None]]:
+    """The pending memories, oldest first (at most ``limit``): (id, store, text, speaker,
+    occurred_at or None when it was not given, which ``insert_memory`` records as the creation
+    time)."""
     rows = conn.execute(
         "SELECT m.id, m.store, m.text, m.speaker, m.occurred_at, m.created_at "
         "FROM vector_pending p JOIN memory m ON m.id = p.memory_id "
-        "ORDER BY p.memory_id").fetchall()
+        "ORDER BY p.memory_id LIMIT ?", (-1 if limit is None else int(limit),)).fetchall()
     return [(int(r[0]), Store(r[1]), str(r[2]), r[3], None if r[4] == r[5] else float(r[4]))
             for r in rows]
 

@@ -8,13 +8,23 @@ lexically at once (the lexicon mirror refreshes on the commit). The vector is de
 text, so it is made here, in batches (one model call and one transaction per
 ``policy.FOLLOW_BATCH``), and its ``vector_pending`` row (written in the memory's own
 transaction) goes in the vector's. A kill -9 in between leaves the row pending and the next
-unlock makes the vector (``start``). A caller waits while ``policy.FOLLOW_MAX_PENDING``
-vectors are still to be made, which bounds how long a vector can lag.
+unlock makes the vector (``start``).
+
+A caller never waits for the model. The texts to embed are kept in RAM up to
+``policy.FOLLOW_MAX_QUEUED``; past that a submit keeps nothing (its pending row is in the vault
+already) and the follower reads the oldest pending rows back from the vault once its queue is
+empty, ``FOLLOW_MAX_QUEUED`` at a time. Before, a caller waited while 256 were due: past that
+many remembers in a row the model set the rate (~51/s on 2 cores, where a model call of 32
+texts took ~1 s wall beside the caller; the acknowledgement alone runs ~270/s). Vectors now lag
+a long burst by what the model needs to catch up (bench/remember_rate.py ``--sustained``:
+``drain_after_last_s``); recall finds such memories lexically meanwhile.
 
 The model waits for a pause (``policy.FOLLOW_GATHER_S`` without a remember), for
-``policy.FOLLOW_MAX_DEFER_S`` after the oldest memory due, or for a caller about to wait,
-whichever comes first: on 2 cores, a model call beside a burst of remembers took the cores
-the acknowledgements needed (the burst's rate fell by a third to a half, dev).
+``policy.FOLLOW_MAX_DEFER_S`` after the oldest memory due, or for a full queue, whichever comes
+first: on 2 cores, a model call beside a burst of remembers took the cores the acknowledgements
+needed (the burst's rate fell by a third to a half, dev). For the same reason the thread runs
+at background priority (``app.threads.background_priority``): it gives way to the callers'
+threads and the writer, and still gets every core nobody else wants.
 
 Thread affinity: ``submit`` from any thread; ``stop`` before the database closes (lock).
 """
@@ -31,6 +41,7 @@ from app import policy
 from app.domain.memory import Draft, Store
 from app.errors import VaultLocked
 from app.ports import Database, Embedder, VectorIndex, VectorPendingRows
+from app.threads import background_priority
 
 log = logging.getLogger(__name__)
 
@@ -40,24 +51,32 @@ class VectorFollower:
 
     def __init__(self, db: Database, index: VectorIndex, embedder: Embedder,
                  rows: VectorPendingRows, *, batch: int = policy.FOLLOW_BATCH,
-                 max_pending: int = policy.FOLLOW_MAX_PENDING,
+                 max_queued: int = policy.FOLLOW_MAX_QUEUED,
                  gather_s: float = policy.FOLLOW_GATHER_S,
                  max_defer_s: float = policy.FOLLOW_MAX_DEFER_S,
-                 start_at: int | None = None) -> None:
+                 start_at: int | None = None, background: bool = True) -> None:
         self.db = db
         self.index = index
         self.embedder = embedder
         self.rows = rows
         self.batch = batch
-        self.max_pending = max_pending
+        self.max_queued = max(1, max_queued)
         self.gather_s = gather_s
         self.max_defer_s = max_defer_s
-        # Due memories at which the model runs whatever else holds: by default when a caller
-        # would soon wait on ``max_pending``.
-        self.start_at = max(batch, max_pending - batch) if start_at is None else start_at
+        self.background = background
+        # Due memories at which the model runs whatever else holds: by default when the queue
+        # is about to spill (``max_queued``).
+        self.start_at = max(batch, self.max_queued - batch) if start_at is None else start_at
         self._cond = threading.Condition()
         # memory id -> (the text its vector is made from, when it was queued: time.monotonic)
         self._todo: dict[int, tuple[str, float]] = {}
+        # A submit found the queue full and kept only the vault's pending row: read the pending
+        # rows back once the queue is empty (``_refill``).
+        self._spilled = False
+        self.spills = 0  # submits that spilled (tests, bench)
+        # Memories whose vector failed this session: left pending for the next unlock, never
+        # read back (a failing text would otherwise be retried in a loop).
+        self._failed: set[int] = set()
         self._last_submit = 0.0
         self._busy = False
         self._stopped = False
@@ -66,14 +85,11 @@ class VectorFollower:
     def start(self) -> None:
         """Queue what an earlier session left pending (a kill -9 between a memory and its
         vector), then start the thread."""
-        from app.services.ingest import embed_text
-        left = [(mid, embed_text(Draft(text=text, store=store, speaker=speaker, occurred_at=at)))
-                for mid, store, text, speaker, at in self.db.read(self.rows.pending)]
         with self._cond:
-            for mid, text in left:
-                self._todo[mid] = (text, 0.0)  # due at once
+            self._spilled = True
+        left = self._refill()
         if left:
-            log.info("%d vectors left to make from an earlier session", len(left))
+            log.info("%d vectors left to make from an earlier session", left)
         if self.db.threaded:
             self._thread = threading.Thread(target=self._loop, name="vector-follow",
                                             daemon=True)
@@ -83,14 +99,16 @@ class VectorFollower:
 
     def submit(self, mid: int, text: str) -> None:
         """The memory ``mid`` was committed with its pending row; make its vector from
-        ``text``. Waits while ``max_pending`` are still to be made (the lag bound)."""
+        ``text``. Never waits: with the queue full, the pending row alone stands for it."""
         with self._cond:
-            while len(self._todo) >= self.max_pending and not self._stopped:
-                self._cond.wait()
             if self._stopped:
                 return  # locked: the row stays pending for the next unlock
             now = time.monotonic()
-            self._todo[mid] = (text, now)
+            if len(self._todo) >= self.max_queued:
+                self._spilled = True
+                self.spills += 1
+            else:
+                self._todo[mid] = (text, now)
             self._last_submit = now
             if len(self._todo) == 1 or len(self._todo) >= self.start_at:
                 self._cond.notify_all()  # else the follower wakes at its own deadline
@@ -115,12 +133,21 @@ class VectorFollower:
         """True once every submitted vector is made (or the follower stopped)."""
         with self._cond:
             return self._cond.wait_for(
-                lambda: self._stopped or (not self._todo and not self._busy), timeout)
+                lambda: self._stopped or (not self._todo and not self._busy
+                                          and not self._spilled), timeout)
 
     @property
     def backlog(self) -> int:
+        """Vectors queued in RAM (plus one for a batch in hand); spilled ones are not
+        counted (``spilled`` says whether there are any)."""
         with self._cond:
             return len(self._todo) + (1 if self._busy else 0)
+
+    @property
+    def spilled(self) -> bool:
+        """Whether some pending rows wait to be read back from the vault."""
+        with self._cond:
+            return self._spilled
 
     def stop(self) -> None:
         """Finish the batch in hand and stop; the rest stays pending in the vault."""
@@ -150,25 +177,67 @@ class VectorFollower:
         self._busy = bool(items)
         return items
 
+    def _refill(self) -> int:
+        """Queue the oldest pending rows of the vault (at most ``max_queued`` new ones), due at
+        once; any thread, with nothing in hand (the queue empty, no batch under way). Returns
+        how many were queued."""
+        from app.services.ingest import embed_text
+        with self._cond:
+            self._spilled = False  # a submit that spills from now on sets it again
+            failed = set(self._failed)
+        limit = self.max_queued + len(failed)
+        rows = self.db.read(lambda c: self.rows.pending(c, limit))
+        left = [(mid, embed_text(Draft(text=text, store=store, speaker=speaker, occurred_at=at)))
+                for mid, store, text, speaker, at in rows if mid not in failed]
+        with self._cond:
+            for mid, text in left:
+                self._todo.setdefault(mid, (text, 0.0))
+            if len(rows) >= limit:
+                self._spilled = True  # more than one queue's worth: read again once done
+        return len(left)
+
     def _drain(self) -> None:
         """Caller's thread (an unthreaded vault): make everything queued now."""
         while True:
             with self._cond:
-                items = self._take()
+                refill = not self._todo and self._spilled
+                items = [] if refill else self._take()
+            if refill:
+                self._refill()
+                continue
             if not items:
                 return
             self._settle(items)
 
     def _loop(self) -> None:
+        if self.background:
+            background_priority()
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopped or bool(self._todo))
+                self._cond.wait_for(lambda: self._stopped or bool(self._todo) or self._spilled)
                 # Gather a batch (fewer model calls and transactions than one per memory),
                 # and leave the CPU to remembers still coming in (the module docstring).
-                self._wait_due()
+                if self._todo:
+                    self._wait_due()
                 if self._stopped:
                     return
-                items = self._take()
+                refill = not self._todo
+                items = [] if refill else self._take()
+                self._busy = True
+            if refill:
+                try:
+                    self._refill()
+                except VaultLocked:
+                    pass  # stopped meanwhile: the rows stay pending for the next unlock
+                except Exception:  # the thread's boundary, as in _settle
+                    log.exception("pending vectors not read back")
+                    with self._cond:
+                        self._spilled = False  # not in a loop: the next unlock makes them
+                finally:
+                    with self._cond:
+                        self._busy = False
+                        self._cond.notify_all()
+                continue
             self._settle(items)
 
     def _settle(self, items: list[tuple[int, str]]) -> None:
@@ -178,6 +247,8 @@ class VectorFollower:
             pass  # locked while making them: they stay pending for the next unlock
         except Exception:  # the thread's boundary: the rows stay pending for the next unlock
             log.exception("vectors of %d memories not made", len(items))
+            with self._cond:
+                self._failed.update(mid for mid, _ in items)
         finally:
             with self._cond:
                 self._busy = False

@@ -145,3 +145,45 @@ def test_a_damaged_saved_mirror_is_rebuilt(saved: Path, monkeypatch: pytest.Monk
         assert_same(v)
     finally:
         v.lock()
+
+
+def test_recall_fields_are_preloaded_before_a_scan_and_after_a_load(
+        vault_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28, the first minute: a scan of the mirror takes long, so recall's fields are read
+    into RAM before it (recall during the scan then needs no SQL for them); loading a saved
+    mirror is quicker, so they follow it."""
+    from storage import recall_cache
+    use_fake_embedder(monkeypatch)
+    monkeypatch.setattr(lexicon, "MIN_ROWS", 10)
+    monkeypatch.setattr(bootstrap, "BACKGROUND_GRACE_S", 0.0)
+    events: list[str] = []
+    real_add, real_preload = lexicon.Lexicon._add_rows, recall_cache.RecallRows.preload
+
+    def add_rows(lex: lexicon.Lexicon, rows: Any) -> None:
+        events.append("scan")
+        real_add(lex, rows)
+
+    def preload(rows: recall_cache.RecallRows, *a: Any, **k: Any) -> int:
+        kept = real_preload(rows, *a, **k)
+        events.append(f"preload {kept}")
+        return kept
+    monkeypatch.setattr(lexicon.Lexicon, "_add_rows", add_rows)
+    monkeypatch.setattr(recall_cache.RecallRows, "preload", preload)
+    v = new_vault(vault_dir, PW, threaded=True, use_chroma=False)
+    assert v.import_turns(parse_import([json.dumps(t) for t in turns(2, 10)])).value.added == 20
+    v.lock()
+    for scanned in (True, False):  # no saved mirror yet; then the one the lock saved
+        events.clear()
+        v = _open(vault_dir)
+        try:
+            thread = inside(v).lexicon._thread
+            assert thread is not None
+            thread.join(60)
+            preloads = [e for e in events if e.startswith("preload")]
+            assert preloads == ["preload 40"], events
+            if scanned:
+                assert events[0] == "preload 40" and "scan" in events, events
+            else:
+                assert events == ["preload 40"], events
+        finally:
+            v.lock()

@@ -129,3 +129,31 @@ def test_a_steady_stream_or_a_full_queue_does_not_hold_the_vectors_back(
     follower.max_defer_s, follower.start_at = 60.0, 4
     more = _burst(v, 4, "queue")
     assert follower.wait_idle(20) and all(i in inside(v).index for i in more)
+
+
+def test_a_burst_longer_than_the_queue_never_waits_for_the_model(
+        threaded: Vault, embedder: Any) -> None:
+    """Past ``max_queued`` a remember keeps only its pending row (the caller used to wait for
+    the model there); once the burst pauses, the follower reads those back from the vault and
+    every memory gets the vector of its own text."""
+    v = threaded
+    follower = inside(v).follower
+    assert follower is not None and follower.wait_idle(30)
+    # The model runs only after a 5 s pause: during the burst nothing frees the queue, so a
+    # caller that waited for room would wait 5 s.
+    follower.max_queued, follower.start_at = 8, 10**6
+    follower.gather_s, follower.max_defer_s = 5.0, 600.0
+    texts = [f"spill note {i}: the {w} ferry leaves at {7 + i % 9} o'clock"
+             for i, w in enumerate(["north", "harbour", "island", "river", "early"] * 6)]
+    t0 = time.monotonic()
+    ids = [v.remember(Draft(text=t, store=Store.EPISODIC, speaker="Me")).value for t in texts]
+    assert time.monotonic() - t0 < 4.5, "a remember waited for the model"
+    assert follower.spills == len(texts) - 8 and follower.spilled
+    assert sorted(_pending(v)) == sorted(ids)
+    assert follower.wait_idle(120)
+    assert _pending(v) == [] and not follower.spilled
+    want = np.asarray(embedder.embed([f"Me: {t}" for t in texts]), dtype=np.float32)
+    for n, mid in enumerate(ids):
+        made = _stored_vector(v, mid)
+        assert made is not None and mid in inside(v).index
+        assert float(made @ want[n]) > 0.999, "each memory got its own text's vector"
