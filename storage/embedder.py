@@ -1,6 +1,6 @@
 """Local sentence embedder: all-MiniLM-L6-v2 (ONNX) with dynamic padding.
 
-Layer: storage. Runs on: any thread (calls serialised by a lock).
+Layer: storage. Runs on: any thread (batches take turns under a lock; one text never waits for them).
 
 Produces the same vectors as Chroma's default embedding function
 (``chromadb.utils.embedding_functions.ONNXMiniLM_L6_V2``): WordPiece tokens truncated
@@ -12,6 +12,7 @@ and pooling, so the vectors match while short texts cost far less.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -248,7 +249,11 @@ class Embedder:
         out: FloatArray = np.zeros((n, EMBED_DIM), dtype=np.float32)
         if n == 0:
             return out
-        with self._lock:
+        # One text (a recall's query) never waits behind a batch that a background thread
+        # is embedding: onnxruntime's Run and the tokenizer are safe to call from several
+        # threads at once. Batches still take turns, so they never run more model threads
+        # than ``threads`` between them.
+        with self._lock if n > 1 else contextlib.nullcontext():
             encodings = self._tokenizer.encode_batch(list(texts))
             lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=n)
             order = np.argsort(lengths, kind="stable")  # similar lengths share a batch

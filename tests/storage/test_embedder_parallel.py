@@ -48,3 +48,32 @@ def test_parallel_error_reaches_caller() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         embedder_mod._run_parallel(fn, list(range(10)), 2)
     assert 3 in seen
+
+
+def test_one_text_does_not_wait_behind_a_batch_and_batches_still_take_turns(
+        model_dir: Path) -> None:
+    """A recall's query is one text: it runs while another thread's batch holds the
+    embedder's turn (the follower or an import at background priority), and gives the same
+    vector as on its own; a second batch waits for the turn."""
+    import threading
+    emb = Embedder(model_dir, batch_size=8, threads=1)
+    alone = emb.embed_one(TEXTS[3])
+    with emb._lock:  # a batch under way on another thread holds this
+        got: list[np.ndarray] = []
+        one = threading.Thread(target=lambda: got.append(emb.embed_one(TEXTS[3])))
+        one.start()
+        one.join(timeout=30)
+        assert not one.is_alive() and len(got) == 1, "one text waited for the batch"
+        batch = threading.Thread(target=lambda: got.append(emb.embed(TEXTS[:2])))
+        batch.start()
+        batch.join(timeout=0.5)
+        assert batch.is_alive(), "a batch did not wait for the other batch's turn"
+    batch.join(timeout=30)
+    assert not batch.is_alive()
+    np.testing.assert_allclose(got[0], alone, rtol=0, atol=1e-6)
+    # Both at once, for real: the query's vector is the same while a batch runs beside it.
+    many = threading.Thread(target=lambda: emb.embed(TEXTS * 4))
+    many.start()
+    for _ in range(5):
+        np.testing.assert_allclose(emb.embed_one(TEXTS[3]), alone, rtol=0, atol=1e-6)
+    many.join(timeout=60)
