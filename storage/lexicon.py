@@ -23,6 +23,7 @@ of a forgotten memory outlives the transaction that deleted it. Lock drops every
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -30,7 +31,7 @@ import re
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,8 @@ _WORD = re.compile(r"[^\W_]+")
 # it; a stream of searches slows the build at most (slice + wait) / slice, never stops it.
 _SLICE = 500
 _GIVE_WAY_S = 0.06
+# A recall under way (``Lexicon.serving``) holds the build back this long at most per slice.
+_GIVE_WAY_MAX_S = 0.5
 _FTS_STATE = ("(SELECT block FROM memory_fts_data WHERE id = 10), "  # FTS5's structure record
               "(SELECT block FROM memory_fts_data WHERE id = 1)")    # ... and its averages
 
@@ -369,6 +372,8 @@ class Lexicon:
         self._loading = threading.Event()  # a saved mirror is being read
         self._direct = _Direct(self.weights)  # serves until the mirror is ready
         self._searched_at = -math.inf  # the last search before the mirror was ready
+        self._serving = 0  # recalls under way before the mirror was ready (``serving``)
+        self._served = threading.Condition(threading.Lock())
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -459,10 +464,34 @@ class Lexicon:
                 self._building = False
             self._loading.clear()
 
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Around a whole recall: until the mirror is ready, its build waits between slices
+        while a recall is under way (``_give_way``), so the recall has the GIL and a core."""
+        if self._ready.is_set():
+            yield
+            return
+        with self._served:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._served:
+                self._serving -= 1
+                self._served.notify_all()
+
     def _give_way(self) -> None:
-        """Build thread, between slices: wait while a recall served before the mirror is ready
-        is likely still running (``_GIVE_WAY_S`` after its search), at most that long."""
-        wait = self._searched_at + _GIVE_WAY_S - time.monotonic()
+        """Build thread, between slices: wait while recalls are under way (``serving``), and
+        while a search outside one is likely still running (``_GIVE_WAY_S`` after it); at most
+        ``_GIVE_WAY_MAX_S`` in all, so a stream of recalls slows the build but never stops it."""
+        end = time.monotonic() + _GIVE_WAY_MAX_S
+        with self._served:
+            while self._serving and not self._cancel.is_set():
+                left = end - time.monotonic()
+                if left <= 0:
+                    return
+                self._served.wait(min(left, 0.05))
+        wait = min(self._searched_at + _GIVE_WAY_S, end) - time.monotonic()
         if wait > 0:
             self._cancel.wait(min(wait, _GIVE_WAY_S))
 

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -525,8 +526,10 @@ class RecallService:
                 and len(self.index) > 0:
             pending = QueryEmbedding(self._embed_workers, self.embedder.embed_one, query)
         try:
-            return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,
-                                dedupe=dedupe, current=current, pending=pending)
+            # Until the RAM lexicon is ready its build waits while a recall runs.
+            with self.lexicon.serving() if self.lexicon is not None else nullcontext():
+                return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,
+                                    dedupe=dedupe, current=current, pending=pending)
         finally:
             if pending is not None:
                 pending.join()  # nothing of this call runs on after it

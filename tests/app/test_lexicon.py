@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,40 @@ def test_the_lexicon_builds_below_the_threads_that_search(lex_vault: Vault) -> N
     assert parts.lexicon.wait_ready(60)
     assert niceness and all(n == min(19, mine + BULK_NICENESS) for n in niceness)
     assert _nice() == mine
+
+
+def test_the_build_waits_while_a_recall_is_under_way(lex_vault: Vault,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until the mirror is ready, its build scans no slice while a recall holds ``serving``
+    (the recall has the GIL and a core to itself), goes on after it, and a recall that never
+    ends holds it back at most ``_GIVE_WAY_MAX_S`` a slice: the build still finishes."""
+    monkeypatch.setattr(lexicon, "_SLICE", 10)  # several slices from the fixture's turns
+    monkeypatch.setattr(lexicon, "_GIVE_WAY_MAX_S", 0.4)
+    lex = inside(lex_vault).lexicon
+    read = inside(lex_vault).db.read
+    slices: list[float] = []
+
+    def counting(fn: Any) -> Any:
+        def scan(conn: Any) -> Any:
+            real = conn.execute
+
+            class Conn:  # counts the scan's slices as they are read
+                def execute(self, sql: str, *a: Any) -> Any:
+                    if "FROM memory_fts WHERE rowid >" in sql:
+                        slices.append(time.monotonic())
+                    return real(sql, *a)
+            return fn(Conn())
+        return read(scan)
+
+    with lex.serving():  # a recall under way when the build starts
+        lex.build_in_background(counting)
+        time.sleep(0.25)
+        held = len(slices)
+        assert held <= 1, "the build scanned slices while a recall was under way"
+        held_at = time.monotonic()
+        assert lex.wait_ready(60), "a recall that does not end held the build for good"
+    assert slices[-1] - held_at < 5
+    assert len(slices) > 2  # it scanned on in slices of 10, each after at most 0.4 s
+    assert lex.ready
+    with lex.serving():  # once ready, nothing is held: no waiting
+        assert lex.search(["garden"], 5) is not None
