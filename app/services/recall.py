@@ -115,6 +115,7 @@ TUNING = RecallTuning()
 # waits to be woken, two scheduling delays a recall on a loaded machine.
 OVERLAP_EMBEDDING = False
 _TEXT_MEMO = 65_536  # texts whose slots, small talk and holder are kept (a bound on RAM)
+_WARM_SLICE = 500  # texts worked out ahead between two checks for a lock (warm_texts)
 
 _TEMPORAL = re.compile(r"\b(when|what time|what year|what month|what day|how long ago|since|"
                        r"yesterday|today|last|ago|recently|before|after|during)\b", re.I)
@@ -420,7 +421,7 @@ class RecallService:
         with self._memo_lock:
             gen = self._memo_gen
         done = 0
-        for start in range(0, len(said), 500):
+        for start in range(0, len(said), _WARM_SLICE):
             if stop():
                 break
             part = said[start:start + 500]
