@@ -119,7 +119,7 @@ class _Receiver(QObject):
         # Python-owned parent. Released inside this receiver's destructor, they would delete
         # the parent, which deletes this receiver a second time (a segfault). Release them on
         # a later event-loop turn instead, then delete the receiver.
-        _release_later(self._on_done, self._on_error)
+        release_later(self._on_done, self._on_error)
         self._on_done = self._on_error = None  # type: ignore[assignment]
         self.deleteLater()
 
@@ -127,7 +127,13 @@ class _Receiver(QObject):
 _released: list[tuple[object, ...]] = []
 
 
-def _release_later(*objs: object) -> None:
+def release_later(*objs: object) -> None:
+    """Keep ``objs`` (callbacks) until a later event-loop turn. For a callback that may hold
+    the last reference to a Python-owned widget (a page or panel a test made without a
+    parent): dropped inside a signal of one of that widget's children, or inside a child's
+    destructor, it would delete the widget, and with it the child, under the child's own
+    frames (a double delete: heap corruption, ``malloc_consolidate()`` or SIGSEGV in
+    ``~QObject``). Dropped from a timer of its own, nothing of the widget is on the stack."""
     _released.append(objs)
     QTimer.singleShot(0, _released.clear)
 
