@@ -4,6 +4,13 @@ QThreadPool; ``on_done``/``on_error`` come back on the GUI thread through queued
 
 The GUI thread never calls the vault directly: every database, crypto, embedding, keyring and
 network call goes through here.
+
+Lifetimes across the two threads: the receiver (``_Receiver``) is a child of the widget that
+asked, so it goes when that widget goes, at any moment of the task; the task's signals object
+(``_TaskSignals``) is not its child but the application's, and only the task deletes it
+(``deleteLater`` after its one emit). The worker thread therefore never emits on an object the
+GUI thread may be deleting (checking ``isValid`` first left a gap between the check and the
+emit), and a result for a receiver that is gone is dropped by Qt.
 """
 
 from __future__ import annotations
@@ -69,19 +76,21 @@ class _Task(QRunnable):
         # done with it, and a closure over a search text or a memory would then outlive a
         # lock (the requirement-20 scan found one, depending on which test ran before).
         fn, self.fn = self.fn, None  # type: ignore[assignment]
+        signals = self.signals
         _running.active = True
         try:
-            result = fn()
+            result: object = fn()
+            outcome = signals.done
         except BaseException as exc:  # delivered to the GUI thread, shown by ui.errors
             exc.__traceback_text__ = traceback.format_exc()  # type: ignore[attr-defined]
-            if shiboken6.isValid(self.signals):
-                self.signals.failed.emit(exc)
-            return
+            result, outcome = exc, signals.failed
         finally:
             _running.active = False
             del fn
-        if shiboken6.isValid(self.signals):
-            self.signals.done.emit(result)
+        try:
+            outcome.emit(result)  # queued to the receiver, or dropped if it is gone
+        finally:
+            signals.deleteLater()  # only here: see the module's note on lifetimes
 
 
 class _Receiver(QObject):
@@ -119,7 +128,7 @@ class _Receiver(QObject):
         # Python-owned parent. Released inside this receiver's destructor, they would delete
         # the parent, which deletes this receiver a second time (a segfault). Release them on
         # a later event-loop turn instead, then delete the receiver.
-        _release_later(self._on_done, self._on_error)
+        release_later(self._on_done, self._on_error)
         self._on_done = self._on_error = None  # type: ignore[assignment]
         self.deleteLater()
 
@@ -127,7 +136,13 @@ class _Receiver(QObject):
 _released: list[tuple[object, ...]] = []
 
 
-def _release_later(*objs: object) -> None:
+def release_later(*objs: object) -> None:
+    """Keep ``objs`` (callbacks) until a later event-loop turn. For a callback that may hold
+    the last reference to a Python-owned widget (a page or panel a test made without a
+    parent): dropped inside a signal of one of that widget's children, or inside a child's
+    destructor, it would delete the widget, and with it the child, under the child's own
+    frames (a double delete: heap corruption, ``malloc_consolidate()`` or SIGSEGV in
+    ``~QObject``). Dropped from a timer of its own, nothing of the widget is on the stack."""
     _released.append(objs)
     QTimer.singleShot(0, _released.clear)
 
@@ -141,7 +156,9 @@ def run_query(parent: QObject, fn: Callable[[], T], on_done: Callable[[T], None]
         # The queued signal carries ``object``; it is the value ``fn`` returned.
         on_done(cast(T, result))
     receiver = _Receiver(parent, deliver, on_error)
-    signals = _TaskSignals(receiver)
+    # Not the receiver's child: the receiver may be deleted with ``parent`` while the task
+    # runs, and the worker emits on this object (see the module's note on lifetimes).
+    signals = _TaskSignals(QCoreApplication.instance())
     signals.done.connect(receiver.done)
     signals.failed.connect(receiver.failed)
     QThreadPool.globalInstance().start(_Task(fn, signals))

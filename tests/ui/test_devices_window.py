@@ -107,6 +107,36 @@ def test_set_up_then_pair_shows_the_code_and_its_qr_and_remove_asks(
     qtbot.waitUntil(lambda: not panel.remove_buttons, timeout=WAIT)
 
 
+def test_a_panel_with_remove_buttons_goes_with_its_last_reference(
+        qtbot: Any, vaults: Any) -> None:
+    """The crash this guards against (malloc_consolidate / SIGSEGV in ~QObject, about one run in
+    ten of the test above): each Remove… button held a lambda over the panel, so once the test
+    dropped the panel the button's connection was its last Python reference; the button's
+    deferred deletion (the fill after a removal) then released it from inside the button's
+    destructor, which deleted the panel, its table, and the button a second time. Nothing a
+    row button holds may keep its panel: dropped, the panel is deleted at once, here."""
+    import gc
+    import weakref
+
+    import shiboken6
+    a, b, shared = vaults
+    a.sync_set_up(shared, "laptop")
+    assert b.sync_join(shared, a.sync_invite().value.code, "desktop").value.state == "waiting"
+    assert a.sync_pair_step().value.state == "joined"
+    panel = _panel(qtbot, a)
+    qtbot.waitUntil(lambda p=panel: len(p.remove_buttons) == 1, timeout=WAIT)
+    (btn,) = panel.remove_buttons.values()
+    _press(qtbot, btn)  # the button still asks for its own device
+    said = answer_confirm(qtbot, accept=False)
+    assert "Remove desktop" in said
+    QThreadPool.globalInstance().waitForDone(WAIT)
+    qtbot.wait(10)  # the loads' callbacks are released a loop turn later (ui.tasks)
+    ref = weakref.ref(panel)
+    del panel
+    gc.collect()
+    assert ref() is None and not shiboken6.isValid(btn)
+
+
 def test_join_with_a_mistyped_code_then_the_right_one(qtbot: Any, vaults: Any) -> None:
     a, b, shared = vaults
     a.sync_set_up(shared, "laptop")

@@ -55,3 +55,38 @@ def test_task_lets_go_of_its_function_when_it_fails(qtbot: Any) -> None:
     errors.clear()  # the traceback's frames would hold the function's defaults
     gc.collect()
     assert ref() is None
+
+
+def test_a_result_for_a_widget_gone_meanwhile_is_dropped_and_nothing_stays(qtbot: Any) -> None:
+    """The widget that asked is deleted while its task runs (its receiver with it): the
+    worker still emits on the task's signals object, which is the application's and which only
+    the task deletes, so that object is never one the GUI thread is deleting; the result is
+    dropped, and the object goes once the task is done (none left behind)."""
+    import threading
+
+    from PySide6.QtCore import QCoreApplication, QThreadPool
+    from PySide6.QtWidgets import QWidget
+
+    from ui.tasks import run_query
+    app = QCoreApplication.instance()
+    assert app is not None
+
+    def pending() -> int:
+        return sum(type(c).__name__ == "_TaskSignals" for c in app.children())
+    before = pending()
+    started, go = threading.Event(), threading.Event()
+    got: list[object] = []
+
+    def work() -> int:
+        started.set()
+        go.wait(10)
+        return 1
+    widget = QWidget()
+    run_query(widget, work, got.append)
+    assert started.wait(10) and pending() == before + 1
+    del widget  # Python-owned: deleted now, its receiver with it
+    go.set()
+    QThreadPool.globalInstance().waitForDone(10_000)
+    qtbot.waitUntil(lambda: pending() == before, timeout=5_000)
+    qtbot.wait(20)
+    assert got == []

@@ -69,6 +69,27 @@ def test_views_and_dialogs_do_not_reach_into_the_window() -> None:
     assert found == []
 
 
+def test_no_view_or_dialog_connects_a_lambda_over_self() -> None:
+    """A page or dialog is Python-owned when a test makes it without a parent. A lambda over
+    ``self`` connected to a signal of one of its children (a row's button, a dialog it opens)
+    is then held by that child, and may become the widget's last reference: released inside
+    the child's deferred deletion, it deletes the widget and the child a second time (the
+    devices window test's ``malloc_consolidate()`` abort). Connect a ``@Slot`` method instead,
+    with what the lambda bound as a property of the sender (``ui/views/devices.py``)."""
+    found = []
+    for path, src in _sources().items():
+        if not path.startswith(("ui/views/", "ui/dialogs/")):
+            continue
+        for node in ast.walk(ast.parse(src)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "connect" and node.args
+                    and isinstance(node.args[0], ast.Lambda)
+                    and any(isinstance(n, ast.Name) and n.id == "self"
+                            for n in ast.walk(node.args[0]))):
+                found.append(f"{path}:{node.lineno}")
+    assert found == []
+
+
 def test_widgets_import_no_storage_and_no_service_internals() -> None:
     """Only the composition root (ui/main.py) imports storage; no ui module imports
     app.services (the facade and app.api are the contract)."""

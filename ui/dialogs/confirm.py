@@ -15,6 +15,8 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from ui.tasks import release_later
+
 
 def ask(parent: QWidget, title: str, text: str, *, action: str, then: Callable[[], None],
         detail: str = "") -> QMessageBox:
@@ -36,9 +38,19 @@ def ask(parent: QWidget, title: str, text: str, *, action: str, then: Callable[[
     box.setWindowModality(Qt.WindowModality.WindowModal)
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 
+    # ``then`` often holds the asking widget (``lambda: self._remove_now(row)``). Held by this
+    # connection until the box is deleted, it could be that widget's last reference, released
+    # inside the box's destructor: the widget (the box's parent) would be deleted from there
+    # with the box a second time. So the answer takes it and lets go of it a loop turn later.
+    held = [then]
+
     def finished(_result: int) -> None:
-        if box.clickedButton() is go:
-            then()
+        action = held.pop() if held else None
+        try:
+            if action is not None and box.clickedButton() is go:
+                action()
+        finally:
+            release_later(action)
     box.finished.connect(finished)
     box.open()
     return box

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ui.dialogs.pair import PairDialog
 
 HEADERS = ("Assistant", "Paired since", "Last seen", "State", "")
+_AGENT = "kept_agent"  # the property a Block… button carries: its assistant's name
 
 
 def when(ts: float | None) -> str:
@@ -150,7 +151,10 @@ class AssistantsPanel(Page):
                 btn = QPushButton("Block…")
                 btn.setToolTip(f"Refuse {row.name} from its next call on (pair it again "
                                "for a new key).")
-                btn.clicked.connect(lambda _c=False, name=row.name: self.block(name))
+                # A slot of this page, the name on the button: a lambda over ``self``
+                # would keep the page alive from its own button (ui.views.devices).
+                btn.setProperty(_AGENT, row.name)
+                btn.clicked.connect(self._on_block_btn_clicked)
                 self.grid.addWidget(btn, r, len(HEADERS) - 1)
                 self.block_buttons[row.name] = btn
         self.grid.setColumnStretch(0, 1)
@@ -168,6 +172,12 @@ class AssistantsPanel(Page):
                     f"Block {name}? Kept refuses it from its next call on.",
                     detail="What it wrote stays; you can pair it again later, with a new "
                     "key.", action="&Block", then=lambda: self._block_now(name))
+
+    @Slot()
+    def _on_block_btn_clicked(self) -> None:
+        btn = self.sender()
+        if btn is not None:
+            self.block(str(btn.property(_AGENT)))
 
     def _block_now(self, name: str) -> None:
         btn = self.block_buttons.get(name)
@@ -189,6 +199,10 @@ class AssistantsPanel(Page):
         from ui.dialogs.pair import PairDialog
         known = tuple(r.name for r in self.rows if r.revoked_at is None)
         dlg = PairDialog(self.vault, self.bridge, self.window(), known=known)
-        dlg.paired.connect(lambda name: self._say(f"{name} is paired."))
+        dlg.paired.connect(self._on_pair_dialog_paired)
         self.pair_dialog = dlg
         dlg.show()
+
+    @Slot(str)
+    def _on_pair_dialog_paired(self, name: str) -> None:
+        self._say(f"{name} is paired.")

@@ -69,6 +69,9 @@ def minutes_text(minutes: int) -> str:
     return "minute" if minutes == 1 else f"{minutes} minutes"
 
 
+_RUN_ID = "kept_run_id"  # the property an Undo button carries
+
+
 class ConsolidationView(Page):
     """Owned by the main window's page stack; lives on the GUI thread."""
 
@@ -230,7 +233,10 @@ class ConsolidationView(Page):
             btn = QPushButton("Undo")
             btn.setEnabled(ok and not self._running)
             btn.setToolTip(why)
-            btn.clicked.connect(lambda _c=False, rid=run.id: self.undo_run(rid))
+            # A slot of this page, the run's id on the button: a lambda over ``self`` would
+            # keep the page alive from its own button (see ui.views.devices).
+            btn.setProperty(_RUN_ID, run.id)
+            btn.clicked.connect(self._on_undo_btn_clicked)
             self.table.setIndexWidget(self.model.index(row, Column.UNDO), btn)
             self.undo_buttons[run.id] = btn
 
@@ -297,6 +303,12 @@ class ConsolidationView(Page):
         self.refresh()
 
     # --- undo ---------------------------------------------------------------------------
+    @Slot()
+    def _on_undo_btn_clicked(self) -> None:
+        btn = self.sender()
+        if btn is not None:
+            self.undo_run(int(btn.property(_RUN_ID)))
+
     def undo_run(self, run_id: int) -> None:
         """Ask first, saying in words what undoing will change (``undo_plan``), then undo."""
         vault = self.vault

@@ -472,5 +472,9 @@ class DetailPane(Page):
             return
         from ui.dialogs.forget import ForgetDialog
         dlg = ForgetDialog(self.vault, self.bridge, self.window(), ids=[self.memory_id])
-        dlg.forgotten.connect(lambda _report: self.clear())
+        dlg.forgotten.connect(self._on_forget_dialog_forgotten)  # not a lambda over self
         dlg.show()
+
+    @Slot(object)
+    def _on_forget_dialog_forgotten(self, _report: object) -> None:
+        self.clear()

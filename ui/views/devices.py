@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ui.dialogs.sync_pair import SyncJoinDialog, SyncPairDialog
 
 HEADERS = ("Device", "", "Last wrote to the folder", "Waiting", "")
+_DEVICE_ID = "kept_device_id"  # the property a Remove… button carries
 REFRESH_MS = 10_000  # while shown and syncing: last seen, what waits, forgets' progress
 NOTE = ("Kept can keep this vault on your other computers through a folder your sync tool "
         "already shares (Syncthing, Dropbox, Nextcloud, OneDrive, iCloud Drive). Everything "
@@ -168,7 +169,14 @@ class DevicesPanel(Page):
                 btn = QPushButton("Remove…")
                 btn.setAccessibleName(f"Remove {row.name}")
                 btn.setToolTip(f"{row.name} will no longer receive your memories.")
-                btn.clicked.connect(lambda _c=False, d=row: self.remove(d))
+                # The button carries its device's id and calls a slot of this panel: a
+                # lambda over ``self`` held by the button would be the panel's last Python
+                # reference once a test drops its own, and the button's deferred deletion
+                # (below, on the next fill) would then delete the panel from inside the
+                # button's destructor, which deletes the button a second time (heap
+                # corruption; ``ui.tasks._Receiver._finish`` guards the same case).
+                btn.setProperty(_DEVICE_ID, row.device_id)
+                btn.clicked.connect(self._on_remove_btn_clicked)
                 self.grid.addWidget(btn, r, len(HEADERS) - 1)
                 self.remove_buttons[row.device_id] = btn
         self.grid.setColumnStretch(0, 1)
@@ -189,6 +197,14 @@ class DevicesPanel(Page):
         question, _, detail = text.partition("? ")
         confirm.ask(self, "Remove device", question + "?", detail=detail,
                     action="&Remove device", then=lambda: self._remove_now(row))
+
+    @Slot()
+    def _on_remove_btn_clicked(self) -> None:
+        device_id = self.sender().property(_DEVICE_ID) if self.sender() is not None else None
+        row = next((d for d in (self.status.devices if self.status is not None else ())
+                    if d.device_id == device_id), None)
+        if row is not None:
+            self.remove(row)
 
     def _remove_now(self, row: SyncDeviceRow) -> None:
         btn = self.remove_buttons.get(row.device_id)

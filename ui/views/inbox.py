@@ -99,6 +99,8 @@ KEEP_WORDS = {"a": "kept A", "b": "kept B", "both": "both true at different time
 # Cards are heavy (a dozen widgets each), rows light: sizes keep building one page well
 # under the 100 ms stall budget (bench/ui_responsiveness.py --parts inbox).
 PAGE_SIZE: dict[InboxStatus, int] = {"open": 10, "auto": 25, "resolved": 25}
+_STATUS = "kept_inbox_status"  # the property a list's Pager carries
+_ASKED_BY = "kept_asked_by"  # the property a review's forget dialog carries: who asked
 
 
 def _panel(frame: QFrame, *, base: bool) -> None:
@@ -843,7 +845,8 @@ class InboxView(Page):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self._scroll_area)
         for status, pager in self.pagers.items():
-            pager.page_requested.connect(lambda page, s=status: self._load(s, page, True))
+            pager.setProperty(_STATUS, status)
+            pager.page_requested.connect(self._on_pager_page_requested)
         # On the next turn: the page is shown (empty, "Loading…") before the loads start.
         QTimer.singleShot(0, self.refresh)
 
@@ -908,6 +911,12 @@ class InboxView(Page):
             self.pending_box.addWidget(card)
             self.pending_cards[card.pid] = card
         self.empty.setVisible(self._open_total == 0 and not self.pending_cards)
+
+    @Slot(int)
+    def _on_pager_page_requested(self, page: int) -> None:
+        pager = self.sender()
+        if pager is not None:
+            self._load(pager.property(_STATUS), page, True)
 
     def _load(self, status: InboxStatus, page: int, scroll: bool = False) -> None:
         self._loading.add(status)
@@ -1044,7 +1053,9 @@ class InboxView(Page):
         from ui.dialogs.forget import ForgetDialog
         dlg = ForgetDialog(self.vault, self.bridge, self.window(), ids=[mid])
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dlg.forgotten.connect(lambda _r: self._say("The memory was forgotten."))
+        # Slots of this page, not lambdas over it: the dialog deletes itself on close, and a
+        # lambda it held could be this page's last reference (ui.views.devices).
+        dlg.forgotten.connect(self._on_forget_dialog_forgotten)
         self.forget_dialog = dlg
         dlg.show()
 
@@ -1057,11 +1068,21 @@ class InboxView(Page):
         agent = card.req.agent if card is not None else "the assistant"
         dlg = ForgetDialog(self.vault, self.bridge, self.window(), pending=pid)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dlg.forgotten.connect(lambda r: self._say(
-            f"Forgot {words.count(r.memories, 'memory', 'memories')} as "
-            f"{'you' if agent == 'you' else agent} asked."))
+        dlg.setProperty(_ASKED_BY, agent)
+        dlg.forgotten.connect(self._on_review_dialog_forgotten)
         self.forget_dialog = dlg
         dlg.show()
+
+    @Slot(object)
+    def _on_forget_dialog_forgotten(self, _report: object) -> None:
+        self._say("The memory was forgotten.")
+
+    @Slot(object)
+    def _on_review_dialog_forgotten(self, report: ForgetReport) -> None:
+        dlg = self.sender()
+        agent = str(dlg.property(_ASKED_BY)) if dlg is not None else "the assistant"
+        self._say(f"Forgot {words.count(report.memories, 'memory', 'memories')} as "
+                  f"{'you' if agent == 'you' else agent} asked.")
 
     @Slot(int)
     def _on_pending_decline_requested(self, pid: int) -> None:

@@ -69,6 +69,9 @@ def hit_rows(hits: Sequence[Hit], listed: Sequence[MemoryRow]) -> list[MemoryRow
     return out
 
 
+_CHIP_KEY = "kept_chip_key"  # the property a chip's × button carries
+
+
 class FilterChips(QWidget):
     """The limits a search is inside, one chip each ("Facts ×"); the × (a button, reached
     with Tab, pressed with Space) asks to drop that limit (``removed`` with its key).
@@ -113,7 +116,10 @@ class FilterChips(QWidget):
             x.setFixedWidth(x.fontMetrics().horizontalAdvance("×") + 16)
             x.setAccessibleName(f"Remove the limit {text}")
             x.setToolTip(f"Search without the limit “{text}”")
-            x.clicked.connect(lambda _=False, k=key: self.removed.emit(k))
+            # A slot of this bar, the key on the button: a lambda over ``self`` would keep
+            # the bar alive from its own button (see ui.views.devices).
+            x.setProperty(_CHIP_KEY, key)
+            x.clicked.connect(self._on_chip_clicked)
             row.addWidget(x)
             self._lay.addWidget(chip)
             if self.after is not None:  # Tab from the search bar reaches them next
@@ -122,6 +128,12 @@ class FilterChips(QWidget):
             self.chips[key] = x
         self._lay.addStretch(1)
         self.setVisible(bool(chips))
+
+    @Slot()
+    def _on_chip_clicked(self) -> None:
+        x = self.sender()
+        if x is not None:
+            self.removed.emit(str(x.property(_CHIP_KEY)))
 
 
 class SearchBar(QWidget):
