@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import storage  # noqa: E402,F401  (first: sets ORT_DISABLE_TELEMETRY before onnxruntime loads)
+
 QUESTIONS = ["where does Ana work now", "what did I say about the garden",
              "when is the launch", "who is allergic to cats", "what film do I like"]
 TURN = ("Sure! Here is a longer answer about planning the garden for spring: start with the "
