@@ -94,6 +94,16 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Vault"]
 
+def _tell_all(watchers: Sequence[Callable[[], None]]) -> None:
+    """Call each of ``watchers`` (a copy of the list: one may be added meanwhile); one that
+    raises is logged and the others are still told."""
+    for watcher in list(watchers):
+        try:
+            watcher()
+        except Exception:
+            log.exception("sync: a watcher failed")
+
+
 def not_an_assistants(mid: int) -> str:
     return f"Memory {mid} is not one assistant's own: every assistant already sees it."
 
@@ -1114,15 +1124,14 @@ class Vault:
         return self._sync
 
     def _sync_recorded(self) -> None:
-        """The journal queued ops (on the writer thread): the owner's sync job ticks soon."""
-        for watcher in list(self._sync_watchers):
-            try:
-                watcher()
-            except Exception:  # a watcher must never fail the write it hears about
-                log.exception("sync: a watcher failed")
+        """The journal queued ops (on the writer thread): the owner's sync job ticks soon.
+        A watcher must never fail the write it hears about."""
+        _tell_all(self._sync_watchers)
 
-    def _sync_remembered(self, d: Draft) -> Callable[[ports.Connection, MemoryId], None] | None:
-        """What ``remember`` runs in the transaction that saves the memory: its create op."""
+    def _sync_with_new(self, write: Callable[[Journal, ports.Connection, Memory], object]
+                       ) -> Callable[[ports.Connection, MemoryId], None] | None:
+        """What an act runs in the transaction that inserts a memory: ``write`` its op with
+        the memory as inserted (one commit: a kill -9 cannot keep the act here only)."""
         journal = self._sync_journal()
         if journal is None:
             return None
@@ -1131,8 +1140,13 @@ class Vault:
         def also(conn: ports.Connection, mid: MemoryId) -> None:
             memory = rows.get_memory(conn, mid)
             assert memory is not None  # inserted in this very transaction
-            journal.create_in(conn, memory, d.derived_from)
+            write(journal, conn, memory)
         return also
+
+    def _sync_remembered(self, d: Draft) -> Callable[[ports.Connection, MemoryId], None] | None:
+        """What ``remember`` runs in the transaction that saves the memory: its create op."""
+        return self._sync_with_new(
+            lambda journal, conn, memory: journal.create_in(conn, memory, d.derived_from))
 
     def _sync_gids(self, ids: Sequence[int]) -> list[Gid]:
         journal = self._sync_journal()
@@ -1226,25 +1240,14 @@ class Vault:
             self._sync_landers.append(on_landed)
 
     def _sync_landed(self) -> None:
-        for lander in list(self._sync_landers):
-            try:
-                lander()
-            except Exception:  # a watcher must never stop the watch
-                log.exception("sync: a watcher failed")
+        """Another device's file landed; a watcher must never stop the watch."""
+        _tell_all(self._sync_landers)
 
     def _sync_correcting(self, old: int) -> Callable[[ports.Connection, MemoryId], None] | None:
         """What ``correct`` runs in the transaction that writes the new version: its
-        ``memory.edit`` op (one commit: a kill -9 cannot keep the edit here only)."""
-        journal = self._sync_journal()
-        if journal is None:
-            return None
-        rows = self._rows
-
-        def also(conn: ports.Connection, new: MemoryId) -> None:
-            memory = rows.get_memory(conn, new)
-            assert memory is not None  # inserted in this very transaction
-            journal.edit_in(conn, old, memory)
-        return also
+        ``memory.edit`` op."""
+        return self._sync_with_new(
+            lambda journal, conn, memory: journal.edit_in(conn, old, memory))
 
     def _sync_changing(self) -> Callable[[ports.Connection, ChangeOutcome], None] | None:
         """What an assistant's change runs in the transaction that stores it: the new fact's
