@@ -63,7 +63,12 @@ def summary(wall: list[float], cpu: list[float]) -> dict[str, float]:
 def child(args: argparse.Namespace) -> dict[str, Any]:
     # The side's code (cwd) and its own bench/scale.py (whose import puts its root first).
     sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "bench")]
-    from scale import PASSWORD, make_queries, stage_profile  # the side's own generator
+    from scale import (  # the side's own generator
+        PASSWORD,
+        make_queries,
+        stage_profile,
+        timed_call,
+    )
 
     import storage  # noqa: F401  (first: onnxruntime telemetry off)
     from app.facade import Vault, internals
@@ -91,14 +96,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         for phase in ("fresh", "again"):
             rw, rc, ew, ec = [], [], [], []
             for q in queries:
-                t0, c0 = time.perf_counter(), time.process_time()
-                hits = vault.recall(q, k=10, now=args.now, touch=False)
-                rw.append(time.perf_counter() - t0)
-                rc.append(time.process_time() - c0)
-                t0, c0 = time.perf_counter(), time.process_time()
-                embed(q)
-                ew.append(time.perf_counter() - t0)
-                ec.append(time.process_time() - c0)
+                hits, w, c = timed_call(vault.recall, q, k=10, now=args.now, touch=False)
+                rw.append(w)
+                rc.append(c)
+                _, w, c = timed_call(embed, q)
+                ew.append(w)
+                ec.append(c)
                 if phase == "fresh":
                     digest.update(repr([(int(h.id), h.score, sorted(h.breakdown.items()),
                                          h.text, h.refs, repr(h.currency), h.written_by)
@@ -125,14 +128,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                 inner.db.read(lambda c: repo.fts_search(c, repo.fts_query(toks), lex_depth))
         fw, fc, ew, ec = [], [], [], []
         for q in queries:
-            t0, c0 = time.perf_counter(), time.process_time()
-            floor_call(q)
-            fw.append(time.perf_counter() - t0)
-            fc.append(time.process_time() - c0)
-            t0, c0 = time.perf_counter(), time.process_time()
-            embed(q)
-            ew.append(time.perf_counter() - t0)
-            ec.append(time.process_time() - c0)
+            _, w, c = timed_call(floor_call, q)
+            fw.append(w)
+            fc.append(c)
+            _, w, c = timed_call(embed, q)
+            ew.append(w)
+            ec.append(c)
         flo, emb = summary(fw, fc), summary(ew, ec)
         out["floor"] = {"embedding_vector_lexical": flo, "query_embedding": emb,
                         "ratio_p50": round(flo["p50_ms"] / emb["p50_ms"], 3),
