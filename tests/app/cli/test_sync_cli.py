@@ -36,14 +36,20 @@ def _answer(vault: Any) -> threading.Thread:
     return t
 
 
-def test_join_with_the_code_then_status_lists_both_devices(founder: Any) -> None:
-    a, shared, b = founder
+def _join_as_desktop(a: Any, shared: Path, b: Any) -> Any:
+    """``b`` joins ``a``'s sync as "desktop" through the CLI, ``a`` answering; the result."""
     code = a.sync_invite().value.code
     t = _answer(a)
     r = kept_in_process(b, "sync", "pair", "--join", "--folder", str(shared), "--code", code,
                         "--name", "desktop")
     t.join(10)
     assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_join_with_the_code_then_status_lists_both_devices(founder: Any) -> None:
+    a, shared, b = founder
+    r = _join_as_desktop(a, shared, b)
     assert "joined" in r.stdout
     r = kept_in_process(b, "sync", "status")
     lines = r.stdout.splitlines()
@@ -58,12 +64,7 @@ def test_join_with_the_code_then_status_lists_both_devices(founder: Any) -> None
 
 def test_the_successor_takes_over_from_a_lost_founder(founder: Any) -> None:
     a, shared, b = founder
-    code = a.sync_invite().value.code
-    t = _answer(a)
-    r = kept_in_process(b, "sync", "pair", "--join", "--folder", str(shared), "--code", code,
-                        "--name", "desktop")
-    t.join(10)
-    assert r.returncode == 0, r.stderr
+    _join_as_desktop(a, shared, b)
     # The founder names another: only a certified device, by name.
     r = kept_in_process(b, "sync", "successor", "laptop")
     assert r.returncode == 2 and "Only the founder" in r.stderr
