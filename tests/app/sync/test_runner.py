@@ -190,6 +190,18 @@ def test_a_tick_under_way_at_lock_is_abandoned_safely_and_nothing_is_lost(
         remember(a.vault, f"Trip note {i}: the ferry leaves at {i % 24}:00")
     a.vault.sync_tick()
     monkeypatch.setattr(app.sync.runner, "SYNC_STOP_WAIT_S", 0.05)
+    # The tick is surely under way at the lock: its apply step starts, then takes 0.5 s
+    # before its writes (150 memories alone apply in a few ms on a quiet machine, and the
+    # lock then found the tick done: this test failed 3 runs in 4 there).
+    from app.sync.apply import Applier
+    applying = threading.Event()
+    write = Applier.write
+
+    def slow_write(self: Applier, *a: Any, **k: Any) -> Any:
+        applying.set()
+        time.sleep(0.5)
+        return write(self, *a, **k)
+    monkeypatch.setattr(Applier, "write", slow_write)
     runner = inside(b.vault).sync_runner
     errors: list[BaseException] = []
 
@@ -200,8 +212,7 @@ def test_a_tick_under_way_at_lock_is_abandoned_safely_and_nothing_is_lost(
             errors.append(exc)
     t = threading.Thread(target=tick)
     t.start()
-    wait_until(lambda: runner._ticking.locked(), timeout=10)
-    time.sleep(0.05)  # inside the tick: 150 memories take seconds to apply
+    assert applying.wait(10)  # inside the tick, in its apply step
     caplog.set_level(logging.INFO, logger="app.sync.runner")
     b.vault.lock()
     t.join(60)
