@@ -320,9 +320,10 @@ def test_wrong_passwords_wait_longer_each_time_per_connection_and_process_wide(
             started = time.perf_counter()
             assert raw.call("elevate", password="wrong").kind == "WrongKey"
             spent.append(time.perf_counter() - started)
-        derive = spent[0]  # no delay before the first try: the derive alone
-        # Lower bounds only (a busy machine only adds): 0, then 0.3, 0.6, 1.2 s of delay.
-        assert spent[1] >= derive * 0.5 + 0.3 and spent[2] >= 0.6 and spent[3] >= 1.2, spent
+        # Lower bounds only (a busy machine only adds): 0, then 0.3, 0.6, 1.2 s of delay. The
+        # derive's own time is not counted: it varies from one try to the next (0.24 s for the
+        # first and well under 0.12 s for the second in one CI run), so only the delay is bound.
+        assert spent[1] >= 0.3 and spent[2] >= 0.6 and spent[3] >= 1.2, spent
         raw.close()
         # A new connection starts its own count, but the process remembers: 4 failures > 3.
         fresh = Raw(folder)
