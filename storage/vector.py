@@ -22,6 +22,7 @@ import numpy as np
 from app.threads import background_priority
 from storage import blas
 from storage.embedder import EMBED_DIM
+from storage.vector_int8 import Int8Pass, Quantised
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,21 @@ log = logging.getLogger(__name__)
 # holds ~50k vectors).
 CHROMA_MIN_ROWS = 100_000
 CHROMA_BATCH = 50
+# From this many vectors exact search takes a first pass over an int8 copy of the matrix
+# (storage/vector_int8.py) and rescores in float32 only the rows that pass can't rule out:
+# the same answers, a quarter of the bytes read.
+INT8_MIN_ROWS = 16_384
+# The copy is made again (on the ``vector-int8`` thread) once more rows than this, or an
+# eighth of the copy, lie outside it (added or changed since): those are scored exactly.
+INT8_STALE_ROWS = 4096
+INT8_SLICE = 4096  # rows quantised per hold of the index's lock while the copy is made
 
 
 class VectorIndex:
     """Owner: the unlocked Vault. Thread-safe."""
 
-    def __init__(self, dim: int = EMBED_DIM, *, use_chroma: bool = True) -> None:
+    def __init__(self, dim: int = EMBED_DIM, *, use_chroma: bool = True,
+                 int8_min_rows: int | None = INT8_MIN_ROWS) -> None:
         blas.one_thread()  # no spinning BLAS workers beside each search (storage/blas.py)
         self.dim = dim
         self._lock = threading.RLock()
@@ -52,6 +62,14 @@ class VectorIndex:
         self._cancel = threading.Event()
         self._pending_chroma_deletes: set[int] = set()
         self._closed = False
+        # The int8 first pass: None below int8_min_rows, while its first copy is made, or if
+        # onnxruntime can't run it. ``_int8_dirty``: rows of the copy changed since it was
+        # made; ``_int8_next_dirty``: the same for the copy being made, if one is.
+        self._int8_min_rows = int8_min_rows
+        self._int8: Int8Pass | None = None
+        self._int8_dirty: set[int] = set()
+        self._int8_next_dirty: set[int] | None = None
+        self._int8_thread: threading.Thread | None = None
 
     # --- contents ----------------------------------------------------------------------
     def load(self, ids: np.ndarray, mat: np.ndarray) -> None:
@@ -60,6 +78,8 @@ class VectorIndex:
             self._mat = np.ascontiguousarray(mat, dtype=np.float32)
             self._n = len(ids)
             self._row = {int(i): r for r, i in enumerate(self._ids)}
+            self._int8, self._int8_dirty = None, set()
+            self._start_int8()
 
     def add(self, ids: np.ndarray | list[int], vecs: np.ndarray) -> None:
         ids_arr = np.asarray(ids, dtype=np.int64)
@@ -80,9 +100,14 @@ class VectorIndex:
                     r = self._n
                     self._n += 1
                     self._row[int(mid)] = r
+                else:  # a changed vector: the int8 copies that hold the row are stale there
+                    self._int8_dirty.add(r)
+                    if self._int8_next_dirty is not None:
+                        self._int8_next_dirty.add(r)
                 self._ids[r] = mid
                 self._mat[r] = vecs[j]
             chroma = self._chroma if self._chroma_ready.is_set() else None
+            self._start_int8()
         if chroma is not None:
             chroma.upsert(ids=[str(int(i)) for i in ids_arr], embeddings=np.asarray(vecs).tolist())
 
@@ -159,6 +184,8 @@ class VectorIndex:
             n = self._n
             if n == 0:
                 return [], 0.0
+            if self._int8 is not None:
+                return self._search_int8(self._int8, np.asarray(q, dtype=np.float32), k)
             sims = self._mat[:n] @ np.asarray(q, dtype=np.float32)
             ids = self._ids[:n].copy()
         step = max(1, n // 8192)  # min_similarity's default sample
@@ -171,6 +198,86 @@ class VectorIndex:
         top = top[ids[top] >= 0]
         # tolist(): the same ints and floats as int()/float() of each element, in C.
         return list(zip(ids[top].tolist(), sims[top].tolist(), strict=True))[:k], floor
+
+    def _search_int8(self, first: Int8Pass, q: np.ndarray, k: int
+                     ) -> tuple[list[tuple[int, float]], float]:
+        """``search_with_floor``'s exact answer by way of the int8 pass (caller holds the
+        lock): every row gets an interval that holds its cosine (from the pass, or the cosine
+        itself for rows outside the copy), and only rows whose interval reaches the k-th best
+        lower bound, or the sample's lowest upper bound, are computed in float32."""
+        n, n0 = self._n, first.n
+        ids = self._ids[:n]
+        approx, bound = first.scores(q)
+        lo = np.empty(n, dtype=np.float32)
+        hi = np.empty(n, dtype=np.float32)
+        lo[:n0] = approx - bound
+        hi[:n0] = approx + bound
+        exact_rows = np.fromiter((r for r in self._int8_dirty if r < n0), dtype=np.int64)
+        if len(exact_rows):
+            lo[exact_rows] = hi[exact_rows] = self._mat[exact_rows] @ q
+        if n > n0:
+            lo[n0:] = hi[n0:] = self._mat[n0:n] @ q
+        live = ids >= 0
+        lo[~live] = hi[~live] = -np.inf
+
+        # The floor: min_similarity's sample, its rows whose lower bound is under the
+        # sample's lowest upper bound, computed.
+        step = max(1, n // 8192)
+        sample = np.arange(0, n, step)[live[::step]]
+        floor = 0.0
+        if len(sample):
+            low = sample[lo[sample] <= hi[sample].min()]
+            floor = float((self._mat[low] @ q).min())
+
+        want = min(int(live.sum()), k)
+        if want == 0:
+            return [], floor
+        kth = np.partition(lo, n - want)[n - want]
+        cand = np.flatnonzero(hi >= kth)
+        sims = self._mat[cand] @ q
+        order = np.lexsort((cand, -sims))[:want]  # best first; ties by row
+        return list(zip(ids[cand[order]].tolist(), sims[order].tolist(), strict=True)), floor
+
+    # --- the int8 copy --------------------------------------------------------------------
+    def _start_int8(self) -> None:
+        """Start making the int8 copy if there is none and the index is large enough, or if
+        too many rows lie outside the one there is (caller holds the lock)."""
+        if self._int8_min_rows is None or self._closed or self._n < self._int8_min_rows:
+            return
+        if self._int8_thread is not None and self._int8_thread.is_alive():
+            return
+        if self._int8 is not None:
+            outside = self._n - self._int8.n + len(self._int8_dirty)
+            if outside <= max(INT8_STALE_ROWS, self._int8.n // 8):
+                return
+        self._int8_next_dirty = set()
+        self._int8_thread = threading.Thread(target=self._make_int8, args=(self._n,),
+                                             name="vector-int8", daemon=True)
+        self._int8_thread.start()
+
+    def _make_int8(self, n: int) -> None:
+        background_priority()  # exact search serves meanwhile
+        try:
+            parts = []
+            for start in range(0, n, INT8_SLICE):
+                with self._lock:
+                    if self._cancel.is_set():
+                        return
+                    rows = self._mat[start:min(n, start + INT8_SLICE)].copy()
+                parts.append(Quantised(rows))
+            first = Int8Pass(Quantised.join(parts))
+        except Exception:  # exact search over the float32 matrix keeps serving
+            log.exception("int8 vector pass could not be made; exact search stays in use")
+            with self._lock:
+                self._int8_min_rows = None
+                self._int8_next_dirty = None
+            return
+        with self._lock:
+            if self._cancel.is_set():
+                return
+            self._int8, self._int8_dirty = first, self._int8_next_dirty or set()
+            self._int8_next_dirty = None
+        log.info("int8 vector pass ready: %d rows", n)
 
     def similarities(self, q: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Cosines of ``q`` with the given ids (those in the index)."""
@@ -269,6 +376,14 @@ class VectorIndex:
         except Exception:  # exact search keeps serving
             log.exception("vector index build failed; exact search stays in use")
 
+    def wait_int8(self, timeout: float | None = None) -> int:
+        """Wait for a copy being made; the rows the int8 copy holds (0: none)."""
+        thread = self._int8_thread
+        if thread is not None:
+            thread.join(timeout)
+        with self._lock:
+            return 0 if self._int8 is None else self._int8.n
+
     @property
     def chroma_building(self) -> bool:
         t = self._build_thread
@@ -286,7 +401,10 @@ class VectorIndex:
         self._cancel.set()
         if self._build_thread is not None:
             self._build_thread.join(timeout=30)
+        if self._int8_thread is not None:
+            self._int8_thread.join(timeout=30)
         with self._lock:
+            self._int8, self._int8_dirty, self._int8_next_dirty = None, set(), None
             if self._chroma is not None:
                 try:
                     self._client.delete_collection(self._chroma.name)
