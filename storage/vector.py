@@ -35,8 +35,10 @@ CHROMA_MIN_ROWS = 100_000
 CHROMA_BATCH = 50
 # From this many vectors exact search takes a first pass over an int8 copy of the matrix
 # (storage/vector_int8.py) and rescores in float32 only the rows that pass can't rule out:
-# the same answers, a quarter of the bytes read.
-INT8_MIN_ROWS = 16_384
+# the same answers, a quarter of the bytes read. CPU per search_with_floor(k=200), caches
+# cold, random unit vectors, dev: 4,096 rows 1.07 ms against 0.97 exact; 8,192 1.24 / 1.72;
+# 16,384 1.69 / 2.92; 32,768 2.57 / 5.70.
+INT8_MIN_ROWS = 8192
 # The copy is made again (on the ``vector-int8`` thread) once more rows than this, or an
 # eighth of the copy, lie outside it (added or changed since): those are scored exactly.
 INT8_STALE_ROWS = 4096
