@@ -72,6 +72,7 @@ class VectorIndex:
         self._int8_dirty: set[int] = set()
         self._int8_next_dirty: set[int] | None = None
         self._int8_thread: threading.Thread | None = None
+        self._int8_gen = 0
 
     # --- contents ----------------------------------------------------------------------
     def load(self, ids: np.ndarray, mat: np.ndarray) -> None:
@@ -81,6 +82,7 @@ class VectorIndex:
             self._n = len(ids)
             self._row = {int(i): r for r, i in enumerate(self._ids)}
             self._int8, self._int8_dirty = None, set()
+            self._int8_gen += 1  # a copy still being made of the old contents is not installed
             self._start_int8()
 
     def add(self, ids: np.ndarray | list[int], vecs: np.ndarray) -> None:
@@ -187,7 +189,11 @@ class VectorIndex:
             if n == 0:
                 return [], 0.0
             if self._int8 is not None:
-                return self._search_int8(self._int8, np.asarray(q, dtype=np.float32), k)
+                try:
+                    return self._search_int8(self._int8, np.asarray(q, dtype=np.float32), k)
+                except Exception:  # never fails a recall: the full product below serves
+                    log.exception("int8 vector pass failed; exact search stays in use")
+                    self._int8, self._int8_min_rows = None, None
             sims = self._mat[:n] @ np.asarray(q, dtype=np.float32)
             ids = self._ids[:n].copy()
         step = max(1, n // 8192)  # min_similarity's default sample
@@ -247,27 +253,30 @@ class VectorIndex:
         if self._int8_min_rows is None or self._closed or self._n < self._int8_min_rows:
             return
         if self._int8_thread is not None and self._int8_thread.is_alive():
-            return
+            return  # (after a load, the copy of the old contents ends, and the next add starts one)
         if self._int8 is not None:
             outside = self._n - self._int8.n + len(self._int8_dirty)
             if outside <= max(INT8_STALE_ROWS, self._int8.n // 8):
                 return
         self._int8_next_dirty = set()
-        self._int8_thread = threading.Thread(target=self._make_int8, args=(self._n,),
+        self._int8_thread = threading.Thread(target=self._make_int8,
+                                             args=(self._n, self._int8_gen),
                                              name="vector-int8", daemon=True)
         self._int8_thread.start()
 
-    def _make_int8(self, n: int) -> None:
+    def _make_int8(self, n: int, gen: int) -> None:
         background_priority()  # exact search serves meanwhile
+        first: Int8Pass | None = None
         try:
             parts = []
             for start in range(0, n, INT8_SLICE):
                 with self._lock:
-                    if self._cancel.is_set():
-                        return
+                    if self._cancel.is_set() or gen != self._int8_gen:
+                        break
                     rows = self._mat[start:min(n, start + INT8_SLICE)].copy()
                 parts.append(Quantised(rows))
-            first = Int8Pass(Quantised.join(parts))
+            else:
+                first = Int8Pass(Quantised.join(parts))
         except Exception:  # exact search over the float32 matrix keeps serving
             log.exception("int8 vector pass could not be made; exact search stays in use")
             with self._lock:
@@ -276,6 +285,10 @@ class VectorIndex:
             return
         with self._lock:
             if self._cancel.is_set():
+                return
+            if first is None or gen != self._int8_gen:  # loaded anew: copy the new contents
+                self._int8_thread = None
+                self._start_int8()
                 return
             self._int8, self._int8_dirty = first, self._int8_next_dirty or set()
             self._int8_next_dirty = None

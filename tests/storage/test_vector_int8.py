@@ -115,3 +115,32 @@ def test_a_small_index_makes_no_copy_and_lock_drops_it() -> None:
     assert small.wait_int8(30) == 1099
     small.close()
     assert small.wait_int8(0) == 0 and len(small) == 0
+
+
+def test_a_load_while_the_copy_is_made_copies_the_new_contents() -> None:
+    rng = np.random.default_rng(5)
+    index = VectorIndex(32, use_chroma=False, int8_min_rows=1000)
+    index.load(np.arange(1, 30_001), unit_rows(rng, 30_000, 32))
+    new = unit_rows(rng, 2_000, 32)
+    index.load(np.arange(1, 2_001), new)  # most likely while the first copy is still made
+    for _ in range(30):  # the first copy ends unused and a copy of the new contents follows
+        if index.wait_int8(1) == 2_000:
+            break
+    assert index.wait_int8(0) == 2_000
+    plain = VectorIndex(32, use_chroma=False, int8_min_rows=None)
+    plain.load(np.arange(1, 2_001), new)
+    same_answers(index, plain, new[:5], 50)
+
+
+def test_a_failing_pass_leaves_exact_search_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(6)
+    fast, plain = twins(rng, 3_000, 32)
+    queries = unit_rows(rng, 3, 32)
+
+    def broken(self: Int8Pass, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise RuntimeError("onnxruntime gave up")
+    monkeypatch.setattr(Int8Pass, "scores", broken)
+    same_answers(fast, plain, queries, 20)
+    assert fast.wait_int8(0) == 0  # dropped, and not made again
+    fast.add(np.arange(5_001, 10_001), unit_rows(rng, 5_000, 32))
+    assert fast.wait_int8(5) == 0
