@@ -71,15 +71,17 @@ def _tensor(name: str, elem_type: int, dims: list[int], raw: bytes) -> bytes:
         _bytes(9, raw)
 
 
-def matmul_integer_model(mat_t: np.ndarray) -> bytes:
-    """An ONNX model of one ``MatMulInteger``: ``Y[1, N] = (A[1, K] - 128) @ B[K, N]``, with
-    ``B = mat_t`` (int8, K x N) as a constant so onnxruntime packs it once, and A the query
-    shifted into uint8 (its zero point 128 is a constant too)."""
-    k, n = mat_t.shape
+def matmul_integer_model(k: int, n: int) -> bytes:
+    """An ONNX model of one ``MatMulInteger``: ``Y[1, n] = (A[1, k] - 128) @ B[k, n]``, A the
+    query shifted into uint8 (its zero point 128 is a constant) and B the int8 matrix, a
+    constant that onnxruntime packs once. B's bytes are not in the model: it names B as
+    external data, and the session is given B's array (``SessionOptions.
+    add_external_initializers``), so no serialised copy of the matrix is ever made."""
+    external = _bytes(13, _str(1, "location") + _str(2, "kept-in-memory")) + _int(14, 1)
     node = _str(1, "A") + _str(1, "B") + _str(1, "A_zero") + _str(2, "Y") + \
         _str(4, "MatMulInteger")
     graph = (_bytes(1, node) + _str(2, "kept_int8_pass")
-             + _bytes(5, _tensor("B", _INT8, [k, n], np.ascontiguousarray(mat_t).tobytes()))
+             + _bytes(5, _int(1, k) + _int(1, n) + _int(2, _INT8) + _str(8, "B") + external)
              + _bytes(5, _tensor("A_zero", _UINT8, [], struct.pack("B", 128)))
              + _bytes(11, _value_info("A", _UINT8, [1, k]))
              + _bytes(12, _value_info("Y", _INT32, [1, n])))
@@ -87,27 +89,53 @@ def matmul_integer_model(mat_t: np.ndarray) -> bytes:
     return _int(1, _IR_VERSION) + _bytes(8, opset) + _bytes(7, graph)
 
 
+def session(mat_t: np.ndarray) -> Any:
+    """An onnxruntime session multiplying a query by ``mat_t`` (int8, k x n, C order)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    opts.add_external_initializers(["B"], [ort.OrtValue.ortvalue_from_numpy(mat_t)])
+    return ort.InferenceSession(matmul_integer_model(*mat_t.shape), sess_options=opts,
+                                providers=["CPUExecutionProvider"])
+
+
 class Quantised:
-    """Rows of a float32 matrix as int8 ``m`` times a step ``a`` a row, with what the error
-    bound needs: the L1 and L2 norms of each stored row ``a*m`` and of its rounding error."""
+    """Rows of a float32 matrix as int8 values ``m`` (kept transposed, ``mt``) times a step
+    ``a`` a row, with what the error bound needs: the L1 and L2 norms of each stored row
+    ``a*m`` and of its rounding error."""
 
     def __init__(self, mat: np.ndarray) -> None:
         mat = np.asarray(mat, dtype=np.float32)
         peak = np.abs(mat).max(axis=1) if len(mat) else np.zeros(0, dtype=np.float32)
-        self.a = peak.astype(np.float64) / 127.0  # a row's step; 0 for a zero row
-        step = np.where(self.a > 0, self.a, 1.0)[:, None]
-        self.m = np.clip(np.rint(mat / step), -127, 127).astype(np.int8)
-        stored = self.m * self.a[:, None]
-        self.l1 = np.abs(stored).sum(axis=1)
-        self.l2 = np.sqrt((stored * stored).sum(axis=1))
-        err = mat - stored
-        self.err_l2 = np.sqrt((err * err).sum(axis=1))
+        self.a = peak / np.float32(127.0)  # a row's step; 0 for a zero row
+        step = np.where(self.a > 0, self.a, np.float32(1.0))[:, None]
+        # One float32 temporary a slice, worked in place (float64 copies were 12.6 MB each);
+        # the norms' own rounding, relative 1e-7, is far inside SLACK.
+        work = mat / step
+        np.rint(work, out=work)
+        np.clip(work, -127, 127, out=work)
+        self.mt = np.ascontiguousarray(work.astype(np.int8).T)  # k x rows, as the session takes
+        work *= self.a[:, None]  # each row as stored
+        self.l1 = np.abs(work).sum(axis=1)
+        self.l2 = np.sqrt(np.einsum("ij,ij->i", work, work))
+        work -= mat  # its rounding error
+        self.err_l2 = np.sqrt(np.einsum("ij,ij->i", work, work))
 
     @staticmethod
     def join(parts: list[Quantised]) -> Quantised:
+        """The parts' rows in order, as one (the parts are emptied)."""
         out = Quantised.__new__(Quantised)
-        for name in ("a", "m", "l1", "l2", "err_l2"):
+        for name in ("a", "l1", "l2", "err_l2"):
             setattr(out, name, np.concatenate([getattr(p, name) for p in parts]))
+        out.mt = np.empty((parts[0].mt.shape[0], len(out.a)), dtype=np.int8)
+        start = 0
+        for p in parts:  # each part's copy let go as it is copied: one matrix at a time
+            out.mt[:, start:start + p.mt.shape[1]] = p.mt
+            start += p.mt.shape[1]
+            p.mt = np.zeros((0, 0), dtype=np.int8)
         return out
 
 
@@ -116,23 +144,13 @@ class Int8Pass:
     ``scores`` may run on several threads at once."""
 
     def __init__(self, rows: Quantised) -> None:
-        import onnxruntime as ort
-
-        self.n, self.dim = rows.m.shape
-        # float32 from here: the per-query arithmetic over every row reads half the bytes;
-        # SLACK covers its rounding (relative 6e-8 a step on values under 1).
-        self._a = rows.a.astype(np.float32)
-        self._half_l1 = (rows.l1 / 2).astype(np.float32)
-        self._half_a = (rows.a / 2).astype(np.float32)
-        self._l2 = rows.l2.astype(np.float32)
-        self._err_l2 = rows.err_l2.astype(np.float32)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session: Any = ort.InferenceSession(matmul_integer_model(rows.m.T),
-                                                  sess_options=opts,
-                                                  providers=["CPUExecutionProvider"])
+        self.dim, self.n = rows.mt.shape
+        self._a = rows.a
+        self._half_l1 = rows.l1 / 2
+        self._half_a = rows.a / 2
+        self._l2 = rows.l2
+        self._err_l2 = rows.err_l2
+        self._session = session(rows.mt)  # which copies it: rows can go
 
     def scores(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(approximate dot products, their error bounds) of ``q`` with every row, float32:
