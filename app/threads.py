@@ -12,15 +12,30 @@ the work as fast as before.
 
 Linux only: there ``setpriority(PRIO_PROCESS, tid)`` reaches one thread. Elsewhere the same call
 would reach the whole process (or another one of that number), so nothing is done.
+
+A lower priority gives way on the cores, not on Python's GIL: a background thread running Python
+(the lexicon's scan or load, recall's preload and texts worked out ahead, the int8 copy of the
+vectors) takes the GIL back every 5 ms switch interval, so a recall beside it ran at about half
+speed for the tens of seconds after unlock (issue 28). So a recall runs inside ``foreground()``,
+and such work calls ``give_way()`` between its slices: it waits while a recall is under way, at
+most ``GIVE_WAY_MAX_S`` a slice, so a stream of recalls slows the work and never stops it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+import time
+from collections.abc import Iterator
 
 BULK_NICENESS = 10
+# A slice of background work waits this long at most for the recalls under way.
+GIVE_WAY_MAX_S = 0.5
+
+_under_way = 0  # foreground() calls in progress, all threads
+_changed = threading.Condition(threading.Lock())
 
 
 def background_priority() -> bool:
@@ -34,3 +49,29 @@ def background_priority() -> bool:
     except OSError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def foreground() -> Iterator[None]:
+    """Around work a person or an assistant waits for (a recall): background slices wait."""
+    global _under_way
+    with _changed:
+        _under_way += 1
+    try:
+        yield
+    finally:
+        with _changed:
+            _under_way -= 1
+            _changed.notify_all()
+
+
+def give_way(max_s: float | None = None, cancel: threading.Event | None = None) -> None:
+    """Between two slices of background work: wait while ``foreground()`` work is under way,
+    at most ``max_s`` (``GIVE_WAY_MAX_S``), or until ``cancel`` is set."""
+    end = time.monotonic() + (GIVE_WAY_MAX_S if max_s is None else max_s)
+    with _changed:
+        while _under_way and not (cancel is not None and cancel.is_set()):
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            _changed.wait(min(left, 0.05))

@@ -23,7 +23,6 @@ of a forgotten memory outlives the transaction that deleted it. Lock drops every
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import math
@@ -31,13 +30,13 @@ import re
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from app.threads import background_priority
+from app.threads import background_priority, give_way
 from storage import batching, sqlcipher
 
 if TYPE_CHECKING:
@@ -56,6 +55,7 @@ _WORD = re.compile(r"[^\W_]+")
 # up to _GIVE_WAY_S before its next slice, so a recall does not share the GIL and a core with
 # it; a stream of searches slows the build at most (slice + wait) / slice, never stops it.
 _SLICE = 500
+_LOAD_SLICE = 4096  # terms of a saved mirror loaded between two give_way()s (~5 ms of the GIL)
 _GIVE_WAY_S = 0.06
 # A recall under way (``Lexicon.serving``) holds the build back this long at most per slice.
 _GIVE_WAY_MAX_S = 0.5
@@ -372,8 +372,6 @@ class Lexicon:
         self._loading = threading.Event()  # a saved mirror is being read
         self._direct = _Direct(self.weights)  # serves until the mirror is ready
         self._searched_at = -math.inf  # the last search before the mirror was ready
-        self._serving = 0  # recalls under way before the mirror was ready (``serving``)
-        self._served = threading.Condition(threading.Lock())
 
     # --- state --------------------------------------------------------------------------
     @property
@@ -464,33 +462,13 @@ class Lexicon:
                 self._building = False
             self._loading.clear()
 
-    @contextlib.contextmanager
-    def serving(self) -> Iterator[None]:
-        """Around a whole recall: until the mirror is ready, its build waits between slices
-        while a recall is under way (``_give_way``), so the recall has the GIL and a core."""
-        if self._ready.is_set():
-            yield
-            return
-        with self._served:
-            self._serving += 1
-        try:
-            yield
-        finally:
-            with self._served:
-                self._serving -= 1
-                self._served.notify_all()
-
     def _give_way(self) -> None:
-        """Build thread, between slices: wait while recalls are under way (``serving``), and
-        while a search outside one is likely still running (``_GIVE_WAY_S`` after it); at most
-        ``_GIVE_WAY_MAX_S`` in all, so a stream of recalls slows the build but never stops it."""
+        """Build thread, between slices: wait while recalls are under way
+        (``app.threads.give_way``), and while a search outside one is likely still running
+        (``_GIVE_WAY_S`` after it); at most ``_GIVE_WAY_MAX_S`` in all, so a stream of recalls
+        slows the build but never stops it."""
         end = time.monotonic() + _GIVE_WAY_MAX_S
-        with self._served:
-            while self._serving and not self._cancel.is_set():
-                left = end - time.monotonic()
-                if left <= 0:
-                    return
-                self._served.wait(min(left, 0.05))
+        give_way(_GIVE_WAY_MAX_S, self._cancel)
         wait = min(self._searched_at + _GIVE_WAY_S, end) - time.monotonic()
         if wait > 0:
             self._cancel.wait(min(wait, _GIVE_WAY_S))
@@ -561,7 +539,9 @@ class Lexicon:
             return False
         ends = np.cumsum(counts) * 4
         post: dict[str, tuple[array[int], array[float]]] = {}
-        for t, c, end in zip(terms, counts.tolist(), ends.tolist(), strict=True):
+        for j, (t, c, end) in enumerate(zip(terms, counts.tolist(), ends.tolist(), strict=True)):
+            if j % _LOAD_SLICE == 0:
+                give_way(cancel=self._cancel)  # a recall under way has the GIL to itself
             if c:
                 s_a, f_a = array("i"), array("f")
                 s_a.frombytes(slots[end - 4 * c:end])

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from app.threads import background_priority
+from app.threads import background_priority, give_way
 from storage import blas
 from storage.embedder import EMBED_DIM
 from storage.vector_int8 import Int8Pass, Quantised
@@ -270,6 +270,7 @@ class VectorIndex:
         try:
             parts = []
             for start in range(0, n, INT8_SLICE):
+                give_way(cancel=self._cancel)  # a recall under way has the GIL to itself
                 with self._lock:
                     if self._cancel.is_set() or gen != self._int8_gen:
                         break

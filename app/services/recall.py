@@ -11,10 +11,8 @@ import os
 import re
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,6 +23,7 @@ from app.domain.memory import MemoryId, Status, Store
 from app.ports import Database, Embedder, FloatArray, Lexicon, RecallMeta, RecallRows, VectorIndex
 from app.services import confidence, currency, scoring, slots
 from app.services.text import STOPWORDS, is_small_talk
+from app.threads import foreground, give_way
 
 log = logging.getLogger(__name__)
 
@@ -439,7 +438,7 @@ class RecallService:
                 self._chatter.update(chatter)
                 self._holders.update(holders)
             done += len(part)
-            time.sleep(0)  # let a recall have the GIL between slices
+            give_way()  # a recall under way has the GIL to itself
         return done
 
     def _slots_of(self, text: str) -> tuple[str, ...]:
@@ -527,8 +526,9 @@ class RecallService:
                 and len(self.index) > 0:
             pending = QueryEmbedding(self._embed_workers, self.embedder.embed_one, query)
         try:
-            # Until the RAM lexicon is ready its build waits while a recall runs.
-            with self.lexicon.serving() if self.lexicon is not None else nullcontext():
+            # Background work after unlock (the lexicon's build, the preload, texts worked
+            # out ahead, the int8 copy) waits while a recall runs (app/threads.py).
+            with foreground():
                 return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,
                                     dedupe=dedupe, current=current, pending=pending)
         finally:

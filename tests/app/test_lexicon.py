@@ -23,6 +23,7 @@ from app.domain.memory import Draft, Store
 from app.facade import Vault
 from app.services.importer import parse_import
 from app.services.recall import RecallService, query_tokens
+from app.threads import foreground
 from storage import lexicon, repo
 from tests.conftest import new_vault
 from tests.fake_embedder import use_fake_embedder
@@ -249,8 +250,9 @@ def test_the_lexicon_builds_below_the_threads_that_search(lex_vault: Vault) -> N
 
 def test_the_build_waits_while_a_recall_is_under_way(lex_vault: Vault,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until the mirror is ready, its build scans no slice while a recall holds ``serving``
-    (the recall has the GIL and a core to itself), goes on after it, and a recall that never
+    """Until the mirror is ready, its build scans no slice while a recall is under way
+    (``app.threads.foreground``: the recall has the GIL and a core to itself), goes on after
+    it, and a recall that never
     ends holds it back at most ``_GIVE_WAY_MAX_S`` a slice: the build still finishes."""
     monkeypatch.setattr(lexicon, "_SLICE", 20)  # several slices from the fixture's turns
     monkeypatch.setattr(lexicon, "_GIVE_WAY_MAX_S", 0.4)
@@ -270,7 +272,7 @@ def test_the_build_waits_while_a_recall_is_under_way(lex_vault: Vault,
             return fn(Conn())
         return read(scan)
 
-    with lex.serving():  # a recall under way when the build starts
+    with foreground():  # a recall under way when the build starts
         lex.build_in_background(counting)
         time.sleep(0.25)
         held = len(slices)
@@ -278,5 +280,5 @@ def test_the_build_waits_while_a_recall_is_under_way(lex_vault: Vault,
         assert lex.wait_ready(60), "a recall that does not end held the build for good"
     assert len(slices) > 2  # it scanned on in slices, each after at most 0.4 s
     assert lex.ready
-    with lex.serving():  # once ready, nothing is held: no waiting
+    with foreground():  # once ready, nothing is held: no waiting
         assert lex.search(["garden"], 5) is not None

@@ -53,7 +53,9 @@ def test_one_product_gives_the_dense_candidates_and_the_floor() -> None:
     n, dim = 20_000, 16  # over min_similarity's 8,192-row sample: the floor is sampled
     mat = rng.normal(size=(n, dim)).astype(np.float32)
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
-    index = VectorIndex(dim, use_chroma=False)
+    # the full product's path (the int8 pass answers the same up to float32 rounding, so it
+    # is compared in tests/storage/test_vector_int8.py)
+    index = VectorIndex(dim, use_chroma=False, int8_min_rows=None)
     index.load(np.arange(1, n + 1), mat)
     index.remove([int(i) for i in rng.choice(np.arange(1, n + 1), 3000, replace=False)])
     for _ in range(20):
