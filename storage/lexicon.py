@@ -55,7 +55,6 @@ _WORD = re.compile(r"[^\W_]+")
 # up to _GIVE_WAY_S before its next slice, so a recall does not share the GIL and a core with
 # it; a stream of searches slows the build at most (slice + wait) / slice, never stops it.
 _SLICE = 500
-_LOAD_SLICE = 4096  # terms of a saved mirror loaded between two give_way()s (~5 ms of the GIL)
 _GIVE_WAY_S = 0.06
 # A recall under way (``Lexicon.serving``) holds the build back this long at most per slice.
 _GIVE_WAY_MAX_S = 0.5
@@ -539,9 +538,7 @@ class Lexicon:
             return False
         ends = np.cumsum(counts) * 4
         post: dict[str, tuple[array[int], array[float]]] = {}
-        for j, (t, c, end) in enumerate(zip(terms, counts.tolist(), ends.tolist(), strict=True)):
-            if j % _LOAD_SLICE == 0:
-                give_way(cancel=self._cancel)  # a recall under way has the GIL to itself
+        for t, c, end in zip(terms, counts.tolist(), ends.tolist(), strict=True):
             if c:
                 s_a, f_a = array("i"), array("f")
                 s_a.frombytes(slots[end - 4 * c:end])

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from app.domain.memory import MemoryId, Status, Store
 from app.ports import Database, Embedder, FloatArray, Lexicon, RecallMeta, RecallRows, VectorIndex
 from app.services import confidence, currency, scoring, slots
 from app.services.text import STOPWORDS, is_small_talk
-from app.threads import foreground, give_way
+from app.threads import foreground
 
 log = logging.getLogger(__name__)
 
@@ -438,7 +439,7 @@ class RecallService:
                 self._chatter.update(chatter)
                 self._holders.update(holders)
             done += len(part)
-            give_way()  # a recall under way has the GIL to itself
+            time.sleep(0)  # let a recall have the GIL between slices
         return done
 
     def _slots_of(self, text: str) -> tuple[str, ...]:
@@ -526,8 +527,8 @@ class RecallService:
                 and len(self.index) > 0:
             pending = QueryEmbedding(self._embed_workers, self.embedder.embed_one, query)
         try:
-            # Background work after unlock (the lexicon's build, the preload, texts worked
-            # out ahead, the int8 copy) waits while a recall runs (app/threads.py).
+            # The lexicon's scan and the int8 copy of the vectors wait while a recall runs
+            # (app/threads.py).
             with foreground():
                 return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,
                                     dedupe=dedupe, current=current, pending=pending)
