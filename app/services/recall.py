@@ -527,8 +527,7 @@ class RecallService:
                 and len(self.index) > 0:
             pending = QueryEmbedding(self._embed_workers, self.embedder.embed_one, query)
         try:
-            # The lexicon's scan and the int8 copy of the vectors wait while a recall runs
-            # (app/threads.py).
+            # The lexicon's scan waits while a recall runs (app/threads.py).
             with foreground():
                 return self._recall(query, k=k, now=now, filters=filters, qvec=qvec,
                                     dedupe=dedupe, current=current, pending=pending)
