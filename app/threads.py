@@ -15,11 +15,14 @@ would reach the whole process (or another one of that number), so nothing is don
 
 A lower priority gives way on the cores, not on Python's GIL: a background thread running Python
 takes the GIL back at every 5 ms switch interval, so a recall beside it shares it (issue 28). So
-a recall runs inside ``foreground()``, and the lexicon's scan calls ``give_way()`` between its
-slices: it waits while a recall is under way, at most ``GIVE_WAY_MAX_S`` a slice, so a stream of
-recalls slows it and never stops it. Not the work that makes recall itself cheaper once done and
-takes a second or two (the saved lexicon's load, recall's preload, the texts worked out ahead,
-the int8 copy of the vectors): holding it back kept recall on its slower path for longer. Measured with the saved lexicon's load gated too (``bench/scale.py --role
+a recall runs inside ``foreground()``, and the lexicon's scan and the texts worked out ahead
+call ``give_way()`` between their slices: they wait while a recall is under way, at most
+``GIVE_WAY_MAX_S`` a slice, so a stream of recalls slows them and never stops them. (The texts
+worked out ahead run for tens of seconds at 100k memories; beside them a recall at an
+assistant's pace took up to 151-241 ms, with the gate 34-41 ms, steady ~17:
+``bench/recall_after_unlock.py``, dev.) Not the work that makes recall itself much cheaper once
+done and takes a second or two (the saved lexicon's load, recall's preload, the int8 copy of the
+vectors): holding it back kept recall on its slower path for longer. Measured with the saved lexicon's load gated too (``bench/scale.py --role
 kept-read --n 100000``, 2 runs a side alternating, load 1.5-3.5, dev): 17-41 recalls fell in
 that load instead of 16-18, at p50 4.5-7.7x steady recall instead of 2.7-5.4x.
 """

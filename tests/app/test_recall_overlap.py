@@ -18,6 +18,7 @@ import pytest
 from app.clock import FixedClock
 from app.domain.memory import Store
 from app.facade import Vault
+from app.services import recall as recall_module
 from app.threads import BULK_NICENESS, background_priority
 from tests.app.conftest import PW, remember, share_embedder
 from tests.inside import inside
@@ -236,5 +237,22 @@ def test_texts_worked_out_ahead_are_what_recall_works_out_and_go_at_lock(vault: 
         return False
     service.forget_texts()
     stored = service.warm_texts(many, stop=lock_at_second_slice)
-    assert stored == 500  # the first slice, then the lock
+    assert stored == recall_module._WARM_SLICE  # the first slice, then the lock
     assert not service._slots and not service._chatter and not service._holders
+
+
+def test_texts_are_worked_out_ahead_only_between_recalls(vault: Vault) -> None:
+    """Beside a recall the work would share the GIL (at 100k memories a recall then took
+    300-430 ms instead of ~17): it waits while one is under way, slice by slice."""
+    from app.threads import foreground
+    service = inside(vault).recall
+    service.forget_texts()
+    many = [(f"We walked the dog by the river ({n})", "Tom") for n in range(1000)]
+    done: list[int] = []
+    with foreground():  # a recall under way
+        worker = threading.Thread(target=lambda: done.append(service.warm_texts(many)))
+        worker.start()
+        time.sleep(0.3)
+        assert len(service._slots) <= recall_module._WARM_SLICE  # at most the slice under way
+    worker.join(10)
+    assert done == [1000] and len(service._slots) == 1000  # all of it once the recall ended
