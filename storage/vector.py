@@ -36,9 +36,9 @@ CHROMA_BATCH = 50
 # From this many vectors exact search takes a first pass over an int8 copy of the matrix
 # (storage/vector_int8.py) and rescores in float32 only the rows that pass can't rule out:
 # the same answers, a quarter of the bytes read. CPU per search_with_floor(k=200), caches
-# cold, random unit vectors, dev: 4,096 rows 1.07 ms against 0.97 exact; 8,192 1.24 / 1.72;
-# 16,384 1.69 / 2.92; 32,768 2.57 / 5.70.
-INT8_MIN_ROWS = 8192
+# cold, random unit vectors, dev, rows within +-63 (storage/vector_int8.py): 4,096 rows 1.18 ms
+# against 0.89 exact; 8,192 1.76 / 1.76; 16,384 1.87 / 2.81; 32,768 3.09 / 5.75.
+INT8_MIN_ROWS = 12_288
 # The copy is made again (on the ``vector-int8`` thread) once more rows than this, or an
 # eighth of the copy, lie outside it (added or changed since): those are scored exactly.
 INT8_STALE_ROWS = 4096
@@ -188,7 +188,7 @@ class VectorIndex:
             n = self._n
             if n == 0:
                 return [], 0.0
-            if self._int8 is not None:
+            if self._int8 is not None and np.isfinite(q).all():
                 try:
                     return self._search_int8(self._int8, np.asarray(q, dtype=np.float32), k)
                 except Exception:  # never fails a recall: the full product below serves
@@ -288,6 +288,8 @@ class VectorIndex:
             return
         with self._lock:
             if self._cancel.is_set():
+                return
+            if self._int8_min_rows is None:  # the pass failed meanwhile: not again
                 return
             if first is None or gen != self._int8_gen:  # loaded anew: copy the new contents
                 self._int8_thread = None

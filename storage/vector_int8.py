@@ -8,8 +8,8 @@ over int8 rows reads a quarter of the bytes, and onnxruntime (already here for t
 it with its integer kernels (AVX2 / AVX-512 VNNI) on a right-hand side packed once when the
 copy is made: 1.3 ms against 7.6 at 50,000 vectors (one thread, dev, random unit vectors).
 
-The answers stay exact. Each row x is stored as ``a * m`` (m int8, a = max|x| / 127) and the
-query q as ``b * n``; then for every row
+The answers stay exact. Each row x is stored as ``a * m`` (m int8 in [-63, 63], a = max|x| / 63)
+and the query q as ``b * n`` (n in [-127, 127]); then for every row
 
     |x.q - a*b*(m.n)| <= (b/2) * |a*m|_1 + (a/2) * |q|_1  (+ a float32 rounding slack)
 
@@ -23,14 +23,22 @@ wire format (what ``onnx.helper`` would write), since the ``onnx`` package is no
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
 import numpy as np
 
-# Added to every row's bound: the float32 rounding of the exact product itself (a dot product
-# of 384 terms carries a relative error near 1e-6) and of the arithmetic here.
+# Added to every row's bound, times |x| |q| (1e-4 for unit vectors): the float32 rounding of
+# the exact product itself (a dot product of 384 terms carries a relative error near 1e-6) and
+# of the arithmetic here; relative, so rows of any length are covered.
 SLACK = 1e-4
+# A row's values lie in [-ROW_LEVELS, ROW_LEVELS]. Not 127: on x86 CPUs without AVX-512 VNNI
+# (AVX2 only), onnxruntime's u8 x s8 kernels add two products into a 16-bit integer that
+# saturates (vpmaddubsw); with the query's byte up to 255 that needs |m| <= 64 to be exact
+# (onnxruntime's own guard, session.x64quantprecision, uses the same range). ``kernel_checks``
+# verifies exactness on the machine's kernels before any pass is made.
+ROW_LEVELS = 63
 
 _INT8, _UINT8, _INT32 = 3, 2, 6  # onnx TensorProto data types
 _OPSET, _IR_VERSION = 13, 8
@@ -110,13 +118,13 @@ class Quantised:
     def __init__(self, mat: np.ndarray) -> None:
         mat = np.asarray(mat, dtype=np.float32)
         peak = np.abs(mat).max(axis=1) if len(mat) else np.zeros(0, dtype=np.float32)
-        self.a = peak / np.float32(127.0)  # a row's step; 0 for a zero row
+        self.a = peak / np.float32(ROW_LEVELS)  # a row's step; 0 for a zero row
         step = np.where(self.a > 0, self.a, np.float32(1.0))[:, None]
         # One float32 temporary a slice, worked in place (float64 copies were 12.6 MB each);
         # the norms' own rounding, relative 1e-7, is far inside SLACK.
         work = mat / step
         np.rint(work, out=work)
-        np.clip(work, -127, 127, out=work)
+        np.clip(work, -ROW_LEVELS, ROW_LEVELS, out=work)
         self.mt = np.ascontiguousarray(work.astype(np.int8).T)  # k x rows, as the session takes
         work *= self.a[:, None]  # each row as stored
         self.l1 = np.abs(work).sum(axis=1)
@@ -139,6 +147,25 @@ class Quantised:
         return out
 
 
+@functools.cache
+def kernel_checks() -> tuple[bool, bool]:
+    """(exact, copies) for onnxruntime's kernels on this machine, once a process: whether the
+    product is exact at the extremes the pass uses (query bytes 0 and 255, row values -63 and
+    63), and whether a session keeps its own copy of the matrix (so the caller's may go)."""
+    k, n = 384, 64
+    mt = np.full((k, n), ROW_LEVELS, dtype=np.int8)
+    mt[:, ::2] = -ROW_LEVELS
+    mt[::3, 1::2] = -ROW_LEVELS
+    a = np.full((1, k), 255, dtype=np.uint8)
+    a[0, ::5] = 0
+    want = (a.astype(np.int64) - 128) @ mt.astype(np.int64)
+    multiply = session(mt)
+    exact = bool(np.array_equal(multiply.run(None, {"A": a})[0], want))
+    mt[:] = 0
+    copies = bool(np.array_equal(multiply.run(None, {"A": a})[0], want))
+    return exact, copies
+
+
 class Int8Pass:
     """Rows ``[0, n)`` of the index's matrix, quantised. Immutable after construction;
     ``scores`` may run on several threads at once."""
@@ -150,7 +177,13 @@ class Int8Pass:
         self._half_a = rows.a / 2
         self._l2 = rows.l2
         self._err_l2 = rows.err_l2
-        self._session = session(rows.mt)  # which copies it: rows can go
+        self._norm = rows.l2 + rows.err_l2  # at least |x| (triangle inequality)
+        exact, copies = kernel_checks()
+        if not exact:
+            raise RuntimeError("onnxruntime's int8 product is not exact on this CPU")
+        # Kept only where onnxruntime reads the caller's array instead of copying it.
+        self._mt = None if copies else rows.mt
+        self._session = session(rows.mt)
 
     def scores(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(approximate dot products, their error bounds) of ``q`` with every row, float32:
@@ -172,5 +205,6 @@ class Int8Pass:
         by_l2 = self._l2 * np.float32(np.sqrt(f @ f))
         by_l2 += self._err_l2 * np.float32(np.sqrt(q @ q))
         np.minimum(bound, by_l2, out=bound)
-        bound += np.float32(SLACK)
+        bound += self._norm * np.float32(SLACK * float(np.sqrt(q @ q)))
+        bound += np.float32(1e-30)  # never 0 (a zero row against any query)
         return approx, bound

@@ -145,3 +145,31 @@ def test_a_failing_pass_leaves_exact_search_serving(monkeypatch: pytest.MonkeyPa
     assert fast.wait_int8(0) == 0  # dropped, and not made again
     fast.add(np.arange(5_001, 10_001), unit_rows(rng, 5_000, 32))
     assert fast.wait_int8(5) == 0
+
+
+def test_the_kernels_are_exact_at_the_extremes_the_pass_uses() -> None:
+    """On x86 without AVX-512 VNNI, onnxruntime's u8 x s8 kernels saturate a 16-bit sum of
+    two products: rows are kept within +-63 so that 255 * 63 * 2 fits, and the check that
+    turns the pass off elsewhere passes here."""
+    from storage.vector_int8 import ROW_LEVELS, kernel_checks
+    assert kernel_checks() == (True, True)
+    mat = np.zeros((4, 384), dtype=np.float32)
+    mat[0] = 1.0
+    mat[1, ::2], mat[1, 1::2] = 1.0, -1.0
+    mat[2, :192] = 5.0
+    mat[3, 7] = -3.0
+    rows = Quantised(mat)
+    assert np.abs(rows.mt.astype(np.int16)).max() == ROW_LEVELS
+    first = Int8Pass(rows)
+    for q in (np.ones(384, dtype=np.float32), -np.ones(384, dtype=np.float32), mat[1], mat[2]):
+        approx, bound = first.scores(q)
+        assert np.all(np.abs(mat.astype(np.float64) @ q.astype(np.float64) - approx) <= bound)
+
+
+def test_a_query_that_is_not_a_number_keeps_the_pass() -> None:
+    rng = np.random.default_rng(7)
+    fast, plain = twins(rng, 3_000, 32)
+    bad = np.full(32, np.nan, dtype=np.float32)
+    fast.search_with_floor(bad, 10)  # whatever it answers, it does not fail
+    assert fast.wait_int8(0) == 3_000
+    same_answers(fast, plain, unit_rows(rng, 3, 32), 20)
