@@ -73,7 +73,7 @@ folder, path = Path(sys.argv[1]), Path(sys.argv[2])
 Vault.create(folder, "bench password", kdf=KdfParams(m=65_536, t=3, p=4), load_model=False,
              threaded=False, use_chroma=False).vault.lock()
 class Out(io.StringIO):
-    """When the "Imported ..." line is printed: the turns are in (the vectors may follow)."""
+    # When the "Imported ..." line is printed: the turns are in (the vectors may follow).
     turns_in = None
     def write(self, s):
         if self.turns_in is None and s.startswith("Imported"):
