@@ -267,6 +267,9 @@ class VectorFollower:
         rows, waiting = self.db.read(lambda c: (self.rows.pending(c, limit), self.rows.count(c)))
         left = [(mid, embed_text(Draft(text=text, store=store, speaker=speaker, occurred_at=at)))
                 for mid, store, text, speaker, at in rows if mid not in failed]
+        # Shortest first: a model call pads its texts to the longest, and a file import's
+        # person's turns (~42 tokens) beside an assistant's (~200) would be padded to that.
+        left.sort(key=lambda item: len(item[1]))
         with self._cond:
             for mid, text in left:
                 self._todo.setdefault(mid, (text, 0.0))
