@@ -92,7 +92,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         for s in r.skipped:
             print(printable(f"  {s}."))
         if vault.semantic_search:
-            _follow_vectors(vault)
+            try:
+                _follow_vectors(vault)
+            except KeyboardInterrupt:  # Ctrl-C: the turns are in, the vectors stay pending
+                n = vault.status().vectors_pending
+                print(f"\nStopped: {words.count(n, 'memory', 'memories')} still wait for "
+                      "their vectors; they are made the next time Kept is open (the window, "
+                      "`kept serve`, or `kept import` again).")
     finally:
         vault.lock()
     return 0
@@ -101,7 +107,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _follow_vectors(vault: VaultAPI) -> None:
     """After the turns: the vectors meaning search needs. The owner (the window, ``kept
     serve``) makes them on its own thread: say how many and how long. In this process: make
-    them now with progress; Ctrl-C stops, and what is left is made at the next unlock."""
+    them now with progress; Ctrl-C (KeyboardInterrupt, the caller's) stops, and what is left
+    is made at the next unlock."""
     from app.eta import duration_words
     from app.ipc.client import RemoteVault
     st = vault.status()
@@ -118,14 +125,7 @@ def _follow_vectors(vault: VaultAPI) -> None:
     print(f"Finding meaning: {words.count(st.vectors_pending, 'memory', 'memories')} wait "
           "for their vectors; search finds them by their words meanwhile. Ctrl-C stops "
           "(the rest is made the next time Kept is open).", flush=True)
-    try:
-        vault.make_vectors(progress=estimate_printer("Finding meaning:", "vectors"))
-    except KeyboardInterrupt:
-        n = vault.status().vectors_pending
-        print(f"\nStopped: {words.count(n, 'memory', 'memories')} still wait for their "
-              "vectors; they are made the next time Kept is open (the window, `kept serve`, "
-              "or `kept import` again).")
-        return
+    vault.make_vectors(progress=estimate_printer("Finding meaning:", "vectors"))
     print("Meaning search covers every imported turn.")
 
 
