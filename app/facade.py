@@ -372,9 +372,9 @@ class Vault:
         self._check_unlocked()
         if self._ingest.follower is not None:
             self._ingest.follower.catch_up(progress)
-        return self.vectors_pending()
+        return self._vectors_pending()
 
-    def vectors_pending(self) -> int:
+    def _vectors_pending(self) -> int:
         """Memories whose vector is still to be made (0 without a model: none are)."""
         if self._ingest.follower is None:
             return 0
