@@ -46,6 +46,7 @@ from app.domain.memory import (
     Store,
     Tier,
 )
+from app.eta import Estimate
 from app.operations import Access, op
 
 __all__ = [
@@ -134,6 +135,10 @@ class VaultStatus:
     model_source: str | None = None  # "installed with Kept", "from KEPT_MODEL_DIR", ...
     model_problem: str | None = None  # why semantic search is off though a model was found
     vector_models: dict[str, int] = field(default_factory=dict)  # model id -> vectors it made
+    # Memories whose vector is still to be made (a file import's follow it, issue 28), and the
+    # rate this session's follower measured making them (None: none made yet, or not here).
+    vectors_pending: int = 0
+    vectors_per_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1037,7 +1042,9 @@ class VaultAPI(Protocol):
     def remember(self, draft: Draft) -> Result[MemoryId]: ...
     @op(Access.WRITE)
     def import_turns(self, turns: Sequence[Turn], *, progress: Progress | None = None,
-                     batch: int = 256) -> Result[ImportReport]: ...
+                     batch: int = 256, follow: bool = False) -> Result[ImportReport]: ...
+    @op(Access.LOCAL, why="the owner makes them on its own thread; `kept status` says how far")
+    def make_vectors(self, *, progress: Callable[[Estimate], None] | None = None) -> int: ...
     @op(Access.READ)
     def get(self, mid: int) -> Memory: ...
     @op(Access.READ)

@@ -79,6 +79,7 @@ from app.validation import check_string, check_text, check_time, validate_turn
 
 if TYPE_CHECKING:
     from app.domain.fact import FactCandidate
+    from app.eta import Estimate
     from app.services.assistant_change import ChangeOutcome
     from app.services.backup import BackupService
     from app.services.consolidation import ConsolidationService
@@ -93,6 +94,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["Vault"]
+
+# The window's status bar says "finding meaning" while at least this many vectors are due: a
+# file import's thousands, not the few of a remember, made within a second.
+FINDING_MEANING_MIN = 64
 
 def _tell_all(watchers: Sequence[Callable[[], None]]) -> None:
     """Call each of ``watchers`` (a copy of the list: one may be added meanwhile); one that
@@ -302,13 +307,15 @@ class Vault:
         """The vault's state; counts of everything, or of what ``agent`` sees (global and
         its own memories, contradictions whose both sides it sees)."""
         kf = self._opened.key_file
+        follower = self._ingest.follower
 
         def run(conn: ports.Connection
-                ) -> tuple[dict[str, dict[str, int]], str, int, dict[str, int]]:
+                ) -> tuple[dict[str, dict[str, int]], str, int, dict[str, int], int]:
             return (self._rows.counts(conn, agent), self._schema_version(conn),
                     self._rows.open_contradictions(conn, agent),
-                    self._rows.vector_models(conn) if agent is None else {})
-        counts, version, open_items, by_model = self._db.read(run)
+                    self._rows.vector_models(conn) if agent is None else {},
+                    follower.rows.count(conn) if follower is not None and agent is None else 0)
+        counts, version, open_items, by_model, waiting = self._db.read(run)
         totals = {store: sum(v.values()) for store, v in counts.items()}
         kdf = KdfInfo(alg=kf.kdf.alg, version=kf.kdf.v, m_kib=kf.kdf.m, t=kf.kdf.t,
                       p=kf.kdf.p)
@@ -320,7 +327,9 @@ class Vault:
             index=("chroma" if self._index.chroma_ready else "exact") if self._embedder else "off",
             recovery_code=kf.wrap_recovery is not None,
             remember_device=kf.wrap_device is not None, open_contradictions=open_items,
-            agent=agent, **self._model_status(), vector_models=by_model)
+            agent=agent, **self._model_status(), vector_models=by_model,
+            vectors_pending=waiting,
+            vectors_per_s=follower.progress().per_s if follower is not None else None)
 
     def _model_status(self) -> dict[str, str | None]:
         """Which model is in use and where from, or why none is (issue 28)."""
@@ -342,7 +351,34 @@ class Vault:
             out.append("indexing text")
         if self._index.chroma_building:
             out.append("building the vector index")
+        follower = self._ingest.follower
+        left = follower.progress() if follower is not None else None
+        if left is not None and left.total - left.done >= FINDING_MEANING_MIN:
+            out.append(self._finding_meaning(left))
         return out
+
+    @staticmethod
+    def _finding_meaning(e: Estimate) -> str:
+        """"finding meaning: 1,200 of 9,000, about 4 min left" (issue 28: a file import's
+        vectors follow it; search finds those turns by their words meanwhile)."""
+        from app.eta import duration_words
+        text = f"finding meaning: {e.done:,} of {e.total:,}"
+        return text + (f", {duration_words(e.left_s)} left" if e.left_s is not None else "")
+
+    def make_vectors(self, *, progress: Callable[[Estimate], None] | None = None) -> int:
+        """Make every vector still pending now, with ``progress`` (``kept import`` in its own
+        process, after the turns are in); returns how many still wait (0 unless stopped).
+        Ctrl-C (KeyboardInterrupt) stops it; the rest stays pending for the next unlock."""
+        self._check_unlocked()
+        if self._ingest.follower is not None:
+            self._ingest.follower.catch_up(progress)
+        return self._vectors_pending()
+
+    def _vectors_pending(self) -> int:
+        """Memories whose vector is still to be made (0 without a model: none are)."""
+        if self._ingest.follower is None:
+            return 0
+        return int(self._db.read(self._ingest.follower.rows.count))
 
     # --- ingestion ---------------------------------------------------------------------
     @staticmethod
@@ -393,9 +429,14 @@ class Vault:
         return Result(mid, MEMORY_CHANGES)
 
     def import_turns(self, turns: Sequence[Turn], *, progress: Progress | None = None,
-                     batch: int = 256) -> Result[ImportReport]:
+                     batch: int = 256, follow: bool = False) -> Result[ImportReport]:
         """Turns go to short-term memory; each also becomes an episodic memory (speaker, time)
         derived from it. Re-importing a ``ref`` in the same session adds nothing.
+
+        ``follow``: return once the turns are committed; their vectors are made after, in the
+        background (``IngestService.import_turns``; a file import, ``app.transfer``, asks for
+        it). False embeds them before each batch commits, as callers that recall or measure
+        right after an import need.
 
         Policy: the caller validates every line first (``parse_import``); a malformed file
         imports nothing. Then each batch is one transaction, so a crash leaves whole turns
@@ -428,7 +469,8 @@ class Vault:
         todo = self._ingest.new_turns(turns)
         tally = ingestion.ImportTally()
         try:
-            self._ingest.import_turns(todo, now, tally, progress=progress, batch=batch)
+            self._ingest.import_turns(todo, now, tally, progress=progress, batch=batch,
+                                      follow=follow)
         except StorageFull as exc:
             if tally.added:
                 self._emit(MEMORY_CHANGES)  # the batches that did land

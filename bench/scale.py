@@ -283,7 +283,9 @@ def role_kept_build(args: argparse.Namespace) -> dict[str, Any]:
         import pstats
         prof = cProfile.Profile()
         prof.enable()
-    report_ = vault.import_turns(turns).value
+    # follow=False: embedded inline, as this figure (embedded ingest against the embedder
+    # alone) has always measured; a file import's vectors follow it instead (issue 28).
+    report_ = vault.import_turns(turns, follow=False).value
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     embedded.stop()
     if args.profile:

@@ -36,6 +36,19 @@ def pending(conn: Connection, limit: int | None = None
             for r in rows]
 
 
+def count(conn: Connection) -> int:
+    """How many memories wait for their vector (the ``kept status`` line, the follower's
+    progress)."""
+    return int(conn.execute("SELECT count(*) FROM vector_pending").fetchone()[0])
+
+
+def first(conn: Connection) -> int | None:
+    """The lowest memory id still waiting for its vector, or None (consolidation extracts only
+    below it: ``ConsolidationPipeline._episodes_todo``)."""
+    row = conn.execute("SELECT min(memory_id) FROM vector_pending").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def settle_vectors(conn: Connection, ids: Sequence[int], vecs: np.ndarray, model: str
                    ) -> list[int]:
     """Vectors for those of ``ids`` still pending (a memory forgotten meanwhile has none);

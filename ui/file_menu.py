@@ -175,6 +175,7 @@ class FileMenu(QObject):
 
         def done(result: Result[FileImport]) -> None:
             self.window._end_work()
+            self.window.watch_background()  # the vectors follow: "finding meaning" (issue 28)
             r, fmt = result.value.report, result.value.format_name
             if result.value.cancelled:
                 self._say(f"Import cancelled: {words.count(r.added, 'turn', 'turns')} imported "

@@ -574,6 +574,12 @@ class MainWindow(WorkWindow):
         if not work:
             self._bg_timer.stop()
 
+    def watch_background(self) -> None:
+        """Poll ``background_work`` again: a file import's vectors follow it (issue 28), and
+        the status bar says "finding meaning: N of M, about X min left" until they are made."""
+        if not self._cleared and not self.vault.locked and not self._bg_timer.isActive():
+            self._bg_timer.start()
+
     # --- long work with progress --------------------------------------------------------
     def _begin_work(self, label: str, unit: str) -> ProgressBox:
         self._work = _Work(label, unit)

@@ -33,3 +33,7 @@ class WorkWindow(QMainWindow):
     def _begin_import_work(self) -> tuple[ProgressBox, CancelToken]:
         """``_begin_work`` for an import: its rate, time left and a Cancel button."""
         raise NotImplementedError
+
+    def watch_background(self) -> None:
+        """Show the background work again (a file import's vectors follow it, issue 28)."""
+        raise NotImplementedError

@@ -22,6 +22,7 @@ from app.errors import ValidationError
 
 if TYPE_CHECKING:
     from app.api import VaultAPI
+    from app.eta import Estimate
     from app.ipc.client import RemoteVault
 
 # What ``build_parser`` hands each group's ``add_parsers``: ``add_subparsers()`` of ``kept``.
@@ -158,21 +159,35 @@ def estimated_progress(label: str, unit: str, *, stream: TextIO | None = None,
     nothing but a possible error line) and one at the end."""
     import time
 
-    from app.eta import Rate, progress_words
-    out = stream if stream is not None else sys.stderr
+    from app.eta import Rate
     tick = clock if clock is not None else time.monotonic
     rate = Rate(tick)
+    show = estimate_printer(label, unit, stream=stream, clock=tick, started=rate.started)
+    return lambda done, total: show(rate.update(done, total))
+
+
+def estimate_printer(label: str, unit: str, *, stream: TextIO | None = None,
+                     clock: Callable[[], float] | None = None,
+                     started: float | None = None) -> Callable[[Estimate], None]:
+    """Prints ``Estimate``s as ``estimated_progress`` does: for work that measures its own
+    rate (the vectors that follow an import: ``Vault.make_vectors``)."""
+    import time
+
+    from app.eta import progress_words
+    out = stream if stream is not None else sys.stderr
+    tick = clock if clock is not None else time.monotonic
     tty = out.isatty()
+    first = tick() if started is None else started
     last: list[float | None] = [None]  # when the last plain line was written
 
-    def show(done: int, total: int) -> None:
-        line = f"{label} {progress_words(rate.update(done, total), unit)}"
-        finished = done >= total
+    def show(e: Estimate) -> None:
+        line = f"{label} {progress_words(e, unit)}"
+        finished = e.done >= e.total
         if tty:
             out.write(f"\r\x1b[K{line}" + ("\n" if finished else ""))
         else:
             now, before = tick(), last[0]
-            due = now - (before if before is not None else rate.started) >= PLAIN_EVERY_S
+            due = now - (before if before is not None else first) >= PLAIN_EVERY_S
             if not (due or (finished and before is not None)):
                 return
             out.write(line + "\n")

@@ -12,10 +12,12 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app import words
 from app.cli.common import (
     Subcommands,
+    estimate_printer,
     estimated_progress,
     open_vault,
     password,
@@ -28,6 +30,9 @@ from app.cli.common import (
     when,
 )
 from app.errors import ValidationError
+
+if TYPE_CHECKING:
+    from app.api import VaultAPI
 
 
 def add_parsers(sub: Subcommands) -> None:
@@ -77,15 +82,51 @@ def cmd_import(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         # Second pass: 1,024 turns a call (256 a transaction), never the whole file in RAM.
         # Turns done of all, the rate and the time left (one updating line on a terminal).
+        # The vectors follow (issue 28): the turns are in, and searchable by their words,
+        # at text speed.
         r = import_scanned(vault, scan, progress=estimated_progress("Importing", "turns"))
+        print(f"Imported {words.count(r.added, 'turn', 'turns')} from "
+              f"{words.count(r.sessions, 'conversation', 'conversations')}; "
+              f"{r.skipped_duplicates:,} already present. (Read as {scan.format_name}.)",
+              flush=True)
+        for s in r.skipped:
+            print(printable(f"  {s}."))
+        if vault.semantic_search:
+            try:
+                _follow_vectors(vault)
+            except KeyboardInterrupt:  # Ctrl-C: the turns are in, the vectors stay pending
+                n = vault.status().vectors_pending
+                print(f"\nStopped: {words.count(n, 'memory', 'memories')} still wait for "
+                      "their vectors; they are made the next time Kept is open (the window, "
+                      "`kept serve`, or `kept import` again).")
     finally:
         vault.lock()
-    print(f"Imported {words.count(r.added, 'turn', 'turns')} from "
-          f"{words.count(r.sessions, 'conversation', 'conversations')}; "
-          f"{r.skipped_duplicates:,} already present. (Read as {scan.format_name}.)")
-    for s in r.skipped:
-        print(printable(f"  {s}."))
     return 0
+
+
+def _follow_vectors(vault: VaultAPI) -> None:
+    """After the turns: the vectors meaning search needs. The owner (the window, ``kept
+    serve``) makes them on its own thread: say how many and how long. In this process: make
+    them now with progress; Ctrl-C (KeyboardInterrupt, the caller's) stops, and what is left
+    is made at the next unlock."""
+    from app.eta import duration_words
+    from app.ipc.client import RemoteVault
+    st = vault.status()
+    if not st.vectors_pending:
+        return
+    if isinstance(vault, RemoteVault):
+        left = f", {duration_words(st.vectors_pending / st.vectors_per_s)} left" \
+            if st.vectors_per_s else ""
+        print(f"Finding meaning: {words.count(st.vectors_pending, 'memory', 'memories')} "
+              f"still wait for their vectors{left}; Kept (the window or `kept serve`) makes "
+              "them in the background. Search finds them by their words meanwhile; "
+              "`kept status` says how far it got.")
+        return
+    print(f"Finding meaning: {words.count(st.vectors_pending, 'memory', 'memories')} wait "
+          "for their vectors; search finds them by their words meanwhile. Ctrl-C stops "
+          "(the rest is made the next time Kept is open).", flush=True)
+    vault.make_vectors(progress=estimate_printer("Finding meaning:", "vectors"))
+    print("Meaning search covers every imported turn.")
 
 
 def _confirm_export(args: argparse.Namespace, where: Path, cloud: str | None) -> bool:

@@ -13,6 +13,7 @@ import os
 import sys
 from dataclasses import asdict
 
+from app import words
 from app.cli.common import (
     Subcommands,
     int_in,
@@ -242,9 +243,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"Model      {model_line(st)}" + (f" ({st.model_dir})" if st.model_dir else ""))
     if st.vector_models:
         print(f"Vectors    {vectors_line(st.vector_models)}")
+    if st.vectors_pending:
+        print(f"           {_pending_line(st.vectors_pending, st.vectors_per_s)}")
     if not st.semantic_search:
         print("           semantic search is off: lexical recall only (set KEPT_MODEL_DIR)")
     return 0
+
+
+def _pending_line(n: int, per_s: float | None) -> str:
+    """Memories whose vectors follow an import (issue 28), and how long they still take at the
+    rate the follower measured (none measured in a one-shot command: the window, ``kept
+    serve`` or ``kept import`` make them)."""
+    from app.eta import duration_words
+    text = f"{words.count(n, 'memory', 'memories')} still wait for their vectors (meaning " \
+           "search finds them once made, words search already does)"
+    if per_s:
+        return f"{text}: {duration_words(n / per_s)} left at {per_s:,.0f}/s"
+    return f"{text}: made while Kept is open (the window, `kept serve`, or `kept import`)"
 
 
 def cmd_self_check(args: argparse.Namespace) -> int:

@@ -312,7 +312,7 @@ class RemoteVault(_Contract):
 
     # --- operations with more to them than one request ----------------------------------
     def import_turns(self, turns: Sequence[Turn], *, progress: Progress | None = None,
-                     batch: int = 256) -> Result[ImportReport]:
+                     batch: int = 256, follow: bool = False) -> Result[ImportReport]:
         """In requests of at most half a frame each; each request is the owner's
         ``import_turns`` (whole batches, re-import adds nothing), so an interrupted import
         is completed by running it again, as in-process."""
@@ -332,7 +332,7 @@ class RemoteVault(_Contract):
         for chunk in chunks:
             if not chunk:
                 continue
-            res = send(tuple(chunk), batch=batch)
+            res = send(tuple(chunk), batch=batch, follow=follow)
             added += res.value.added
             skipped += res.value.skipped_duplicates
             left_out = merge_skipped(left_out, res.value.skipped)

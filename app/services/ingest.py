@@ -433,41 +433,56 @@ class IngestService:
         return todo
 
     def import_turns(self, todo: Sequence[Turn], now: float, tally: ImportTally, *,
-                     progress: Progress | None = None, batch: int = 256) -> None:
+                     progress: Progress | None = None, batch: int = 256,
+                     follow: bool = False) -> None:
         """Write ``todo`` (from :meth:`new_turns`), one transaction per batch. ``tally``
-        counts as batches commit, so a caller still knows what landed when one fails."""
+        counts as batches commit, so a caller still knows what landed when one fails.
+
+        ``follow`` (a file import, issue 28): no embedding here; each derived memory is
+        committed with its ``vector_pending`` row and the follower makes the vectors after
+        (``VectorFollower.pending_written``). A ChatGPT export of realistic lengths embeds at
+        ~40-45 turns/s on two cores and goes in at ~350/s without the model (dev, docs/
+        architecture.md "Bulk import"); the person should not wait for the first. Without
+        ``follow`` the vectors are made inline as before: the callers that measure embedded
+        ingest (bench/scale.py ``kept-build``) or recall right after an import."""
         rows = self.rows
         next_seq = self.db.read(lambda c: rows.next_seq(c, {t.session for t in todo}))
+        follower = self.follower if follow else None
 
         def finish(fut: Future[list[MemoryId]], vecs: np.ndarray | None, n: int) -> None:
             ids = fut.result()
             if vecs is not None:
                 self.index.add(list[int](ids), vecs)
+            if follower is not None:
+                follower.pending_written(len(ids))
             tally.added.extend(ids)
             tally.done += n
             if progress is not None:
                 progress(tally.done, len(todo))
 
-        self._import_batches(list(todo), batch, next_seq, now, finish)
+        self._import_batches(list(todo), batch, next_seq, now, finish,
+                             embed=follower is None)
 
     def _import_batches(self, todo: list[Turn], batch: int, next_seq: dict[str, int],
                         now: float,
                         finish: Callable[[Future[list[MemoryId]], np.ndarray | None, int],
-                                         None]) -> None:
+                                         None], *, embed: bool = True) -> None:
         """Pipelined in three (issue 28): the model embeds batch k on the ``import-embed``
         thread while this thread scores batch k and routes batch k+1, and the writer thread
         commits batch k-1. The embedder is never left waiting for Python work (scoring and
         routing ran between embeddings before: 0.61-0.69x the embedder alone, dev).
         Commits stay in order, one transaction per batch, and batch k is only queued once
-        batch k-1 has committed (a failed write stops the import)."""
+        batch k-1 has committed (a failed write stops the import). Without ``embed`` the
+        derived memories are written with pending rows instead (``import_turns``' ``follow``)."""
         from concurrent.futures import ThreadPoolExecutor
         pending: tuple[Future[list[MemoryId]], np.ndarray | None, int] | None = None
         chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
         pool = ThreadPoolExecutor(1, thread_name_prefix="import-embed",
                                   initializer=background_priority)
+        embed_fn = self._embed_routed if embed else _no_vectors
         try:
             routed = self._route_chunk(chunks[0], next_seq) if chunks else None
-            embedding = pool.submit(self._embed_routed, routed) if routed is not None else None
+            embedding = pool.submit(embed_fn, routed) if routed is not None else None
             for k in range(len(chunks)):
                 assert routed is not None and embedding is not None
                 drafts, routes = routed
@@ -476,8 +491,8 @@ class IngestService:
                           if k + 1 < len(chunks) else None)
                 vecs = embedding.result()
                 if routed is not None:
-                    embedding = pool.submit(self._embed_routed, routed)
-                run = self._write_chunk(prepared, vecs, routes, now)
+                    embedding = pool.submit(embed_fn, routed)
+                run = self._write_chunk(prepared, vecs, routes, now, pending=not embed)
                 if pending is not None:
                     previous, pending = pending, None
                     finish(*previous)
@@ -553,10 +568,12 @@ class IngestService:
         return prepared
 
     def _write_chunk(self, prepared: _Prepared, vecs: np.ndarray | None,
-                     routes: list[Salience], now: float
+                     routes: list[Salience], now: float, *, pending: bool = False
                      ) -> Callable[[Connection], list[MemoryId]]:
-        """The one write transaction of a batch (the writer thread runs it)."""
+        """The one write transaction of a batch (the writer thread runs it); ``pending``: the
+        derived memories' ``vector_pending`` rows instead of ``vecs``."""
         rows, model = self.rows, self.model_name
+        follower = self.follower if pending else None
 
         def run(conn: Connection) -> list[MemoryId]:
             derived_ids = []
@@ -579,5 +596,13 @@ class IngestService:
                                     for tid, r in zip(turn_ids, routes, strict=True)])
             if vecs is not None:
                 rows.put_vectors(conn, derived_ids, vecs, model)
+            elif follower is not None:
+                for eid in derived_ids:
+                    follower.rows.mark_pending(conn, eid)
             return derived_ids
         return run
+
+
+def _no_vectors(_routed: object) -> None:
+    """A file import's stand-in for ``_embed_routed``: its vectors follow (``follow``)."""
+    return None

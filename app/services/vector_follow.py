@@ -26,6 +26,19 @@ needed (the burst's rate fell by a third to a half, dev). For the same reason th
 at background priority (``app.threads.background_priority``): it gives way to the callers'
 threads and the writer, and still gets every core nobody else wants.
 
+A file import (``IngestService.import_turns`` with ``follow``) writes its turns with their
+pending rows at text speed and tells the follower how many (``pending_written``): embedding a
+ChatGPT export of realistic lengths costs ~45 ms CPU a turn, so two cores embed ~40-45 turns/s
+where the text alone goes in at ~350/s (docs/architecture.md, "Bulk import"). The follower reads
+them back from the vault and counts its progress over a wave of work (``progress``: done of
+total, and the rate measured over its own recent batches, ``app.eta.Rate``), for the window's
+status bar and ``kept status``.
+
+An unthreaded vault (one-shot CLI commands) makes a few leftover vectors at ``start`` (a kill -9
+between a remember and its vector) but not an import's thousands: ``kept recall`` would wait
+minutes for them. ``catch_up`` makes them on the caller's thread with progress (``kept import``
+does, after its turns are in).
+
 Thread affinity: ``submit`` from any thread; ``stop`` before the database closes (lock).
 """
 
@@ -34,12 +47,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from app import policy
 from app.domain.memory import Draft, Store
 from app.errors import VaultLocked
+from app.eta import Estimate, Rate
 from app.ports import Database, Embedder, VectorIndex, VectorPendingRows
 from app.threads import background_priority
 
@@ -78,6 +93,13 @@ class VectorFollower:
         # read back (a failing text would otherwise be retried in a loop).
         self._failed: set[int] = set()
         self._last_submit = 0.0
+        # Progress over a wave of work (from the first vector due after none was, to none
+        # left): pending rows known to the vault, vectors made of the wave, its rate.
+        self._left = 0
+        self._done = 0
+        self._total = 0
+        self._rate = Rate()
+        self._per_s: float | None = None
         self._busy = False
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -85,11 +107,14 @@ class VectorFollower:
     def start(self) -> None:
         """Queue what an earlier session left pending (a kill -9 between a memory and its
         vector), then start the thread."""
+        waiting = self.db.read(self.rows.count)
         with self._cond:
-            self._spilled = True
-        left = self._refill()
-        if left:
-            log.info("%d vectors left to make from an earlier session", left)
+            self._due(waiting)
+            # Unthreaded: only a few (the module docstring); ``catch_up`` makes the rest.
+            self._spilled = self.db.threaded or waiting <= self.batch
+        left = self._refill() if self._spilled else 0
+        if waiting:
+            log.info("%d vectors left to make from an earlier session", waiting)
         if self.db.threaded:
             self._thread = threading.Thread(target=self._loop, name="vector-follow",
                                             daemon=True)
@@ -104,6 +129,7 @@ class VectorFollower:
             if self._stopped:
                 return  # locked: the row stays pending for the next unlock
             now = time.monotonic()
+            self._due(1)
             if len(self._todo) >= self.max_queued:
                 self._spilled = True
                 self.spills += 1
@@ -123,11 +149,63 @@ class VectorFollower:
             if self._stopped:
                 return
             now = time.monotonic()
+            self._due(len(items))
             for mid, text in items:
                 self._todo[mid] = (text, now)
             self._cond.notify_all()
         if not self.db.threaded:
             self._drain()
+
+    def pending_written(self, n: int) -> None:
+        """``n`` memories were committed with their pending rows and no text handed here (a
+        file import's batch): read them back from the vault, oldest first. Unthreaded, they
+        wait for ``catch_up``."""
+        with self._cond:
+            if self._stopped or n <= 0:
+                return
+            self._due(n)
+            if self.db.threaded:
+                self._spilled = True
+                self._cond.notify_all()
+
+    def catch_up(self, report: Callable[[Estimate], None] | None = None) -> None:
+        """Make every pending vector now on the caller's thread (unthreaded), or wait for the
+        follower's thread to make them; ``report`` hears the progress after each batch (or
+        each half second). A KeyboardInterrupt stops it: what is not made stays pending."""
+        if self.db.threaded:
+            while not self.wait_idle(0.5):
+                if report is not None:
+                    report(self.progress())
+        else:
+            with self._cond:
+                self._spilled = True
+            self._drain(report)
+        if report is not None:
+            report(self.progress())
+
+    def _due(self, n: int) -> None:
+        """Under ``_cond``: ``n`` more vectors to make; a new wave when none were due."""
+        if self._left <= 0:
+            self._left = self._done = self._total = 0
+            self._rate, self._per_s = Rate(), None
+        self._left += n
+        self._total += n
+
+    def _made(self, n: int) -> None:
+        """Under ``_cond``: ``n`` vectors written; the rate over the follower's own recent
+        batches, not a constant (``app.eta``: a 30 s window)."""
+        self._done += n
+        self._left = max(0, self._left - n)
+        self._per_s = self._rate.update(self._done, self._total).per_s or self._per_s
+
+    def progress(self) -> Estimate:
+        """The wave under way: vectors made of those due, and, once the rate has settled,
+        per second and the seconds left. Reads RAM only (a GUI timer may call it)."""
+        with self._cond:
+            left = self._left
+            done = self._total - left
+            per_s = self._per_s
+        return Estimate(done, done + left, per_s, None if not per_s else left / per_s)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """True once every submitted vector is made (or the follower stopped)."""
@@ -186,19 +264,32 @@ class VectorFollower:
             self._spilled = False  # a submit that spills from now on sets it again
             failed = set(self._failed)
         limit = self.max_queued + len(failed)
-        rows = self.db.read(lambda c: self.rows.pending(c, limit))
+        rows, waiting = self.db.read(lambda c: (self.rows.pending(c, limit), self.rows.count(c)))
         left = [(mid, embed_text(Draft(text=text, store=store, speaker=speaker, occurred_at=at)))
                 for mid, store, text, speaker, at in rows if mid not in failed]
+        # Shortest first: a model call pads its texts to the longest, and a file import's
+        # person's turns (~42 tokens) beside an assistant's (~200) would be padded to that.
+        left.sort(key=lambda item: len(item[1]))
         with self._cond:
             for mid, text in left:
                 self._todo.setdefault(mid, (text, 0.0))
             if len(rows) >= limit:
                 self._spilled = True  # more than one queue's worth: read again once done
+            # The vault's count corrects the wave's (a memory forgotten while pending leaves
+            # no vector to make).
+            waiting = max(0, waiting - len(failed))
+            if self._left <= 0:
+                self._due(waiting)
+            else:
+                self._total += waiting - self._left
+                self._left = waiting
         return len(left)
 
-    def _drain(self) -> None:
+    def _drain(self, report: Callable[[Estimate], None] | None = None) -> None:
         """Caller's thread (an unthreaded vault): make everything queued now."""
         while True:
+            if report is not None:
+                report(self.progress())
             with self._cond:
                 refill = not self._todo and self._spilled
                 items = [] if refill else self._take()
@@ -252,6 +343,8 @@ class VectorFollower:
         finally:
             with self._cond:
                 self._busy = False
+                if self.db.threaded and not self._todo and not self._spilled:
+                    self._left = min(self._left, len(self._failed))  # all read back: made
                 self._cond.notify_all()
 
     def _make(self, items: list[tuple[int, str]]) -> None:
@@ -263,6 +356,8 @@ class VectorFollower:
             lambda c: self.rows.settle_vectors(c, ids, vecs, model)).result()
         if not written:
             return
+        with self._cond:
+            self._made(len(written))
         keep = set(written)
         self.index.add(written, vecs[[n for n, mid in enumerate(ids) if mid in keep]])
         # A forget that committed between the vectors' commit and the add above removed its

@@ -70,6 +70,9 @@ RELATED_MAX = 3                  # RELATES_TO links from one new fact
 PATTERN_MIN = 3                  # a habit: the same action at least 3 times
 HABIT_RELIABILITY = 0.6          # a habit is inferred from reports, never stated: below a
                                  # hedged rule match (.6-.65) of an explicit one (.8-.9)
+# A run waits this long for the vectors of remembers just made (the follower's queue in RAM,
+# usually under a second) before it cuts its episodes at the first one still without a vector.
+VECTORS_WAIT_S = 5.0
 SIMILAR_COSINE = 0.93            # near-duplicate facts get a SIMILAR_TO link
 # A memory's scope (docs/memory-model.md#scope): its agent ("global" is shared) and its context
 # ("hat", or None). What consolidation derives keeps the scope of its sources, and nothing is
@@ -281,12 +284,24 @@ class Pipeline:
 
     # --- step 1: extraction ----------------------------------------------------------
     def _episodes_todo(self) -> list[tuple[EpisodeView, Scope]]:
+        """The episodes past the watermark (and those to retry), but none from the first one
+        whose vector is still to be made (issue 28): ``_said_changes`` pairs an episode by its
+        vector and skips one without, and the watermark then passes it for good, so a file
+        import's turns would never be paired, nor found as the earlier side. The follower makes
+        vectors oldest id first, so the cut moves on as they land and the next run takes the
+        rest. A remember's vector comes within about a second: that is waited for."""
         rows = self.rows
+        follower = self.ingest.follower
+        if follower is not None:
+            follower.wait_idle(VECTORS_WAIT_S)
 
         def read(conn: Any) -> list[tuple[EpisodeView, Scope]]:
             upto = _watermark(rows, conn)
             retry = _retry_ids(rows, conn)
             found = rows.episodes_after(conn, upto)
+            below = follower.rows.first(conn) if follower is not None else None
+            if below is not None:
+                found = [r for r in found if r.id < below]
             if retry:
                 found = rows.episodes_by_id(conn, retry) + found
             name = self.owner_name
