@@ -189,7 +189,7 @@ class MainWindow(WorkWindow):
         # 1 px taller and every page shorter.
         self._cancel_in_bar = False
         # What is still being prepared after unlock (self-test, text index, vector index).
-        self._status_base = ""
+        self._status_rest = ""  # after the count: the search words and the idle lock
         self.memory_figure = ""  # "23 memories (+2 archived or earlier versions)", as shown
         self._background = ""
         self._runs_note = ""  # "last consolidation had N failed batches", or ""
@@ -440,7 +440,7 @@ class MainWindow(WorkWindow):
         search = "semantic + lexical search" if st.semantic_search else \
             "lexical search only (no embedding model found)"
         search = self._model_words(st, search)
-        self._status_base = (f"{kept} · {search} · locks after "
+        self._status_rest = (f"{search} · locks after "
                              f"{self.idle_timer.interval() // 60000} min idle")
         self._render_status()
 
@@ -556,10 +556,12 @@ class MainWindow(WorkWindow):
             area.verticalScrollBar().setValue(top)
 
     def _render_status(self) -> None:
-        extra = f" · {self._background}…" if self._background else ""
-        extra += f" · {self._runs_note}" if self._runs_note else ""
-        extra += f" · {self._pending_note}" if self._pending_note else ""
-        self.status_label.setText(self._status_base + extra)
+        # What is under way right after the count, before the search and lock words: at 1,024
+        # pixels the end of the line is cut off, and there "finding meaning: 0 of 41, about 1
+        # min left" lost its estimate (issue 28).
+        parts = [self.memory_figure, f"{self._background}…" if self._background else "",
+                 self._status_rest, self._runs_note, self._pending_note]
+        self.status_label.setText(" · ".join(p for p in parts if p))
 
     @Slot()
     def _poll_background(self) -> None:

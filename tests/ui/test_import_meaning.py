@@ -37,3 +37,16 @@ def test_status_bar_says_finding_meaning_until_the_vectors_land(
     qtbot.waitUntil(lambda: "finding meaning" not in window.status_label.text(),
                     timeout=WAIT)
     assert window.vault.status().vectors_pending == 0
+
+
+def test_what_is_under_way_comes_right_after_the_count(qtbot: Any, window: Any) -> None:
+    """At 1,024 pixels the end of the status bar is cut off: the estimate must not be."""
+    qtbot.waitUntil(lambda: window.memory_figure != "", timeout=WAIT)
+    window._background = "finding meaning: 0 of 41, about 1 min left"
+    window._render_status()
+    assert window.status_label.text().startswith(
+        f"{window.memory_figure} · finding meaning: 0 of 41, about 1 min left… · ")
+    window._background = ""
+    window._render_status()
+    assert "finding meaning" not in window.status_label.text()
+    assert window.status_label.text().startswith(f"{window.memory_figure} · ")
