@@ -56,7 +56,7 @@ _WORD = re.compile(r"[^\W_]+")
 # it; a stream of searches slows the build at most (slice + wait) / slice, never stops it.
 _SLICE = 500
 _GIVE_WAY_S = 0.06
-# A recall under way (``Lexicon.serving``) holds the build back this long at most per slice.
+# A recall under way (``app.threads.foreground``) holds the build back this long at most per slice.
 _GIVE_WAY_MAX_S = 0.5
 _FTS_STATE = ("(SELECT block FROM memory_fts_data WHERE id = 10), "  # FTS5's structure record
               "(SELECT block FROM memory_fts_data WHERE id = 1)")    # ... and its averages
