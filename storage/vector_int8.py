@@ -189,7 +189,8 @@ class Int8Pass:
         """(approximate dot products, their error bounds) of ``q`` with every row, float32:
         the exact product lies within ``bound`` of ``approx`` for every row."""
         q = np.asarray(q, dtype=np.float64)
-        b = float(np.abs(q).max()) / 127.0 if len(q) else 0.0
+        size = np.abs(q)
+        b = float(size.max()) / 127.0 if len(q) else 0.0
         if b == 0.0:
             return np.zeros(self.n, np.float32), np.full(self.n, SLACK, np.float32)
         n = np.clip(np.rint(q / b), -127, 127)
@@ -200,11 +201,12 @@ class Int8Pass:
         approx *= np.float32(b)
         # |x.q - xs.qs| = |xs.f + e.q|: by Hoelder with L1/Linf, or by Cauchy-Schwarz; the
         # smaller of the two holds.
+        q_norm = float(np.sqrt(q @ q))
         bound = self._half_l1 * np.float32(b)
-        bound += self._half_a * np.float32(np.abs(q).sum())
+        bound += self._half_a * np.float32(size.sum())
         by_l2 = self._l2 * np.float32(np.sqrt(f @ f))
-        by_l2 += self._err_l2 * np.float32(np.sqrt(q @ q))
+        by_l2 += self._err_l2 * np.float32(q_norm)
         np.minimum(bound, by_l2, out=bound)
-        bound += self._norm * np.float32(SLACK * float(np.sqrt(q @ q)))
+        bound += self._norm * np.float32(SLACK * q_norm)
         bound += np.float32(1e-30)  # never 0 (a zero row against any query)
         return approx, bound
