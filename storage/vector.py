@@ -43,6 +43,9 @@ INT8_MIN_ROWS = 12_288
 # eighth of the copy, lie outside it (added or changed since): those are scored exactly.
 INT8_STALE_ROWS = 4096
 INT8_SLICE = 4096  # rows quantised per hold of the index's lock while the copy is made
+# Rows the similarity floor is taken over (every n // FLOOR_SAMPLE-th row): one value for
+# min_similarity and both of search_with_floor's paths, so they agree.
+FLOOR_SAMPLE = 8192
 
 
 class VectorIndex:
@@ -196,7 +199,7 @@ class VectorIndex:
                     self._int8, self._int8_min_rows = None, None
             sims = self._mat[:n] @ np.asarray(q, dtype=np.float32)
             ids = self._ids[:n].copy()
-        step = max(1, n // 8192)  # min_similarity's default sample
+        step = max(1, n // FLOOR_SAMPLE)  # min_similarity's sample
         sample = sims[::step][ids[::step] >= 0]
         floor = float(sample.min()) if len(sample) else 0.0
         sims[ids < 0] = -np.inf
@@ -230,7 +233,7 @@ class VectorIndex:
 
         # The floor: min_similarity's sample, its rows whose lower bound is under the
         # sample's lowest upper bound, computed.
-        step = max(1, n // 8192)
+        step = max(1, n // FLOOR_SAMPLE)  # min_similarity's sample
         sample = np.arange(0, n, step)[live[::step]]
         floor = 0.0
         if len(sample):
@@ -308,7 +311,7 @@ class VectorIndex:
             sims = self._mat[[r for _, r in rows]] @ np.asarray(q, dtype=np.float32)
         return {i: float(x) for (i, _), x in zip(rows, sims, strict=True)}
 
-    def min_similarity(self, q: np.ndarray, sample: int = 8192) -> float:
+    def min_similarity(self, q: np.ndarray, sample: int = FLOOR_SAMPLE) -> float:
         """The lowest cosine of ``q`` over the store (exact up to ``sample`` rows, else over an
         even sample): the floor that dense scores are scaled from."""
         with self._lock:
