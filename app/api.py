@@ -134,6 +134,7 @@ class VaultStatus:
     model: str | None = None        # the model id in use (its vectors carry it); None: off
     model_source: str | None = None  # "installed with Kept", "from KEPT_MODEL_DIR", ...
     model_problem: str | None = None  # why semantic search is off though a model was found
+    model_compute: str | None = None  # "int8" or "float32": what its weight products run in
     vector_models: dict[str, int] = field(default_factory=dict)  # model id -> vectors it made
     # Memories whose vector is still to be made (a file import's follow it, issue 28), and the
     # rate this session's follower measured making them (None: none made yet, or not here).

@@ -336,7 +336,8 @@ class Vault:
         from app import bootstrap
         if self._embedder is not None:
             return {"model": self._embedder.model_name,
-                    "model_source": bootstrap.model_source(self._model_dir)}
+                    "model_source": bootstrap.model_source(self._model_dir),
+                    "model_compute": getattr(self._embedder, "compute", None)}
         return {"model_problem": bootstrap.model_problem()}
 
     def background_work(self) -> list[str]:

@@ -28,10 +28,12 @@ def short_name(model_id: str) -> str:
 
 
 def model_line(st: VaultStatus) -> str:
-    """``all-MiniLM-L6-v2 (int8), installed with Kept``, or why semantic search is off."""
+    """``all-MiniLM-L6-v2 (int8), installed with Kept, computed in int8``, or why semantic
+    search is off."""
     if st.semantic_search and st.model:
         where = f", {st.model_source}" if st.model_source else ""
-        return f"{model_name(st.model)}{where}"
+        how = f", computed in {st.model_compute}" if st.model_compute else ""
+        return f"{model_name(st.model)}{where}{how}"
     return f"semantic search off: {st.model_problem or NOT_FOUND}"
 
 

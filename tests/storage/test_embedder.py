@@ -51,6 +51,12 @@ def emb(model_dir: Path) -> Embedder:
     return Embedder(model_dir, batch_size=4, threads=1)
 
 
+@pytest.fixture(scope="module")
+def emb_float(model_dir: Path) -> Embedder:
+    """The weight products as the file stores them (float32): Chroma's own vectors."""
+    return Embedder(model_dir, batch_size=4, threads=1, compute="float32")
+
+
 def _fake_model_dir(root: Path) -> Path:
     root.mkdir(parents=True)
     (root / "model.onnx").write_bytes(b"")
@@ -119,9 +125,13 @@ def test_empty_input(emb: Embedder) -> None:
     assert out.shape == (0, 384) and out.dtype == np.float32
 
 
-def test_order_preserved_with_mixed_lengths(emb: Embedder) -> None:
-    # Mixed lengths force sorting across several batches (batch_size=4); every row must
-    # still equal the text embedded on its own.
+@pytest.mark.parametrize("compute", ["float32", "int8"])
+def test_order_preserved_with_mixed_lengths(model_dir: Path, emb_float: Embedder,
+                                            compute: str) -> None:
+    # Mixed lengths force sorting across several batches (batch_size=4 in float32; int8 runs
+    # one text at a time); every row must still equal the text embedded on its own.
+    emb = emb_float if compute == "float32" else Embedder(model_dir, batch_size=4, threads=1,
+                                                          compute="int8")
     texts = [TEXTS[i % len(TEXTS)] + (" more" * (i % 7)) for i in range(23)]
     batch = emb.embed(texts)
     singles = np.stack([emb.embed_one(t) for t in texts])
@@ -140,7 +150,7 @@ def test_embed_one(emb: Embedder) -> None:
 
 
 def test_matches_chroma_default_ef(
-    model_dir: Path, emb: Embedder, monkeypatch: pytest.MonkeyPatch
+    model_dir: Path, emb_float: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ef_mod = pytest.importorskip("chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2")
     cls = ef_mod.ONNXMiniLM_L6_V2
@@ -165,7 +175,7 @@ def test_matches_chroma_default_ef(
     monkeypatch.setattr(cls, "_download", no_download)
     ef = cls(preferred_providers=["CPUExecutionProvider"])
     ref = np.asarray(ef(TEXTS), dtype=np.float32)
-    ours = emb.embed(TEXTS)
+    ours = emb_float.embed(TEXTS)
     cos = np.sum(ref * ours, axis=1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(ours, axis=1))
     assert cos.shape == (len(TEXTS),)
     assert float(cos.min()) >= 0.9999, cos

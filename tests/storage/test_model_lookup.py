@@ -177,7 +177,9 @@ def test_vault_knows_which_model_made_its_vectors(tmp_path: Path, fast_kdf: Any,
         st = v.status()
         assert st.model == INT8_MODEL_ID and st.model_source == "installed with Kept"
         assert st.vector_models == {INT8_MODEL_ID: 1}
-        assert model_line(st) == "all-MiniLM-L6-v2 (int8), installed with Kept"
+        assert st.model_compute == two_models["int8"].compute
+        assert model_line(st) == ("all-MiniLM-L6-v2 (int8), installed with Kept, computed in "
+                                  + two_models["int8"].compute)
     finally:
         v.lock()
     # The same vault opened with the fp32 model: the int8 vectors stay searchable (one space),
