@@ -58,6 +58,9 @@ _SLICE = 500
 _GIVE_WAY_S = 0.06
 # A recall under way (``app.threads.foreground``) holds the build back this long at most per slice.
 _GIVE_WAY_MAX_S = 0.5
+# A saved mirror with more rows written since it was taken than this and than half its rows is
+# not loaded: re-reading them would cost about what building from memory_fts does.
+_REREAD_MAX = 20_000
 _FTS_STATE = ("(SELECT block FROM memory_fts_data WHERE id = 10), "  # FTS5's structure record
               "(SELECT block FROM memory_fts_data WHERE id = 1)")    # ... and its averages
 
@@ -67,11 +70,20 @@ _dirty_lock = threading.Lock()
 
 
 def mark_fts(conn: Connection, rowids: Iterable[int]) -> None:
-    """Record that ``memory_fts`` rows were written on ``conn`` (call next to the write). The
-    saved mirror (``save_snapshot``) stops being valid in the same transaction."""
+    """Record that ``memory_fts`` rows were written on ``conn`` (call next to the write): for
+    the mirror in RAM after the commit, and in the vault, in the same transaction, for the
+    saved mirror (``save_snapshot``), which the next unlock loads and then re-reads these rows
+    into (migration 0041), so a crash does not cost it."""
+    ids = {int(r) for r in rowids}
     with _dirty_lock:
-        _dirty.setdefault(id(conn), set()).update(int(r) for r in rowids)
-    _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_state")
+        _dirty.setdefault(id(conn), set()).update(ids)
+    try:
+        conn.executemany("INSERT OR IGNORE INTO lexicon_snapshot_dirty (fts_rowid) VALUES (?)",
+                         [(r,) for r in ids])
+    except sqlcipher.OperationalError as e:  # a vault before migration 0041: invalidate
+        if "no such table" not in str(e):
+            raise
+        _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_state")
 
 
 def drop_snapshot(conn: Connection) -> None:
@@ -79,6 +91,7 @@ def drop_snapshot(conn: Connection) -> None:
     its terms must not outlive the memory (secure_delete zeroes the pages)."""
     _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_state")
     _snapshot_sql(conn, "DELETE FROM lexicon_snapshot")
+    _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_dirty")
 
 
 def _snapshot_sql(conn: Connection, sql: str) -> None:
@@ -87,6 +100,18 @@ def _snapshot_sql(conn: Connection, sql: str) -> None:
     except sqlcipher.OperationalError as e:  # a vault before migration 0032
         if "no such table" not in str(e):
             raise
+
+
+def _written_since(conn: Connection, limit: int | None = 1) -> list[int]:
+    """``memory_fts`` rowids written since the saved mirror was taken (at most ``limit``)."""
+    try:
+        return [r for (r,) in conn.execute(
+            "SELECT fts_rowid FROM lexicon_snapshot_dirty LIMIT ?",
+            (-1 if limit is None else limit,))]
+    except sqlcipher.OperationalError as e:  # a vault before migration 0041
+        if "no such table" not in str(e):
+            raise
+        return []
 
 
 def take_fts_marks(conn: Connection) -> set[int]:
@@ -484,7 +509,7 @@ class Lexicon:
             state = _fts_state(conn.execute(f"SELECT {_FTS_STATE}").fetchone())
             row = conn.execute("SELECT fts_state FROM lexicon_snapshot_state").fetchone()
             if row is not None and bytes(row[0]) == state and conn.execute(
-                    "SELECT 1 FROM lexicon_snapshot").fetchone():
+                    "SELECT 1 FROM lexicon_snapshot").fetchone() and not _written_since(conn):
                 return False
             posts = [self._post.get(t) for t in self._terms]
             counts = np.array([0 if p is None else len(p[0]) for p in posts], dtype=np.int64)
@@ -495,6 +520,7 @@ class Lexicon:
                     self._n_alive, self._tokens_alive)
         conn.execute("DELETE FROM lexicon_snapshot")
         conn.execute("DELETE FROM lexicon_snapshot_state")
+        _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_dirty")  # all of them are in it now
         conn.execute("INSERT INTO lexicon_snapshot (id, terms, counts, slots, freqs, rowids, "
                      "lens, alive, n_alive, tokens) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)", data)
         conn.execute("INSERT INTO lexicon_snapshot_state (id, fts_state) VALUES (1, ?)",
@@ -525,8 +551,15 @@ class Lexicon:
             if "no such table" in str(e):
                 return False
             raise
-        if row is None or bytes(row[9]) != _fts_state(row[10:12]):
-            return False  # memory_fts changed since it was saved
+        if row is None:
+            return False
+        # Rows written since it was saved (migration 0041) are re-read after it is loaded. If
+        # memory_fts changed and none were recorded, something wrote it unmarked: build.
+        written = _written_since(conn, limit=None)
+        if bytes(row[9]) != _fts_state(row[10:12]) and not written:
+            return False
+        if len(written) > max(_REREAD_MAX, int(row[7]) // 2):
+            return False  # re-reading them would cost about what a scan does
         terms = bytes(row[0]).decode().split("\x00") if row[0] else []
         counts = np.frombuffer(row[1], dtype=np.int64)
         slots, freqs = memoryview(row[2]), memoryview(row[3])
@@ -561,6 +594,7 @@ class Lexicon:
             self._slot_of = dict(zip(rowids[live].tolist(), live.tolist(), strict=True))
             self._n_alive = int(row[7])
             self._tokens_alive = float(row[8])
+            self._pending |= set(written)  # _build re-reads them before the mirror is ready
         return True
 
     # --- updates ------------------------------------------------------------------------

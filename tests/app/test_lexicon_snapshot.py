@@ -1,7 +1,8 @@
 """The RAM lexicon saved inside the vault (issue 28, migration 0032): lock writes it, the next
 unlock loads it instead of building it (no scan, no seconds of FTS5), and it is never loaded
-over rows it does not hold: a write through ``mark_fts`` invalidates it in its own transaction,
-a write that bypasses that still changes FTS5's records (checked at load), forget and a text
+over rows it does not hold: a write through ``mark_fts`` records its rows in its own transaction
+(migration 0041), so an unlock after a crash loads the saved mirror and re-reads only those; a
+write that bypasses that still changes FTS5's records (checked at load), forget and a text
 rewrite delete it, a damaged one is rebuilt. Real vault, fake embedder (lexical only)."""
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def test_unlock_loads_the_saved_mirror_without_a_scan(saved: Path,
         # It keeps working as a mirror: a new memory is found and a second lock saves again.
         v.remember(Draft(text="The axolotl in Porto waved", store=Store.EPISODIC))
         assert scans.rows == 1
-        assert _rows(v, "lexicon_snapshot_state") == 0  # that write invalidated the saved one
+        # That write is recorded beside the saved mirror, in its own transaction (0041).
+        assert _rows(v, "lexicon_snapshot_dirty") == 1
         assert [i for i, _ in inside(v).lexicon.search(["axolotl"], 5) or []]
     finally:
         v.lock()
@@ -86,6 +88,51 @@ def test_unlock_loads_the_saved_mirror_without_a_scan(saved: Path,
     try:
         assert scans.rows == 0 and len(inside(v).lexicon) == 41
         assert_same(v, ["axolotl Porto", "Caroline support group"])
+    finally:
+        v.lock()
+
+
+def _crash_after(folder: Path, monkeypatch: pytest.MonkeyPatch, texts: list[str]) -> None:
+    """Open, remember ``texts``, and end the session as a crash does: without the lock's save
+    of the mirror (the process dies; what is on disk is what the writes committed)."""
+    v = _open(folder)
+    for text in texts:
+        v.remember(Draft(text=text, store=Store.EPISODIC))
+    with monkeypatch.context() as m:
+        m.setattr(lexicon.Lexicon, "save_snapshot", lambda self, conn: False)
+        v.lock()
+
+
+def test_after_a_crash_the_saved_mirror_loads_and_only_the_new_rows_are_read(
+        saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _crash_after(saved, monkeypatch, ["The axolotl in Porto waved",
+                                      "Caroline fed the axolotl on Tuesday",
+                                      "A quokka smiled at the support group"])
+    scans = Scans(monkeypatch)
+    v = _open(saved)
+    try:
+        assert scans.rows == 3  # the saved 40 loaded, the 3 written since read again
+        assert len(inside(v).lexicon) == 43
+        assert_same(v, ["axolotl Porto", "quokka support group", "Caroline support group"])
+        assert _rows(v, "lexicon_snapshot_dirty") == 3  # until a lock saves the mirror
+    finally:
+        v.lock()
+    again = Vault.open(saved, PW, use_chroma=False)
+    try:
+        assert _rows(again, "lexicon_snapshot_dirty") == 0  # that lock saved it
+    finally:
+        again.lock()
+
+
+def test_too_many_rows_written_since_means_a_scan(saved: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexicon, "_REREAD_MAX", 0)  # and 21 > half of the 40 saved
+    _crash_after(saved, monkeypatch, [f"The wombat number {i} dug a hole" for i in range(21)])
+    scans = Scans(monkeypatch)
+    v = _open(saved)
+    try:
+        assert scans.rows == 61  # built from memory_fts, all of it
+        assert_same(v, ["wombat hole", "Caroline support group"])
     finally:
         v.lock()
 
