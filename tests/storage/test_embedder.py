@@ -128,19 +128,24 @@ def test_empty_input(emb: Embedder) -> None:
 @pytest.mark.parametrize("compute", ["float32", "int8"])
 def test_order_preserved_with_mixed_lengths(model_dir: Path, emb_float: Embedder,
                                             compute: str) -> None:
-    # Mixed lengths force sorting across several batches (batch_size=4 in float32; int8 runs
-    # one text at a time); every row must still equal the text embedded on its own.
+    # Mixed lengths force sorting across several batches (batch_size=4); every row must still
+    # be the text embedded on its own (in int8, near it).
     emb = emb_float if compute == "float32" else Embedder(model_dir, batch_size=4, threads=1,
                                                           compute="int8")
     texts = [TEXTS[i % len(TEXTS)] + (" more" * (i % 7)) for i in range(23)]
     batch = emb.embed(texts)
     singles = np.stack([emb.embed_one(t) for t in texts])
-    assert np.min(np.sum(batch * singles, axis=1)) > 0.9999
+    # int8 activations are quantised over a whole batch: a little of the neighbours shows.
+    assert np.min(np.sum(batch * singles, axis=1)) > (0.9999 if emb.compute == "float32"
+                                                       else 0.93)
     np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
     # and shuffled input gives the shuffled output
     perm = np.random.default_rng(0).permutation(len(texts))
     shuffled = emb.embed([texts[i] for i in perm])
-    np.testing.assert_allclose(shuffled, batch[perm], atol=1e-5)
+    if emb.compute == "float32":
+        np.testing.assert_allclose(shuffled, batch[perm], atol=1e-5)
+    else:
+        assert np.min(np.sum(shuffled * batch[perm], axis=1)) > 0.93
 
 
 def test_embed_one(emb: Embedder) -> None:

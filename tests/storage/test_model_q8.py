@@ -113,12 +113,20 @@ def test_int8_vectors_are_near_float_and_find_the_same_texts(which: str) -> None
 
 
 @needs_exact
-def test_a_texts_vector_does_not_depend_on_what_it_is_embedded_with() -> None:
-    fast = Embedder(_fp32_dir(), batch_size=16, compute="int8")
+def test_in_a_batch_a_vector_moves_little_and_alone_it_is_always_the_same() -> None:
+    """int8 activations are quantised over a whole run, so in a batch a text's vector depends a
+    little on its neighbours: on chat turns of similar lengths cosine .985 at worst to the text
+    alone; here, "ok" in one batch with a 256-token text, .945. Alone, the same text always
+    gets the same vector, and each text stays nearest to itself."""
+    fast = Embedder(_pkg_dir(), batch_size=16, compute="int8")
     alone = np.stack([fast.embed_one(t) for t in TEXTS])
+    assert np.array_equal(alone, np.stack([fast.embed_one(t) for t in TEXTS]))
     together = fast.embed(TEXTS)
     reversed_ = fast.embed(TEXTS[::-1])[::-1]
-    assert np.array_equal(alone, together) and np.array_equal(alone, reversed_)
+    for batch in (together, reversed_):
+        cos = np.sum(batch * alone, axis=1)
+        assert cos.min() > 0.93 and np.median(cos) > 0.985, cos
+        assert list(np.argmax(batch @ alone.T, axis=1)) == list(range(len(TEXTS)))
 
 
 @needs_exact
@@ -126,8 +134,7 @@ def test_by_default_the_int8_file_runs_in_int8_and_a_float_file_as_stored(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KEPT_EMBED_COMPUTE", raising=False)
     assert Embedder(_pkg_dir()).compute == "int8"
-    fp32 = Embedder(_fp32_dir(), batch_size=4)
-    assert fp32.compute == "float32" and fp32.batch_size == 4
+    assert Embedder(_fp32_dir()).compute == "float32"
     monkeypatch.setenv("KEPT_EMBED_COMPUTE", "int8")
     assert Embedder(_fp32_dir()).compute == "int8"
 
@@ -139,8 +146,7 @@ def test_float32_by_setting_and_where_the_kernels_are_not_exact(
     assert Embedder(folder).compute == "float32"
     monkeypatch.delenv("KEPT_EMBED_COMPUTE")
     monkeypatch.setattr(embedder_mod, "kernels_exact", lambda: False)
-    slow = Embedder(folder, batch_size=4)
-    assert slow.compute == "float32" and slow.batch_size == 4
+    assert Embedder(folder).compute == "float32"
     with pytest.raises(ValueError):
         Embedder(folder, compute="int4")
 
