@@ -262,15 +262,9 @@ def _weights(name: str, inits: dict[str, memoryview], producer: dict[str, _Node]
 def kernels_exact() -> bool:
     """Whether onnxruntime's u8 x s8 integer product is exact on this CPU at the extremes the
     rewritten model uses (activation bytes 0 and 255, weights -127 and 127); once a process."""
-    from storage.vector_int8 import session
+    from storage.vector_int8 import extremes, session
 
-    k, n = 384, 64
-    mt = np.full((k, n), _LEVELS, dtype=np.int8)
-    mt[:, ::2] = -_LEVELS
-    mt[::3, 1::2] = -_LEVELS
-    a = np.full((1, k), 255, dtype=np.uint8)
-    a[0, ::5] = 0
-    want = (a.astype(np.int64) - 128) @ mt.astype(np.int64)
+    mt, a, want = extremes(_LEVELS)
     try:
         got = session(mt).run(None, {"A": a})[0]
     except Exception:  # noqa: BLE001 - no integer kernels: the float model serves

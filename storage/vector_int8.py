@@ -147,18 +147,25 @@ class Quantised:
         return out
 
 
+def extremes(levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A product at the extremes of the u8 x s8 kernels: an int8 matrix of +-``levels`` (runs of
+    equal signs down each column, so adjacent pairs add up), a query of bytes 0 and 255, and
+    the exact answer (with the query's zero point 128)."""
+    k, n = 384, 64
+    mt = np.full((k, n), levels, dtype=np.int8)
+    mt[:, ::2] = -levels
+    mt[::3, 1::2] = -levels
+    a = np.full((1, k), 255, dtype=np.uint8)
+    a[0, ::5] = 0
+    return mt, a, (a.astype(np.int64) - 128) @ mt.astype(np.int64)
+
+
 @functools.cache
 def kernel_checks() -> tuple[bool, bool]:
     """(exact, copies) for onnxruntime's kernels on this machine, once a process: whether the
     product is exact at the extremes the pass uses (query bytes 0 and 255, row values -63 and
     63), and whether a session keeps its own copy of the matrix (so the caller's may go)."""
-    k, n = 384, 64
-    mt = np.full((k, n), ROW_LEVELS, dtype=np.int8)
-    mt[:, ::2] = -ROW_LEVELS
-    mt[::3, 1::2] = -ROW_LEVELS
-    a = np.full((1, k), 255, dtype=np.uint8)
-    a[0, ::5] = 0
-    want = (a.astype(np.int64) - 128) @ mt.astype(np.int64)
+    mt, a, want = extremes(ROW_LEVELS)
     multiply = session(mt)
     exact = bool(np.array_equal(multiply.run(None, {"A": a})[0], want))
     mt[:] = 0
