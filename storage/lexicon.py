@@ -371,6 +371,84 @@ def _bm25(sizes: _Sizes, posts: Sequence[_Post],
     return [(int(rowids[c]), float(v)) for c, v in zip(cand[order], sc[order], strict=True)]
 
 
+class _Loaded(dict):  # type: ignore[type-arg]
+    """A saved mirror's postings, term -> (slots, weighted frequencies), made into arrays on
+    first use. Making every term's arrays at load was a Python loop of about 0.5 s at 100k
+    memories, beside the first recalls after unlock on the GIL (a first recall took 0.4-0.65 s
+    of wall for 0.09 s of its own CPU, dev); a search needs a few terms. The owner's lock
+    guards it like any dict of the mirror."""
+
+    def __init__(self, term_id: dict[str, int], counts: np.ndarray, slots: bytes,
+                 freqs: bytes) -> None:
+        super().__init__()
+        self._id = term_id
+        self._counts = counts
+        self._ends = np.cumsum(counts) * 4
+        self._slots, self._freqs = slots, freqs
+        self._made = bytearray(len(counts))  # made (or replaced) already: not from the bytes
+
+    def _make(self, term: str) -> tuple[array[int], array[float]] | None:
+        i = self._id.get(term)
+        if i is None or self._made[i]:
+            return None
+        self._made[i] = 1
+        c = int(self._counts[i])
+        if not c:
+            return None
+        end = int(self._ends[i])
+        s_a, f_a = array("i"), array("f")
+        s_a.frombytes(self._slots[end - 4 * c:end])
+        f_a.frombytes(self._freqs[end - 4 * c:end])
+        dict.__setitem__(self, term, (s_a, f_a))
+        return s_a, f_a
+
+    def get(self, term: str, default: Any = None) -> Any:
+        got = dict.get(self, term)
+        if got is None:
+            got = self._make(term)
+        return default if got is None else got
+
+    def __getitem__(self, term: str) -> tuple[array[int], array[float]]:
+        got = self.get(term)
+        if got is None:
+            raise KeyError(term)
+        return got  # type: ignore[no-any-return]
+
+    def __contains__(self, term: object) -> bool:
+        return self.get(term) is not None  # type: ignore[arg-type]
+
+    def __setitem__(self, term: str, value: tuple[array[int], array[float]]) -> None:
+        i = self._id.get(term)
+        if i is not None:
+            self._made[i] = 1
+        dict.__setitem__(self, term, value)
+
+    def make_all(self) -> None:
+        for term, i in self._id.items():
+            if not self._made[i]:
+                self._make(term)
+
+    def items(self) -> Any:
+        self.make_all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self.make_all()
+        return dict.values(self)
+
+    def keys(self) -> Any:
+        self.make_all()
+        return dict.keys(self)
+
+    def __iter__(self) -> Any:
+        self.make_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.make_all()
+        return dict.__len__(self)
+
+
 class Lexicon:
     """Owner: the unlocked Vault. Thread-safe. ``search`` returns None until built."""
 
@@ -569,21 +647,15 @@ class Lexicon:
                 or len(row[5]) != 8 * n_slots or len(row[6]) != n_slots):
             log.warning("the saved full-text mirror is inconsistent; building it")
             return False
-        ends = np.cumsum(counts) * 4
-        post: dict[str, tuple[array[int], array[float]]] = {}
-        for t, c, end in zip(terms, counts.tolist(), ends.tolist(), strict=True):
-            if c:
-                s_a, f_a = array("i"), array("f")
-                s_a.frombytes(slots[end - 4 * c:end])
-                f_a.frombytes(freqs[end - 4 * c:end])
-                post[t] = (s_a, f_a)
+        term_id = {t: i for i, t in enumerate(terms)}
+        post = _Loaded(term_id, counts, bytes(row[2]), bytes(row[3]))
         alive = bytearray(row[6])
         live = np.flatnonzero(np.frombuffer(alive, dtype=np.uint8))
         with self._lock:
             if self._cancel.is_set() or self._tok is None:
                 return False
             self._terms = terms
-            self._term_id = {t: i for i, t in enumerate(terms)}
+            self._term_id = dict(term_id)  # grows with new terms; post keeps the loaded ones
             self._wids = {}
             self._post = post
             self._slot_rowid = array("q")
