@@ -3,7 +3,7 @@
 alternating (issue 28, the first minute). Prints a line a run.
 
     KEPT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2/onnx \
-    python bench/recall_after_unlock.py VAULT ROUNDS OLD_ROOT NEW_ROOT
+    python bench/recall_after_unlock.py VAULT ROUNDS OLD_ROOT NEW_ROOT [--crash N]
 
 VAULT: a ``bench/scale.py`` vault (its cache, e.g. ``/tmp/kept-scale-cache/n100000-.../vault``),
 copied for each run, so it has no saved lexicon (as after a crash or a first unlock with a new
@@ -12,6 +12,11 @@ back to back as ``bench/scale.py`` asks), then, once the lexicon's thread is don
 back to back for the steady state. Per run: the load, steady p50, and p50 / max / count of the
 recalls before the RAM lexicon was ready and after it (the texts worked out ahead run then).
 Synthetic queries and vault: dev figures.
+
+``--crash N``: the unlock after a crash instead. Each side first makes its own copy of VAULT
+in which a session saved the lexicon at lock, and the next session remembered N memories and
+died (``os._exit``, no lock): what a crash after an ordinary session leaves. Every run then
+starts from that copy.
 """
 import json
 import os
@@ -57,6 +62,39 @@ v.lock(); shutil.rmtree(work)
 '''
 
 
+CRASH = r'''
+import os, sys, shutil, time
+from pathlib import Path
+sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "bench")]
+import storage
+from scale import PASSWORD
+from app.domain.memory import Draft, Store
+from app.facade import Vault, internals
+src, dst, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+if dst.exists(): shutil.rmtree(dst)
+shutil.copytree(src, dst); os.chmod(dst, 0o700)
+v = Vault.open(dst, PASSWORD)
+assert internals(v).lexicon.wait_ready(600)
+v.lock()  # saves the lexicon
+v = Vault.open(dst, PASSWORD)
+for i in range(n):
+    v.remember(Draft(text=f"Crash drill {i}: the heron by the canal took a sardine",
+                     store=Store.EPISODIC))
+os._exit(0)  # no lock: the process dies as in a crash
+'''
+
+
+def crashed(side: str, root: str, vault: str, n: int) -> str:
+    """A copy of ``vault`` left by a crash after ``n`` remembers, made by ``root``'s code."""
+    dst = str(Path(vault).parent.parent / f"crashed-{side}-{n}" / "vault")
+    env = dict(os.environ, PYTHONPATH=root)
+    p = subprocess.run([sys.executable, "-c", CRASH, vault, dst, str(n)], cwd=root, env=env,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{side}: preparing the crashed vault failed: {p.stderr[-800:]}")
+    return dst
+
+
 def summary(xs: list[float]) -> str:
     return f"p50 {statistics.median(xs):.0f} max {max(xs):.0f} n{len(xs)}" if xs else "-"
 
@@ -80,11 +118,19 @@ def run(side: str, root: str, vault: str) -> None:
 
 
 def main() -> None:
-    vault, rounds = sys.argv[1], int(sys.argv[2])
-    sides = {"old": sys.argv[3], "new": sys.argv[4]}
+    args = sys.argv[1:]
+    crash = None
+    if "--crash" in args:
+        at = args.index("--crash")
+        crash = int(args[at + 1])
+        del args[at:at + 2]
+    vault, rounds = args[0], int(args[1])
+    sides = {"old": args[2], "new": args[3]}
+    vaults = {side: crashed(side, root, vault, crash) if crash is not None else vault
+              for side, root in sides.items()}
     for r in range(rounds):
         for side in (["old", "new"] if r % 2 == 0 else ["new", "old"]):
-            run(side, sides[side], vault)
+            run(side, sides[side], vaults[side])
 
 
 if __name__ == "__main__":
