@@ -25,8 +25,9 @@ Per size, each part runs in its own subprocess so peak RSS figures are separate:
   downloading) ingesting the same turn texts as documents; query with ``query_texts``.
   Chroma's function embeds about 11 texts/s here, so only ``--chroma-embed-docs`` documents go
   through it (ingest rate and a flagged extrapolation); the rest of the collection is added with
-  Kept's vectors of the same texts (identical vectors: same model, same pooling) so query
-  latency is measured on a full-size collection.
+  Kept's vectors of the same texts (the same model and pooling: identical vectors in float32,
+  cosine .99 where Kept runs the int8 model's products in int8) so query latency is measured
+  on a full-size collection.
 
 Synthetic data: templates filled with random names, places, dates and activities (fixed seed),
 10-25 words per turn, sessions of 10-30 turns between the user and one person, spread over 3
