@@ -77,12 +77,8 @@ def mark_fts(conn: Connection, rowids: Iterable[int]) -> None:
     ids = {int(r) for r in rowids}
     with _dirty_lock:
         _dirty.setdefault(id(conn), set()).update(ids)
-    try:
-        conn.executemany("INSERT OR IGNORE INTO lexicon_snapshot_dirty (fts_rowid) VALUES (?)",
-                         [(r,) for r in ids])
-    except sqlcipher.OperationalError as e:  # a vault before migration 0041: invalidate
-        if "no such table" not in str(e):
-            raise
+    if _snapshot_sql(conn, "INSERT OR IGNORE INTO lexicon_snapshot_dirty (fts_rowid) VALUES (?)",
+                     [(r,) for r in ids]) is None:  # a vault before migration 0041: invalidate
         _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_state")
 
 
@@ -94,24 +90,27 @@ def drop_snapshot(conn: Connection) -> None:
     _snapshot_sql(conn, "DELETE FROM lexicon_snapshot_dirty")
 
 
-def _snapshot_sql(conn: Connection, sql: str) -> None:
+def _snapshot_sql(conn: Connection, sql: str, params: Any = (),
+                  ) -> list[tuple[Any, ...]] | None:
+    """``sql`` on one of the saved mirror's tables: its rows; None on a vault from before the
+    table's migration (0032, or 0041 for ``lexicon_snapshot_dirty``). A list of parameter
+    tuples runs it once for each."""
     try:
-        conn.execute(sql)
-    except sqlcipher.OperationalError as e:  # a vault before migration 0032
+        if isinstance(params, list):
+            conn.executemany(sql, params)
+            return []
+        return list(conn.execute(sql, params).fetchall())
+    except sqlcipher.OperationalError as e:
         if "no such table" not in str(e):
             raise
+        return None
 
 
 def _written_since(conn: Connection, limit: int | None = 1) -> list[int]:
     """``memory_fts`` rowids written since the saved mirror was taken (at most ``limit``)."""
-    try:
-        return [r for (r,) in conn.execute(
-            "SELECT fts_rowid FROM lexicon_snapshot_dirty LIMIT ?",
-            (-1 if limit is None else limit,))]
-    except sqlcipher.OperationalError as e:  # a vault before migration 0041
-        if "no such table" not in str(e):
-            raise
-        return []
+    rows = _snapshot_sql(conn, "SELECT fts_rowid FROM lexicon_snapshot_dirty LIMIT ?",
+                         (-1 if limit is None else limit,))
+    return [r for (r,) in rows or []]
 
 
 def take_fts_marks(conn: Connection) -> set[int]:
@@ -380,8 +379,11 @@ class _Loaded(dict):  # type: ignore[type-arg]
 
     def __init__(self, term_id: dict[str, int], counts: np.ndarray, slots: bytes,
                  freqs: bytes) -> None:
+        """``term_id``: the mirror's own term ids (they grow past ``counts``; new terms have
+        no saved postings)."""
         super().__init__()
         self._id = term_id
+        self._n = len(counts)
         self._counts = counts
         self._ends = np.cumsum(counts) * 4
         self._slots, self._freqs = slots, freqs
@@ -389,7 +391,7 @@ class _Loaded(dict):  # type: ignore[type-arg]
 
     def _make(self, term: str) -> tuple[array[int], array[float]] | None:
         i = self._id.get(term)
-        if i is None or self._made[i]:
+        if i is None or i >= self._n or self._made[i]:
             return None
         self._made[i] = 1
         c = int(self._counts[i])
@@ -419,13 +421,13 @@ class _Loaded(dict):  # type: ignore[type-arg]
 
     def __setitem__(self, term: str, value: tuple[array[int], array[float]]) -> None:
         i = self._id.get(term)
-        if i is not None:
+        if i is not None and i < self._n:
             self._made[i] = 1
         dict.__setitem__(self, term, value)
 
     def make_all(self) -> None:
-        for term, i in self._id.items():
-            if not self._made[i]:
+        for term, i in list(self._id.items()):
+            if i < self._n and not self._made[i]:
                 self._make(term)
 
     def items(self) -> Any:
@@ -655,7 +657,7 @@ class Lexicon:
             if self._cancel.is_set() or self._tok is None:
                 return False
             self._terms = terms
-            self._term_id = dict(term_id)  # grows with new terms; post keeps the loaded ones
+            self._term_id = term_id  # grows with new terms; post reads only the loaded ones
             self._wids = {}
             self._post = post
             self._slot_rowid = array("q")
