@@ -156,18 +156,20 @@ def int8_products(model: bytes) -> tuple[bytes, int] | None:
     graph_raw = next((v for n, v, _ in _fields(buf) if n == 7), None)
     if not isinstance(graph_raw, memoryview):
         return None
+    fields = list(_fields(graph_raw))  # written back in this order, as they are
     nodes: list[_Node] = []
+    node_at: dict[int, int] = {}  # field -> its node
     inits: dict[str, memoryview] = {}
-    other: list[memoryview] = []
-    for number, value, raw in _fields(graph_raw):
+    init_at: dict[int, str] = {}  # field -> its initializer's name
+    for j, (number, value, _) in enumerate(fields):
         if number == 1:
             assert isinstance(value, memoryview)
+            node_at[j] = len(nodes)
             nodes.append(_node(value))
         elif number == 5:
             assert isinstance(value, memoryview)
-            inits[_array_name(value)] = value
-        else:
-            other.append(raw)
+            init_at[j] = _array_name(value)
+            inits[init_at[j]] = value
     producer = {out: node for node in nodes for out in node.outputs}
     consumers: dict[str, int] = {}
     for node in nodes:
@@ -198,30 +200,29 @@ def int8_products(model: bytes) -> tuple[bytes, int] | None:
 
     used = {name for i, n in enumerate(nodes) if id(n) not in dropped and i not in replaced
             for name in n.inputs}
-    graph = bytearray()
-    for i, node in enumerate(nodes):
-        if id(node) in dropped:
-            continue
-        graph += _bytes(1, replaced[i] if i in replaced else bytes(node.raw))
-    for name, raw in inits.items():
-        if name in used:
-            graph += _bytes(5, bytes(raw))
-    graph += b"".join(added)
-    for raw in other:
-        graph += bytes(raw)
+    # Kept fields go back as the very bytes they were (views joined once, not copied each).
+    parts: list[bytes | memoryview] = []
+    for j, (_, _, raw) in enumerate(fields):
+        if j in node_at:
+            i = node_at[j]
+            if id(nodes[i]) not in dropped:
+                parts.append(_bytes(1, replaced[i]) if i in replaced else raw)
+        elif j not in init_at or init_at[j] in used:
+            parts.append(raw)
+    graph = b"".join([*parts, *added])
 
-    out = bytearray()
+    out: list[bytes | memoryview] = []
     has_ms = False
     for number, value, raw in _fields(buf):
         if number == 7:
-            out += _bytes(7, bytes(graph))
+            out.append(_bytes(7, graph))
             continue
         if number == 8 and isinstance(value, memoryview):
             has_ms |= any(n == 1 and _text(v) == _MS_DOMAIN for n, v, _ in _fields(value))
-        out += bytes(raw)
+        out.append(raw)
     if not has_ms:
-        out += _bytes(8, _str(1, _MS_DOMAIN) + _int(2, 1))
-    return bytes(out), len(replaced)
+        out.append(_bytes(8, _str(1, _MS_DOMAIN) + _int(2, 1)))
+    return b"".join(out), len(replaced)
 
 
 def _array_name(raw: memoryview) -> str:
